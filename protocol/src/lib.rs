@@ -1,0 +1,31 @@
+//! # podlink-protocol
+//!
+//! The protocol core of podlink, a UALink-style scale-up accelerator interconnect.
+//! It is `no_std`, never allocates, never reads a clock and contains no `unsafe`.
+//!
+//! Layers, bottom up (each one a module):
+//!
+//! * [`wire`]: bit-exact codecs. Transaction-layer (TL) control fields and 64 B TL flits,
+//!   the address-compression cache, 640 B data-link (DL) flits with their headers, segment
+//!   headers, DL messages and CRC, a streaming DL packer/unpacker in which TL flits straddle
+//!   segments and DL flits, and the Ethernet profile frame (EtherType 0x88B5).
+//!
+//! ## Guarantees
+//!
+//! * No input makes a parser panic; every parser returns a typed [`wire::Error`].
+//! * Emitters write into caller-owned buffers and report a too-small buffer as an error.
+//! * Deterministic: no clock, no randomness, no global state.
+//!
+//! The protocol as podlink implements it is described in `spec-notes/` at the repository root.
+#![cfg_attr(not(any(test, feature = "std")), no_std)]
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::indexing_slicing,
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic
+    )
+)]
+
+pub mod wire;
