@@ -28,4 +28,5 @@
     )
 )]
 
+pub mod time;
 pub mod wire;

@@ -54,13 +54,13 @@ impl BitReader {
     /// A reader over the first `N` bytes of `buf`, or `Truncated`.
     #[inline(always)]
     pub(crate) fn new<const N: usize>(buf: &[u8]) -> Result<Self> {
-        let bytes: &[u8; N] = buf
-            .get(..N)
-            .and_then(|b| b.try_into().ok())
-            .ok_or(Error::Truncated {
-                needed: N,
-                got: buf.len(),
-            })?;
+        let bytes: &[u8; N] =
+            buf.get(..N)
+                .and_then(|b| b.try_into().ok())
+                .ok_or(Error::Truncated {
+                    needed: N,
+                    got: buf.len(),
+                })?;
         let mut v: u128 = 0;
         for b in bytes {
             v = (v << 8) | u128::from(*b);

@@ -19,12 +19,18 @@
 
 pub(crate) mod bits;
 pub mod crc;
+pub mod dl_header;
 mod ids;
 pub mod tl_field;
 
+pub use self::dl_header::{
+    CommandHeader as DlCommandHeader, DlOp, ExplicitHeader as DlExplicitHeader,
+    FlitHeader as DlFlitHeader, SegmentHeader as DlSegmentHeader,
+};
 pub use self::ids::{AccelId, PartitionId, Psn, SeqNum, Tag, Vc};
 pub use self::tl_field::{
-    CompressedRequest as TlCompressedRequest, CompressedSingleBeatReadResponse as TlCompressedReadResponse,
+    CompressedRequest as TlCompressedRequest,
+    CompressedSingleBeatReadResponse as TlCompressedReadResponse,
     CompressedWriteResponse as TlCompressedWriteResponse, FlowControl as TlFlowControl, Ftype,
     Opcode, TlField, UncompressedRequest as TlUncompressedRequest,
     UncompressedResponse as TlUncompressedResponse,

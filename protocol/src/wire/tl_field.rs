@@ -575,7 +575,10 @@ mod tests {
 
     #[test]
     fn test_unknown_ftype_and_reserved() {
-        assert_eq!(TlField::parse(&[0x60, 0, 0, 0]), Err(Error::UnknownFtype(6)));
+        assert_eq!(
+            TlField::parse(&[0x60, 0, 0, 0]),
+            Err(Error::UnknownFtype(6))
+        );
         assert_eq!(
             TlField::parse(&[0x40, 0, 0, 1]),
             Err(Error::Reserved("compressed read response spare"))
