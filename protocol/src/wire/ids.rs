@@ -135,7 +135,7 @@ impl SeqNum {
 
     /// Forward distance from `from` to `self` (0..=510).
     pub const fn distance_from(self, from: SeqNum) -> u16 {
-        ((self.0 + Self::SPACE - from.0) % Self::SPACE) as u16
+        (self.0 + Self::SPACE - from.0) % Self::SPACE
     }
 
     /// `self` lies in the window of `len` numbers starting at `start`
