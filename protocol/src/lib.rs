@@ -29,4 +29,5 @@
 )]
 
 pub mod time;
+pub mod txn;
 pub mod wire;

@@ -1,0 +1,429 @@
+//! The completer: executes requests against a [`MemoryTarget`] and answers them
+//! (`spec-notes/transactions.md#completer`).
+
+use heapless::Deque;
+
+use super::atomic::{put_le, Atomic};
+use super::item::{ByteEnables, TlItem, BEAT_BYTES, MAX_BEATS, MAX_DATA_BYTES, REGION_BYTES};
+use super::partition::PartitionTable;
+use super::queue::SlotQueue;
+use super::target::{MemoryTarget, TargetError};
+use super::{CreditGate, Flow, Pool, Status};
+use crate::time::Instant;
+use crate::wire::{
+    AccelId, Opcode, PartitionId, Tag, TlField, TlUncompressedRequest, TlUncompressedResponse, Vc,
+};
+
+const EVENTS: usize = 16;
+
+/// Completer settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompleterConfig {
+    /// This accelerator (requests for others are dropped).
+    pub local: AccelId,
+    /// This accelerator's partition.
+    pub partition: PartitionId,
+    /// Data beats per response field (1..=4): 4 answers a 256 B read with one response,
+    /// 1 with four single-beat responses.
+    pub beats_per_response: u8,
+}
+
+impl CompleterConfig {
+    /// Defaults: partition 0, whole responses.
+    pub const fn new(local: AccelId) -> Self {
+        CompleterConfig {
+            local,
+            partition: PartitionId::from_bits_truncate(0),
+            beats_per_response: MAX_BEATS as u8,
+        }
+    }
+}
+
+/// The completer cannot take the request now: its response queue is full. Nothing
+/// happened; poll responses out and offer the request again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CompleterBusy;
+
+impl core::fmt::Display for CompleterBusy {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("completer response queue full")
+    }
+}
+
+impl core::error::Error for CompleterBusy {}
+
+/// Something worth knowing about a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CompleterEvent {
+    /// A request was answered with an error status (memory was not touched unless the
+    /// status is `TARGET_ERROR`).
+    Refused {
+        /// The requester.
+        src: AccelId,
+        /// Its tag.
+        tag: Tag,
+        /// The status sent.
+        status: Status,
+    },
+    /// A request for another accelerator was dropped unanswered.
+    Misrouted {
+        /// The requester.
+        src: AccelId,
+        /// The destination it named.
+        dst: AccelId,
+    },
+    /// A field that is not a request was offered and ignored.
+    NotARequest,
+}
+
+/// Completer counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CompleterStats {
+    /// Requests taken.
+    pub requests: u64,
+    /// … answered OK.
+    pub ok: u64,
+    /// … answered ADDRESS_NOT_MAPPED.
+    pub not_mapped: u64,
+    /// … answered UNSUPPORTED (includes malformed requests).
+    pub unsupported: u64,
+    /// … answered PARTITION_DENIED (memory never touched).
+    pub partition_denied: u64,
+    /// … answered TARGET_ERROR.
+    pub target_errors: u64,
+    /// … answered POISONED (poisoned write data or atomic operand memory).
+    pub poisoned: u64,
+    /// … malformed (shape, length or byte enables wrong; answered UNSUPPORTED).
+    pub malformed: u64,
+    /// Read beats sent as poisoned data.
+    pub poisoned_beats: u64,
+    /// Requests for another accelerator, dropped.
+    pub misrouted: u64,
+    /// Non-request fields offered, ignored.
+    pub ignored: u64,
+    /// Times a request was refused with [`CompleterBusy`].
+    pub busy: u64,
+    /// Response fields sent.
+    pub responses_sent: u64,
+    /// Events discarded because the event queue was full.
+    pub events_lost: u64,
+}
+
+struct Pending {
+    tag: Tag,
+    dst: AccelId,
+    vc: Vc,
+    status: Status,
+    rd_wr: bool,
+    beats: u8,
+    next: u8,
+    poisoned: u8,
+    data: [u8; MAX_DATA_BYTES],
+}
+
+/// The completer side of a port, answering up to `Q` requests at a time.
+///
+/// Sans-IO: offer each received request to [`handle_request`](Self::handle_request) (it runs
+/// against the memory target at once and queues the response); send what
+/// [`poll_transmit`](Self::poll_transmit) writes; drain [`poll_event`](Self::poll_event).
+/// The completer has no timers.
+pub struct Completer<const Q: usize> {
+    config: CompleterConfig,
+    partitions: PartitionTable,
+    queue: SlotQueue<Pending, Q>,
+    events: Deque<CompleterEvent, EVENTS>,
+    stats: CompleterStats,
+}
+
+impl<const Q: usize> Completer<Q> {
+    /// A completer that admits requesters according to `partitions`.
+    pub fn new(config: CompleterConfig, partitions: PartitionTable) -> Self {
+        Completer {
+            config,
+            partitions,
+            queue: SlotQueue::new(),
+            events: Deque::new(),
+            stats: CompleterStats::default(),
+        }
+    }
+
+    /// The settings.
+    pub const fn config(&self) -> &CompleterConfig {
+        &self.config
+    }
+
+    /// The accelerator → partition table.
+    pub const fn partitions(&self) -> &PartitionTable {
+        &self.partitions
+    }
+
+    /// The accelerator → partition table, to update.
+    pub fn partitions_mut(&mut self) -> &mut PartitionTable {
+        &mut self.partitions
+    }
+
+    /// The counters.
+    pub const fn stats(&self) -> &CompleterStats {
+        &self.stats
+    }
+
+    /// Responses waiting to be sent.
+    pub fn pending(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// A received request: check, execute against `target`, queue the response, and
+    /// return the request's credits through `credits`.
+    ///
+    /// # Errors
+    /// [`CompleterBusy`] when the response queue is full; nothing happened.
+    pub fn handle_request(
+        &mut self,
+        _now: Instant,
+        item: &TlItem,
+        target: &mut impl MemoryTarget,
+        credits: &mut impl CreditGate,
+    ) -> Result<(), CompleterBusy> {
+        let (tag, vc, pool, src, dst) = match item.field {
+            TlField::UncompressedRequest(r) => (r.tag, r.vchan, r.pool, r.srcaccid, r.dstaccid),
+            TlField::CompressedRequest(r) => (r.tag, r.vchan, r.pool, r.srcaccid, r.dstaccid),
+            _ => {
+                self.stats.ignored += 1;
+                self.push_event(CompleterEvent::NotARequest);
+                return Ok(());
+            }
+        };
+        if self.queue.free_slots() == 0 {
+            self.stats.busy += 1;
+            return Err(CompleterBusy);
+        }
+        credits.release(Flow::Request, vc, Pool::from_bit(pool), item.beats);
+        self.stats.requests += 1;
+        if dst != self.config.local {
+            self.stats.misrouted += 1;
+            self.push_event(CompleterEvent::Misrouted { src, dst });
+            return Ok(());
+        }
+        let mut p = Pending {
+            tag,
+            dst: src,
+            vc,
+            status: Status::OK,
+            rd_wr: item.beats > 0,
+            beats: 0,
+            next: 0,
+            poisoned: 0,
+            data: [0; MAX_DATA_BYTES],
+        };
+        if !self.partitions.is_member(src, self.config.partition) {
+            p.status = Status::PARTITION_DENIED;
+            if let TlField::UncompressedRequest(r) = item.field {
+                p.rd_wr = write_type(r.cmd);
+            }
+        } else if let TlField::UncompressedRequest(r) = item.field {
+            p.rd_wr = write_type(r.cmd);
+            p.status = self.execute(&r, item, target, &mut p);
+        } else {
+            // FIXME: compressed requests need the address-compression cache of branch `tl`;
+            // until the TL unpacker expands them, they are answered UNSUPPORTED.
+            self.stats.malformed += 1;
+            p.status = Status::UNSUPPORTED;
+        }
+        if !p.status.is_ok() {
+            p.beats = 0;
+            p.poisoned = 0;
+            self.push_event(CompleterEvent::Refused {
+                src,
+                tag,
+                status: p.status,
+            });
+        }
+        self.count(p.status);
+        // Cannot fail: a slot was checked free above.
+        let _ = self.queue.push(p);
+        Ok(())
+    }
+
+    fn count(&mut self, s: Status) {
+        let c = match s {
+            Status::OK => &mut self.stats.ok,
+            Status::ADDRESS_NOT_MAPPED => &mut self.stats.not_mapped,
+            Status::UNSUPPORTED => &mut self.stats.unsupported,
+            Status::PARTITION_DENIED => &mut self.stats.partition_denied,
+            Status::POISONED => &mut self.stats.poisoned,
+            _ => &mut self.stats.target_errors,
+        };
+        *c += 1;
+    }
+
+    fn malformed(&mut self) -> Status {
+        self.stats.malformed += 1;
+        Status::UNSUPPORTED
+    }
+
+    fn execute(
+        &mut self,
+        r: &TlUncompressedRequest,
+        item: &TlItem,
+        target: &mut impl MemoryTarget,
+        p: &mut Pending,
+    ) -> Status {
+        let addr = r.addr << 2;
+        match r.cmd {
+            Opcode::Read => {
+                let Some(beats) = shape(r) else {
+                    return self.malformed();
+                };
+                if item.beats != 0 {
+                    return self.malformed();
+                }
+                for b in 0..beats {
+                    let at = usize::from(b) * BEAT_BYTES;
+                    let Some(buf) = p.data.get_mut(at..at + BEAT_BYTES) else {
+                        return self.malformed();
+                    };
+                    match target.read(addr + at as u64, buf) {
+                        Ok(()) => {}
+                        Err(TargetError::Poisoned) => {
+                            buf.fill(0);
+                            p.poisoned |= 1 << b;
+                            self.stats.poisoned_beats += 1;
+                        }
+                        Err(e) => return e.status(),
+                    }
+                }
+                p.beats = beats;
+                Status::OK
+            }
+            Opcode::Write | Opcode::WriteFull | Opcode::WriteMessage => {
+                let Some(beats) = shape(r) else {
+                    return self.malformed();
+                };
+                let enables = match (r.cmd, item.byte_enables) {
+                    (Opcode::Write, Some(be)) => be,
+                    (Opcode::Write, None) => return self.malformed(),
+                    _ => ByteEnables::ALL,
+                };
+                if item.beats != beats {
+                    return self.malformed();
+                }
+                if item.poisoned & ((1 << beats) - 1) != 0 {
+                    return Status::POISONED;
+                }
+                let res = match r.cmd {
+                    Opcode::WriteMessage => target.message(r.srcaccid, addr, item.payload()),
+                    _ => target.write(addr, item.payload(), &enables),
+                };
+                res.err().map_or(Status::OK, TargetError::status)
+            }
+            Opcode::AtomicR | Opcode::AtomicNR => {
+                let Some(beat) = item.beat(0) else {
+                    return self.malformed();
+                };
+                if item.beats != 1 || r.numbeats != 0 {
+                    return self.malformed();
+                }
+                let Ok(a) = Atomic::decode(r.attr, r.len, addr, beat) else {
+                    return self.malformed();
+                };
+                if item.is_poisoned(0) {
+                    return Status::POISONED;
+                }
+                match target.atomic(addr, &a) {
+                    Ok(old) => {
+                        if r.cmd == Opcode::AtomicR {
+                            put_le(&mut p.data, 0, a.size.bytes(), old);
+                            p.beats = 1;
+                        }
+                        Status::OK
+                    }
+                    Err(e) => e.status(),
+                }
+            }
+            _ => Status::UNSUPPORTED,
+        }
+    }
+
+    /// The next response to send, written into `out`; `false` when none can go (none
+    /// queued, or no response credits on any VC with a response waiting).
+    ///
+    /// One response field per call; O(Q) work.
+    #[must_use]
+    pub fn poll_transmit(
+        &mut self,
+        _now: Instant,
+        credits: &mut impl CreditGate,
+        out: &mut TlItem,
+    ) -> bool {
+        let bpr = self.config.beats_per_response.clamp(1, MAX_BEATS as u8);
+        for pos in 0..self.queue.len() {
+            let Some(p) = self.queue.get_mut(pos) else {
+                break;
+            };
+            let chunk = p.beats.saturating_sub(p.next).min(bpr);
+            let Some(pool) = credits.try_consume(Flow::Response, p.vc, chunk) else {
+                continue;
+            };
+            let last = p.next + chunk >= p.beats;
+            out.field = TlField::UncompressedResponse(TlUncompressedResponse {
+                vchan: p.vc,
+                tag: p.tag,
+                pool: pool.bit(),
+                len: chunk.saturating_sub(1),
+                offset: p.next,
+                status: p.status.raw(),
+                rd_wr: p.rd_wr,
+                last,
+                srcaccid: self.config.local,
+                dstaccid: p.dst,
+                spares: 0,
+            });
+            let from = usize::from(p.next) * BEAT_BYTES;
+            let n = usize::from(chunk) * BEAT_BYTES;
+            if let (Some(d), Some(s)) = (out.data.get_mut(..n), p.data.get(from..from + n)) {
+                d.copy_from_slice(s);
+            }
+            out.beats = chunk;
+            out.byte_enables = None;
+            out.poisoned = (p.poisoned >> p.next) & ((1u8 << chunk) - 1);
+            p.next += chunk;
+            if last {
+                let _ = self.queue.remove(pos);
+            }
+            self.stats.responses_sent += 1;
+            return true;
+        }
+        false
+    }
+
+    /// The next event.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<CompleterEvent> {
+        self.events.pop_front()
+    }
+
+    fn push_event(&mut self, e: CompleterEvent) {
+        if self.events.push_back(e).is_err() {
+            self.stats.events_lost += 1;
+        }
+    }
+}
+
+/// A response to this opcode carries no data.
+const fn write_type(cmd: Opcode) -> bool {
+    cmd.carries_data() && !matches!(cmd, Opcode::AtomicR)
+}
+
+/// Beats of a well-formed read, write, write-full or message request: 64 B aligned,
+/// 64–256 B, `numbeats` consistent, inside one 256 B region.
+fn shape(r: &TlUncompressedRequest) -> Option<u8> {
+    let addr = r.addr << 2;
+    let words = usize::from(r.len) + 1;
+    if words % (BEAT_BYTES / 4) != 0 || addr % BEAT_BYTES as u64 != 0 {
+        return None;
+    }
+    let beats = (words / (BEAT_BYTES / 4)) as u8;
+    let fits = addr % REGION_BYTES + u64::from(beats) * BEAT_BYTES as u64 <= REGION_BYTES;
+    (r.numbeats + 1 == beats && fits).then_some(beats)
+}

@@ -1,0 +1,714 @@
+//! The requester: turns operations into tagged requests and responses into completions
+//! (`spec-notes/transactions.md#requester`).
+
+use heapless::Deque;
+
+use super::atomic::get_le;
+use super::item::{TlItem, BEAT_BYTES};
+use super::partition::PartitionTable;
+use super::queue::SlotQueue;
+use super::request::{blocks, build_piece, plan, OpKind, Operation, Piece, Request, SubmitError};
+use super::response::{parse_response, DropReason};
+use super::tags::{TagState, TagTable};
+use super::{CreditGate, Flow, OrderingMode, Status, TxnError};
+use crate::time::{Duration, Instant};
+use crate::wire::{AccelId, Opcode, PartitionId, Tag, Vc};
+
+/// Events kept for [`Requester::poll_event`]; older ones are not lost silently but counted.
+const EVENTS: usize = 16;
+
+/// Requester settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequesterConfig {
+    /// This accelerator (the `srcaccid` of every request).
+    pub local: AccelId,
+    /// This accelerator's partition.
+    pub partition: PartitionId,
+    /// Ordering rule.
+    pub ordering: OrderingMode,
+    /// A request not answered this long after it was sent completes its operation with
+    /// [`TxnError::Timeout`].
+    pub request_timeout: Duration,
+    /// An operation whose requests could not all be sent this long after submission
+    /// (no credits, no tags) completes with [`TxnError::Timeout`].
+    pub queue_timeout: Duration,
+    /// A timed-out tag is not reused for this long, so a late response is recognised.
+    pub tag_quarantine: Duration,
+}
+
+impl RequesterConfig {
+    /// Defaults: per-region ordering, 1 ms timeouts, 1 ms quarantine, partition 0.
+    pub const fn new(local: AccelId) -> Self {
+        RequesterConfig {
+            local,
+            partition: PartitionId::from_bits_truncate(0),
+            ordering: OrderingMode::PerRegion,
+            request_timeout: Duration::from_ms(1),
+            queue_timeout: Duration::from_ms(1),
+            tag_quarantine: Duration::from_ms(1),
+        }
+    }
+}
+
+/// The handle of a submitted operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OpId(pub u32);
+
+/// An operation finished: reported once by [`Requester::poll_completion`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completion {
+    /// The operation.
+    pub id: OpId,
+    /// Its kind.
+    pub kind: OpKind,
+    /// `Ok(Some(old))` for an AtomicR, `Ok(None)` otherwise; or the first error.
+    pub result: Result<Option<u64>, TxnError>,
+}
+
+/// Read data that arrived for an operation, borrowed from the response item.
+///
+/// Valid only if the operation later completes with `Ok`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadData<'a> {
+    /// The read operation.
+    pub op: OpId,
+    /// Offset of `data` from the operation's first byte.
+    pub offset: u32,
+    /// The bytes.
+    pub data: &'a [u8],
+}
+
+/// Something worth knowing that is not a completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RequesterEvent {
+    /// A response was dropped (and counted).
+    ResponseDropped {
+        /// Why.
+        reason: DropReason,
+        /// Its tag.
+        tag: Tag,
+        /// Its source, when the field carries one.
+        src: Option<AccelId>,
+    },
+    /// A request was not answered in time (`tag` = `None`: the operation timed out
+    /// before all its requests were sent).
+    TimedOut {
+        /// The operation.
+        op: OpId,
+        /// The request's tag.
+        tag: Option<Tag>,
+    },
+}
+
+/// Requester counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RequesterStats {
+    /// Operations accepted.
+    pub ops_submitted: u64,
+    /// Operations completed successfully.
+    pub ops_ok: u64,
+    /// Operations completed with an error.
+    pub ops_failed: u64,
+    /// Requests sent.
+    pub requests_sent: u64,
+    /// Responses accepted.
+    pub responses_accepted: u64,
+    /// Responses dropped, all reasons.
+    pub responses_dropped: u64,
+    /// … with a tag that is not in flight.
+    pub dropped_unknown_tag: u64,
+    /// … for a request that had already timed out.
+    pub dropped_late: u64,
+    /// … from the wrong accelerator or on the wrong VC.
+    pub dropped_wrong_source: u64,
+    /// … whose beats were already received.
+    pub dropped_duplicate: u64,
+    /// … whose length or kind disagrees with the request.
+    pub dropped_wrong_length: u64,
+    /// … for another reason (not a response, wrong destination).
+    pub dropped_other: u64,
+    /// Requests that timed out.
+    pub request_timeouts: u64,
+    /// Operations that timed out waiting to be sent.
+    pub queue_timeouts: u64,
+    /// Transmit attempts that found no credits.
+    pub credit_stalls: u64,
+    /// Transmit attempts that found no free tag.
+    pub tag_stalls: u64,
+    /// Responses carrying poisoned data.
+    pub poisoned: u64,
+    /// Operations refused locally or answered "partition denied".
+    pub partition_denied: u64,
+    /// Events discarded because the event queue was full.
+    pub events_lost: u64,
+}
+
+#[derive(Clone, Copy)]
+struct Outstanding {
+    op: u16,
+    cmd: Opcode,
+    dst: AccelId,
+    vc: Vc,
+    addr: u64,
+    expect_beats: u8,
+    received: u8,
+}
+
+const IDLE: Outstanding = Outstanding {
+    op: 0,
+    cmd: Opcode::Read,
+    dst: AccelId::from_bits_truncate(0),
+    vc: Vc::from_bits_truncate(0),
+    addr: 0,
+    expect_beats: 0,
+    received: 0,
+};
+
+#[derive(Clone, Copy)]
+struct OpSlot {
+    id: OpId,
+    kind: OpKind,
+    addr: u64,
+    len: u64,
+    atomic_bytes: usize,
+    queued: u16,
+    in_flight: u16,
+    error: Option<TxnError>,
+    old: Option<u64>,
+    queue_deadline: Instant,
+    live: bool,
+    done: bool,
+}
+
+const FREE_OP: OpSlot = OpSlot {
+    id: OpId(0),
+    kind: OpKind::Read,
+    addr: 0,
+    len: 0,
+    atomic_bytes: 0,
+    queued: 0,
+    in_flight: 0,
+    error: None,
+    old: None,
+    queue_deadline: Instant::NEVER,
+    live: false,
+    done: false,
+};
+
+/// The requester side of a port: tags, outstanding requests, timeouts, ordering.
+///
+/// * `TAGS`: tag pool size (≤ 2048) = most requests in flight.
+/// * `OPS`: most operations submitted and not yet polled as completions.
+/// * `QUEUE`: most requests waiting for a tag or credits; one operation splits into at most
+///   this many requests.
+///
+/// Sans-IO (`spec-notes/transactions.md#polling`): submit operations; then, until nothing
+/// changes, call [`poll_transmit`](Self::poll_transmit) and send each item; feed every
+/// received response to [`handle_response`](Self::handle_response); call
+/// [`handle_timeout`](Self::handle_timeout) at or after [`poll_timeout`](Self::poll_timeout);
+/// drain [`poll_completion`](Self::poll_completion) and [`poll_event`](Self::poll_event).
+/// `now` must never go backwards between calls.
+pub struct Requester<const TAGS: usize, const OPS: usize, const QUEUE: usize> {
+    config: RequesterConfig,
+    dst_partitions: Option<PartitionTable>,
+    tags: TagTable<TAGS>,
+    outstanding: [Outstanding; TAGS],
+    ops: [OpSlot; OPS],
+    free_ops: heapless::Vec<u16, OPS>,
+    done: Deque<u16, OPS>,
+    queue: SlotQueue<Piece, QUEUE>,
+    next_id: u32,
+    events: Deque<RequesterEvent, EVENTS>,
+    stats: RequesterStats,
+}
+
+impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OPS, QUEUE> {
+    /// A requester with no operation in flight.
+    pub fn new(config: RequesterConfig) -> Self {
+        const { assert!(OPS >= 1 && OPS <= u16::MAX as usize, "1 ≤ OPS ≤ 65535") };
+        let mut free_ops = heapless::Vec::new();
+        for i in (0..OPS).rev() {
+            let _ = free_ops.push(i as u16);
+        }
+        Requester {
+            config,
+            dst_partitions: None,
+            tags: TagTable::new(),
+            outstanding: [IDLE; TAGS],
+            ops: [FREE_OP; OPS],
+            free_ops,
+            done: Deque::new(),
+            queue: SlotQueue::new(),
+            next_id: 0,
+            events: Deque::new(),
+            stats: RequesterStats::default(),
+        }
+    }
+
+    /// Refuse, at submission, operations whose destination is in another partition
+    /// according to `table` (`None`: leave the check to the completers).
+    pub fn set_partition_check(&mut self, table: Option<PartitionTable>) {
+        self.dst_partitions = table;
+    }
+
+    /// The settings.
+    pub const fn config(&self) -> &RequesterConfig {
+        &self.config
+    }
+
+    /// The counters.
+    pub const fn stats(&self) -> &RequesterStats {
+        &self.stats
+    }
+
+    /// Requests in flight.
+    pub fn in_flight(&self) -> usize {
+        self.tags.in_flight()
+    }
+
+    /// Requests waiting to be sent.
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Operations submitted and not yet polled as completions.
+    pub fn ops_open(&self) -> usize {
+        OPS - self.free_ops.len()
+    }
+
+    /// Submit an operation.
+    ///
+    /// # Errors
+    /// [`SubmitError`]; nothing is queued then.
+    pub fn submit(&mut self, now: Instant, req: &Request<'_>) -> Result<OpId, SubmitError> {
+        let pieces = plan(&req.op)?;
+        if let Some(t) = &self.dst_partitions {
+            if !t.is_member(req.dst, self.config.partition) {
+                self.stats.partition_denied += 1;
+                return Err(SubmitError::PartitionDenied);
+            }
+        }
+        if pieces > self.queue.free_slots() {
+            return Err(SubmitError::QueueFull {
+                needed: pieces,
+                free: self.queue.free_slots(),
+            });
+        }
+        let slot = *self.free_ops.last().ok_or(SubmitError::OpTableFull)?;
+        let _ = self.free_ops.pop();
+        let id = OpId(self.next_id);
+        self.next_id = self.next_id.wrapping_add(1);
+        let (addr, len) = req.op.range();
+        let atomic_bytes = match req.op {
+            Operation::Atomic { atomic, .. } => atomic.size.bytes(),
+            _ => 0,
+        };
+        if let Some(op) = self.ops.get_mut(usize::from(slot)) {
+            *op = OpSlot {
+                id,
+                kind: req.op.kind(),
+                addr,
+                len,
+                atomic_bytes,
+                queued: pieces as u16,
+                in_flight: 0,
+                error: None,
+                old: None,
+                queue_deadline: now + self.config.queue_timeout,
+                live: true,
+                done: false,
+            };
+        }
+        if let Operation::Atomic { addr, .. } = req.op {
+            let _ = self.queue.push(build_piece(req, slot, addr, 1));
+        } else {
+            for (paddr, beats) in blocks(addr, len) {
+                let _ = self.queue.push(build_piece(req, slot, paddr, beats));
+            }
+        }
+        self.stats.ops_submitted += 1;
+        Ok(id)
+    }
+
+    /// Read `len` bytes at `addr` of `dst`.
+    ///
+    /// # Errors
+    /// See [`submit`](Self::submit).
+    pub fn submit_read(
+        &mut self,
+        now: Instant,
+        dst: AccelId,
+        vc: Vc,
+        addr: u64,
+        len: u32,
+    ) -> Result<OpId, SubmitError> {
+        self.submit(
+            now,
+            &Request {
+                dst,
+                vc,
+                op: Operation::Read { addr, len },
+            },
+        )
+    }
+
+    /// Write `data` at `addr` of `dst` (partial writes, byte enables).
+    ///
+    /// # Errors
+    /// See [`submit`](Self::submit).
+    pub fn submit_write(
+        &mut self,
+        now: Instant,
+        dst: AccelId,
+        vc: Vc,
+        addr: u64,
+        data: &[u8],
+        enables: Option<&[u8]>,
+    ) -> Result<OpId, SubmitError> {
+        let op = Operation::Write {
+            addr,
+            data,
+            enables,
+        };
+        self.submit(now, &Request { dst, vc, op })
+    }
+
+    /// The next request to send, written into `out`; `false` when nothing can go (queue
+    /// empty, no free tag, or no credits for any request that the ordering rule lets go).
+    ///
+    /// Sends one request per call; work is O(QUEUE²) comparisons in the worst case.
+    #[must_use]
+    pub fn poll_transmit(
+        &mut self,
+        now: Instant,
+        credits: &mut impl CreditGate,
+        out: &mut TlItem,
+    ) -> bool {
+        if self.queue.is_empty() {
+            return false;
+        }
+        if self.tags.available() == 0 {
+            self.stats.tag_stalls += 1;
+            return false;
+        }
+        let strict = self.config.ordering == OrderingMode::Strict;
+        let mut stalled = false;
+        for pos in 0..self.queue.len() {
+            if strict && pos > 0 {
+                break;
+            }
+            let Some(p) = self.queue.get(pos) else {
+                break;
+            };
+            if self.blocked_by_earlier(pos, p) {
+                continue;
+            }
+            let (vc, data_beats) = (p.vc, p.data_beats);
+            let Some(pool) = credits.try_consume(Flow::Request, vc, data_beats) else {
+                stalled = true;
+                continue;
+            };
+            let Some(tag) = self.tags.alloc(now + self.config.request_timeout) else {
+                // Unreachable: a tag was available above. Give the credits back.
+                credits.release(Flow::Request, vc, pool, data_beats);
+                return false;
+            };
+            let Some(piece) = self.queue.remove(pos) else {
+                return false;
+            };
+            piece.write_item(self.config.local, tag, pool, out);
+            if let Some(o) = self.outstanding.get_mut(usize::from(tag.get())) {
+                *o = Outstanding {
+                    op: piece.op,
+                    cmd: piece.cmd,
+                    dst: piece.dst,
+                    vc: piece.vc,
+                    addr: piece.addr,
+                    expect_beats: piece.response_beats(),
+                    received: 0,
+                };
+            }
+            if let Some(op) = self.ops.get_mut(usize::from(piece.op)) {
+                op.queued = op.queued.saturating_sub(1);
+                op.in_flight = op.in_flight.saturating_add(1);
+            }
+            self.stats.requests_sent += 1;
+            return true;
+        }
+        if stalled {
+            self.stats.credit_stalls += 1;
+        }
+        false
+    }
+
+    /// An earlier queued request has the same (destination, VC, 256 B region).
+    fn blocked_by_earlier(&self, pos: usize, p: &Piece) -> bool {
+        self.queue
+            .iter()
+            .take(pos)
+            .any(|q| q.dst == p.dst && q.vc == p.vc && q.region() == p.region())
+    }
+
+    /// A received response item. Returns the read data it carries, if any.
+    ///
+    /// Every response item is consumed: its credits go back through `credits`, even when
+    /// it is dropped. An invalid response is dropped, counted and reported as an event;
+    /// it never changes an operation.
+    pub fn handle_response<'a>(
+        &mut self,
+        _now: Instant,
+        item: &'a TlItem,
+        credits: &mut impl CreditGate,
+    ) -> Option<ReadData<'a>> {
+        let Some(rsp) = parse_response(&item.field) else {
+            self.drop_response(DropReason::NotAResponse, crate::wire::Tag::default(), None);
+            return None;
+        };
+        credits.release(Flow::Response, rsp.vc, rsp.pool, item.beats);
+        let reason = if rsp.dst != self.config.local {
+            Some(DropReason::WrongDestination)
+        } else {
+            match self.tags.state(rsp.tag) {
+                None | Some(TagState::Free) => Some(DropReason::UnknownTag),
+                Some(TagState::Quarantined) => Some(DropReason::Late),
+                Some(TagState::InFlight) => None,
+            }
+        };
+        if let Some(r) = reason {
+            self.drop_response(r, rsp.tag, rsp.src);
+            return None;
+        }
+        let ti = usize::from(rsp.tag.get());
+        let out = *self.outstanding.get(ti)?;
+        let expect_write = !matches!(out.cmd, Opcode::Read | Opcode::AtomicR);
+        let reason = if rsp.src.is_some_and(|s| s != out.dst) || rsp.vc != out.vc {
+            Some(DropReason::WrongSource)
+        } else if rsp.rd_wr != expect_write {
+            Some(DropReason::WrongKind)
+        } else if usize::from(item.beats) != usize::from(rsp.beats)
+            || (rsp.status.is_ok() && out.expect_beats == 0 && rsp.beats != 0)
+            || (rsp.status.is_ok() && out.expect_beats != 0 && rsp.beats == 0)
+            || u16::from(rsp.offset) + u16::from(rsp.beats) > u16::from(out.expect_beats.max(1))
+        {
+            Some(DropReason::WrongLength)
+        } else {
+            let mask = beat_mask(rsp.offset, rsp.beats);
+            (out.received & mask != 0).then_some(DropReason::Duplicate)
+        };
+        if let Some(r) = reason {
+            self.drop_response(r, rsp.tag, rsp.src);
+            return None;
+        }
+        self.stats.responses_accepted += 1;
+        if !rsp.status.is_ok() {
+            if rsp.status == Status::PARTITION_DENIED {
+                self.stats.partition_denied += 1;
+            }
+            self.finish_piece(rsp.tag, out.op, Some(TxnError::Status(rsp.status)));
+            return None;
+        }
+        if out.expect_beats == 0 {
+            self.finish_piece(rsp.tag, out.op, None);
+            return None;
+        }
+        let mask = beat_mask(rsp.offset, rsp.beats);
+        let received = out.received | mask;
+        if let Some(o) = self.outstanding.get_mut(ti) {
+            o.received = received;
+        }
+        let poisoned = item.poisoned & beat_mask(0, item.beats) != 0;
+        let mut data = None;
+        if poisoned {
+            self.stats.poisoned += 1;
+            self.fail_op(out.op, TxnError::Poisoned);
+        } else if let Some(op) = self.ops.get_mut(usize::from(out.op)) {
+            if op.error.is_none() {
+                if out.cmd == Opcode::AtomicR {
+                    op.old = Some(get_le(item.payload(), 0, op.atomic_bytes));
+                } else {
+                    data = read_slice(op, out.addr, rsp.offset, item);
+                }
+            }
+        }
+        if received == beat_mask(0, out.expect_beats) {
+            self.finish_piece(rsp.tag, out.op, None);
+        }
+        data
+    }
+
+    /// Fire every expired timer: unanswered requests, operations stuck in the queue, and
+    /// the end of tag quarantines. Spurious calls do nothing. Work is bounded by
+    /// `TAGS + OPS`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(tag) = self.tags.expired(now) {
+            let op = self
+                .outstanding
+                .get(usize::from(tag.get()))
+                .map_or(0, |o| o.op);
+            if self.config.tag_quarantine == Duration::ZERO {
+                self.tags.release(tag);
+            } else {
+                self.tags.quarantine(tag, now + self.config.tag_quarantine);
+            }
+            self.stats.request_timeouts += 1;
+            let id = self.ops.get(usize::from(op)).map_or(OpId(0), |o| o.id);
+            self.push_event(RequesterEvent::TimedOut {
+                op: id,
+                tag: Some(tag),
+            });
+            if let Some(o) = self.ops.get_mut(usize::from(op)) {
+                o.in_flight = o.in_flight.saturating_sub(1);
+            }
+            self.fail_op(op, TxnError::Timeout);
+        }
+        self.tags.expire_quarantine(now);
+        for i in 0..OPS {
+            let Some(&o) = self.ops.get(i) else { break };
+            if o.live && o.queued > 0 && o.queue_deadline <= now {
+                self.stats.queue_timeouts += 1;
+                self.push_event(RequesterEvent::TimedOut {
+                    op: o.id,
+                    tag: None,
+                });
+                self.fail_op(i as u16, TxnError::Timeout);
+            }
+        }
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) next has work, if ever.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let queued = self
+            .ops
+            .iter()
+            .filter(|o| o.live && o.queued > 0)
+            .map(|o| o.queue_deadline)
+            .min();
+        match (self.tags.next_deadline(), queued) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The next finished operation (each is reported exactly once).
+    #[must_use]
+    pub fn poll_completion(&mut self) -> Option<Completion> {
+        let slot = self.done.pop_front()?;
+        let op = self.ops.get_mut(usize::from(slot))?;
+        let c = Completion {
+            id: op.id,
+            kind: op.kind,
+            result: match op.error {
+                Some(e) => Err(e),
+                None => Ok(op.old),
+            },
+        };
+        *op = FREE_OP;
+        let _ = self.free_ops.push(slot);
+        Some(c)
+    }
+
+    /// The next event.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<RequesterEvent> {
+        self.events.pop_front()
+    }
+
+    fn push_event(&mut self, e: RequesterEvent) {
+        if self.events.push_back(e).is_err() {
+            self.stats.events_lost += 1;
+        }
+    }
+
+    fn drop_response(&mut self, reason: DropReason, tag: Tag, src: Option<AccelId>) {
+        self.stats.responses_dropped += 1;
+        let c = match reason {
+            DropReason::UnknownTag => &mut self.stats.dropped_unknown_tag,
+            DropReason::Late => &mut self.stats.dropped_late,
+            DropReason::WrongSource => &mut self.stats.dropped_wrong_source,
+            DropReason::Duplicate => &mut self.stats.dropped_duplicate,
+            DropReason::WrongLength | DropReason::WrongKind => &mut self.stats.dropped_wrong_length,
+            DropReason::NotAResponse | DropReason::WrongDestination => {
+                &mut self.stats.dropped_other
+            }
+        };
+        *c += 1;
+        self.push_event(RequesterEvent::ResponseDropped { reason, tag, src });
+    }
+
+    /// A request is answered (with `err` if it failed): free its tag, maybe finish its op.
+    fn finish_piece(&mut self, tag: Tag, op: u16, err: Option<TxnError>) {
+        self.tags.release(tag);
+        if let Some(o) = self.ops.get_mut(usize::from(op)) {
+            o.in_flight = o.in_flight.saturating_sub(1);
+        }
+        match err {
+            Some(e) => self.fail_op(op, e),
+            None => self.maybe_done(op),
+        }
+    }
+
+    /// Record the op's first error, cancel its unsent requests, maybe finish it.
+    fn fail_op(&mut self, op: u16, err: TxnError) {
+        let Some(o) = self.ops.get_mut(usize::from(op)) else {
+            return;
+        };
+        if !o.live {
+            return;
+        }
+        if o.error.is_none() {
+            o.error = Some(err);
+        }
+        if o.queued > 0 {
+            o.queued = 0;
+            self.queue.retain(|p| p.op != op);
+        }
+        self.maybe_done(op);
+    }
+
+    fn maybe_done(&mut self, op: u16) {
+        let Some(o) = self.ops.get_mut(usize::from(op)) else {
+            return;
+        };
+        if o.live && !o.done && o.queued == 0 && o.in_flight == 0 {
+            o.done = true;
+            if o.error.is_some() {
+                self.stats.ops_failed += 1;
+            } else {
+                self.stats.ops_ok += 1;
+            }
+            let _ = self.done.push_back(op);
+        }
+    }
+}
+
+/// Bits `offset..offset + beats` of a beat mask.
+const fn beat_mask(offset: u8, beats: u8) -> u8 {
+    let ones = ((1u16 << (beats & 7)) - 1) as u8;
+    ones.wrapping_shl(offset as u32 & 7)
+}
+
+/// The part of a read response that lies inside the operation's range.
+fn read_slice<'a>(
+    op: &OpSlot,
+    piece_addr: u64,
+    offset: u8,
+    item: &'a TlItem,
+) -> Option<ReadData<'a>> {
+    let start = piece_addr + u64::from(offset) * BEAT_BYTES as u64;
+    let end = start + item.payload().len() as u64;
+    let lo = start.max(op.addr);
+    let hi = end.min(op.addr.saturating_add(op.len));
+    if lo >= hi {
+        return None;
+    }
+    let data = item
+        .payload()
+        .get(usize::try_from(lo - start).ok()?..usize::try_from(hi - start).ok()?)?;
+    Some(ReadData {
+        op: op.id,
+        offset: u32::try_from(lo - op.addr).ok()?,
+        data,
+    })
+}
