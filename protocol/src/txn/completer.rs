@@ -427,3 +427,311 @@ fn shape(r: &TlUncompressedRequest) -> Option<u8> {
     let fits = addr % REGION_BYTES + u64::from(beats) * BEAT_BYTES as u64 <= REGION_BYTES;
     (r.numbeats + 1 == beats && fits).then_some(beats)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::txn::{AtomicOp, AtomicSize, Unlimited, WindowMemory};
+    use crate::wire::TlCompressedRequest;
+
+    type Cpl = Completer<2>;
+    type Mem = WindowMemory<1024>;
+
+    fn id(n: u16) -> AccelId {
+        AccelId::new(n).unwrap()
+    }
+
+    fn cpl() -> Cpl {
+        Completer::new(CompleterConfig::new(id(2)), PartitionTable::default())
+    }
+
+    fn request(cmd: Opcode, addr: u64, beats: u8) -> TlItem {
+        let mut it = TlItem::new(TlField::UncompressedRequest(TlUncompressedRequest {
+            cmd,
+            tag: Tag::new(7).unwrap(),
+            attr: 0xff,
+            len: beats * 16 - 1,
+            addr: addr >> 2,
+            srcaccid: id(1),
+            dstaccid: id(2),
+            numbeats: beats - 1,
+            ..Default::default()
+        }));
+        if cmd.carries_data() {
+            it.beats = beats;
+            it.data.fill(0xab);
+        }
+        if cmd == Opcode::Write {
+            it.byte_enables = Some(ByteEnables::range(0, usize::from(beats) * 64));
+        }
+        it
+    }
+
+    fn req_mut(it: &mut TlItem) -> &mut TlUncompressedRequest {
+        match &mut it.field {
+            TlField::UncompressedRequest(r) => r,
+            _ => unreachable!(),
+        }
+    }
+
+    /// Offer `it`, then collect the response fields.
+    fn run(
+        c: &mut Cpl,
+        m: &mut Mem,
+        it: &TlItem,
+    ) -> std::vec::Vec<(TlUncompressedResponse, TlItem)> {
+        c.handle_request(Instant::ZERO, it, m, &mut Unlimited)
+            .unwrap();
+        let mut out = std::vec::Vec::new();
+        let mut o = TlItem::default();
+        while c.poll_transmit(Instant::ZERO, &mut Unlimited, &mut o) {
+            let TlField::UncompressedResponse(r) = o.field else {
+                unreachable!()
+            };
+            out.push((r, o.clone()));
+        }
+        out
+    }
+
+    fn status_of(c: &mut Cpl, m: &mut Mem, it: &TlItem) -> Status {
+        let r = run(c, m, it);
+        assert_eq!(r.len(), 1);
+        Status::from_raw(r[0].0.status)
+    }
+
+    #[test]
+    fn write_then_read_in_beats() {
+        let (mut c, mut m) = (cpl(), Mem::new(0));
+        c.config.beats_per_response = 1;
+        let w = run(&mut c, &mut m, &request(Opcode::WriteFull, 256, 4));
+        assert_eq!(w.len(), 1);
+        assert!(w[0].0.rd_wr && w[0].0.last && w[0].1.beats == 0);
+        let r = run(&mut c, &mut m, &request(Opcode::Read, 256, 3));
+        assert_eq!(r.len(), 3);
+        for (i, (f, it)) in r.iter().enumerate() {
+            assert_eq!(
+                (f.offset, f.len, f.last, f.rd_wr),
+                (i as u8, 0, i == 2, false)
+            );
+            assert_eq!((f.dstaccid, f.srcaccid, f.tag.get()), (id(1), id(2), 7));
+            assert_eq!(it.payload(), &[0xab; 64]);
+        }
+        c.config.beats_per_response = 2;
+        let r = run(&mut c, &mut m, &request(Opcode::Read, 256, 3));
+        assert_eq!(
+            r.iter().map(|x| x.1.beats).collect::<std::vec::Vec<_>>(),
+            [2, 1]
+        );
+        assert_eq!(c.stats().ok, 3);
+        assert_eq!(c.stats().responses_sent, 6);
+    }
+
+    #[test]
+    fn partial_write_and_message() {
+        let (mut c, mut m) = (cpl(), Mem::new(0));
+        let mut w = request(Opcode::Write, 64, 1);
+        w.byte_enables = Some(ByteEnables::range(2, 4));
+        assert_eq!(status_of(&mut c, &mut m, &w), Status::OK);
+        assert_eq!(m.bytes()[64..70], [0, 0, 0xab, 0xab, 0, 0]);
+        w.byte_enables = None;
+        assert_eq!(status_of(&mut c, &mut m, &w), Status::UNSUPPORTED);
+        let msg = request(Opcode::WriteMessage, 512, 2);
+        assert_eq!(status_of(&mut c, &mut m, &msg), Status::OK);
+        assert_eq!(m.bytes()[512..640], [0xab; 128]);
+    }
+
+    #[test]
+    fn malformed_requests_unsupported() {
+        let (mut c, mut m) = (cpl(), Mem::new(0));
+        let mut bad = std::vec::Vec::new();
+        let mut it = request(Opcode::Read, 32, 1); // misaligned
+        bad.push(it.clone());
+        it = request(Opcode::Read, 192, 2); // crosses 256
+        bad.push(it.clone());
+        it = request(Opcode::Read, 0, 2);
+        req_mut(&mut it).numbeats = 0; // inconsistent
+        bad.push(it.clone());
+        it = request(Opcode::Read, 0, 1);
+        req_mut(&mut it).len = 7; // 32 B
+        bad.push(it.clone());
+        it = request(Opcode::Read, 0, 1);
+        it.beats = 1; // a read with data
+        bad.push(it.clone());
+        it = request(Opcode::WriteFull, 0, 2);
+        it.beats = 1; // data missing
+        bad.push(it.clone());
+        bad.push(request(Opcode::VendorRead(9), 0, 1));
+        for b in &bad {
+            assert_eq!(status_of(&mut c, &mut m, b), Status::UNSUPPORTED);
+        }
+        assert_eq!(c.stats().malformed, 6);
+        assert_eq!(c.stats().unsupported, 7);
+        assert!(m.bytes().iter().all(|&b| b == 0));
+    }
+
+    fn atomic_item(cmd: Opcode, addr: u64, a: Atomic) -> TlItem {
+        let mut it = request(cmd, addr, 1);
+        it.data.fill(0);
+        a.encode_operands(&mut it.data);
+        let r = req_mut(&mut it);
+        r.attr = a.attr();
+        r.len = a.len_field();
+        it
+    }
+
+    #[test]
+    fn atomics() {
+        let (mut c, mut m) = (cpl(), Mem::new(0));
+        m.bytes_mut()[8] = 5;
+        let cas = Atomic {
+            op: AtomicOp::CompareSwap,
+            size: AtomicSize::Eight,
+            operand: 9,
+            compare: 5,
+        };
+        let r = run(&mut c, &mut m, &atomic_item(Opcode::AtomicR, 8, cas));
+        assert_eq!((r[0].0.rd_wr, r[0].1.beats, r[0].1.data[0]), (false, 1, 5));
+        assert_eq!(m.bytes()[8], 9);
+        let r = run(&mut c, &mut m, &atomic_item(Opcode::AtomicNR, 8, cas));
+        assert_eq!((r[0].0.rd_wr, r[0].1.beats), (true, 0));
+        assert_eq!(m.bytes()[8], 9);
+        // Reserved op, 16 B size, misaligned, wrong len: unsupported, nothing changes.
+        for (attr, addr, len) in [(0xa0, 8, 1), (0x08, 16, 3), (0x04, 4, 1), (0x04, 8, 0)] {
+            let mut it = atomic_item(Opcode::AtomicR, addr, cas);
+            let r = req_mut(&mut it);
+            (r.attr, r.len) = (attr, len);
+            assert_eq!(status_of(&mut c, &mut m, &it), Status::UNSUPPORTED);
+        }
+        assert_eq!(m.bytes()[8], 9);
+        let mut it = atomic_item(Opcode::AtomicR, 8, cas);
+        it.poisoned = 1;
+        assert_eq!(status_of(&mut c, &mut m, &it), Status::POISONED);
+        let it = atomic_item(Opcode::AtomicR, 4096, cas);
+        assert_eq!(status_of(&mut c, &mut m, &it), Status::ADDRESS_NOT_MAPPED);
+        assert_eq!(c.stats().not_mapped, 1);
+    }
+
+    #[test]
+    fn partition_denied_never_touches_memory() {
+        let (mut c, mut m) = (cpl(), Mem::new(0));
+        c.partitions_mut().set(id(1), PartitionId::new(4));
+        assert_eq!(
+            status_of(&mut c, &mut m, &request(Opcode::WriteFull, 0, 4)),
+            Status::PARTITION_DENIED
+        );
+        let r = run(&mut c, &mut m, &request(Opcode::Read, 0, 1));
+        assert_eq!(
+            (Status::from_raw(r[0].0.status), r[0].1.beats, r[0].0.rd_wr),
+            (Status::PARTITION_DENIED, 0, false)
+        );
+        assert!(m.bytes().iter().all(|&b| b == 0));
+        assert_eq!(c.stats().partition_denied, 2);
+        assert!(matches!(
+            c.poll_event(),
+            Some(CompleterEvent::Refused {
+                status: Status::PARTITION_DENIED,
+                ..
+            })
+        ));
+        c.partitions_mut().set(id(1), None);
+        assert_eq!(
+            status_of(&mut c, &mut m, &request(Opcode::Read, 0, 1)),
+            Status::PARTITION_DENIED
+        );
+    }
+
+    #[test]
+    fn poison_in_and_out() {
+        let (mut c, mut m) = (cpl(), Mem::new(0));
+        let mut w = request(Opcode::WriteFull, 0, 2);
+        w.poisoned = 0b10;
+        assert_eq!(status_of(&mut c, &mut m, &w), Status::POISONED);
+        assert!(m.bytes().iter().all(|&b| b == 0));
+        m.poison(64);
+        let r = run(&mut c, &mut m, &request(Opcode::Read, 0, 2));
+        assert_eq!((r[0].1.poisoned, r[0].1.beats), (0b10, 2));
+        assert_eq!(c.stats().poisoned_beats, 1);
+    }
+
+    #[test]
+    fn busy_misrouted_ignored_compressed() {
+        let (mut c, mut m) = (cpl(), Mem::new(0));
+        let rd = request(Opcode::Read, 0, 1);
+        c.handle_request(Instant::ZERO, &rd, &mut m, &mut Unlimited)
+            .unwrap();
+        c.handle_request(Instant::ZERO, &rd, &mut m, &mut Unlimited)
+            .unwrap();
+        assert_eq!(
+            c.handle_request(Instant::ZERO, &rd, &mut m, &mut Unlimited),
+            Err(CompleterBusy)
+        );
+        assert_eq!((c.stats().busy, c.pending()), (1, 2));
+        let mut o = TlItem::default();
+        while c.poll_transmit(Instant::ZERO, &mut Unlimited, &mut o) {}
+        let mut mis = rd.clone();
+        req_mut(&mut mis).dstaccid = id(9);
+        assert!(run(&mut c, &mut m, &mis).is_empty());
+        assert!(run(&mut c, &mut m, &TlItem::default()).is_empty());
+        assert_eq!((c.stats().misrouted, c.stats().ignored), (1, 1));
+        let comp = TlItem::new(TlField::CompressedRequest(TlCompressedRequest {
+            srcaccid: id(1),
+            dstaccid: id(2),
+            ..Default::default()
+        }));
+        assert_eq!(status_of(&mut c, &mut m, &comp), Status::UNSUPPORTED);
+        assert!(matches!(
+            c.poll_event(),
+            Some(CompleterEvent::Misrouted { .. })
+        ));
+        assert_eq!(c.poll_event(), Some(CompleterEvent::NotARequest));
+    }
+
+    struct Counting {
+        req_released: u32,
+        rsp_allowed: u32,
+    }
+    impl CreditGate for Counting {
+        fn try_consume(&mut self, flow: Flow, _: Vc, beats: u8) -> Option<Pool> {
+            assert_eq!(flow, Flow::Response);
+            let need = 1 + u32::from(beats);
+            (self.rsp_allowed >= need).then(|| {
+                self.rsp_allowed -= need;
+                Pool::Shared
+            })
+        }
+        fn release(&mut self, flow: Flow, _: Vc, _: Pool, beats: u8) {
+            assert_eq!(flow, Flow::Request);
+            self.req_released += 1 + u32::from(beats);
+        }
+    }
+
+    #[test]
+    fn credits_returned_and_respected() {
+        let (mut c, mut m) = (cpl(), Mem::new(0));
+        let mut g = Counting {
+            req_released: 0,
+            rsp_allowed: 2,
+        };
+        c.handle_request(
+            Instant::ZERO,
+            &request(Opcode::WriteFull, 0, 4),
+            &mut m,
+            &mut g,
+        )
+        .unwrap();
+        c.handle_request(Instant::ZERO, &request(Opcode::Read, 0, 4), &mut m, &mut g)
+            .unwrap();
+        assert_eq!(g.req_released, 5 + 1);
+        let mut o = TlItem::default();
+        // The read response needs 5 credits: the write response passes it.
+        assert!(c.poll_transmit(Instant::ZERO, &mut g, &mut o));
+        let TlField::UncompressedResponse(r) = o.field else {
+            unreachable!()
+        };
+        assert!(r.rd_wr && r.pool);
+        assert!(!c.poll_transmit(Instant::ZERO, &mut g, &mut o));
+        g.rsp_allowed = 5;
+        assert!(c.poll_transmit(Instant::ZERO, &mut g, &mut o));
+        assert_eq!((o.beats, c.pending()), (4, 0));
+    }
+}

@@ -712,3 +712,442 @@ fn read_slice<'a>(
         data,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::txn::{Pool, Unlimited};
+    use crate::wire::{TlField, TlUncompressedRequest, TlUncompressedResponse};
+
+    type Req = Requester<4, 4, 8>;
+
+    fn id(n: u16) -> AccelId {
+        AccelId::new(n).unwrap()
+    }
+    fn t(ns: u64) -> Instant {
+        Instant::ZERO + Duration::from_ns(ns)
+    }
+    fn vc0() -> Vc {
+        Vc::default()
+    }
+
+    fn sent(r: &mut Req, now: Instant) -> TlUncompressedRequest {
+        let mut it = TlItem::default();
+        assert!(r.poll_transmit(now, &mut Unlimited, &mut it));
+        match it.field {
+            TlField::UncompressedRequest(q) => q,
+            f => panic!("not a request: {f:?}"),
+        }
+    }
+
+    fn rsp(q: &TlUncompressedRequest, status: Status, offset: u8, beats: u8) -> TlItem {
+        let mut it = TlItem::new(TlField::UncompressedResponse(TlUncompressedResponse {
+            vchan: q.vchan,
+            tag: q.tag,
+            len: beats.saturating_sub(1),
+            offset,
+            status: status.raw(),
+            rd_wr: !matches!(q.cmd, Opcode::Read | Opcode::AtomicR),
+            last: true,
+            srcaccid: q.dstaccid,
+            dstaccid: q.srcaccid,
+            ..Default::default()
+        }));
+        it.beats = beats;
+        for (i, b) in it.data.iter_mut().enumerate() {
+            *b = i as u8;
+        }
+        it
+    }
+
+    fn req() -> Req {
+        Req::new(RequesterConfig::new(id(1)))
+    }
+
+    #[test]
+    fn split_read_completes_once() {
+        let mut r = req();
+        let op = r.submit_read(t(0), id(2), vc0(), 250, 20).unwrap();
+        let (a, b) = (sent(&mut r, t(0)), sent(&mut r, t(0)));
+        assert_eq!((a.addr << 2, a.numbeats, b.addr << 2), (192, 0, 256));
+        assert!(!r.poll_transmit(t(0), &mut Unlimited, &mut TlItem::default()));
+        let ra = rsp(&a, Status::OK, 0, 1);
+        let d = r.handle_response(t(1), &ra, &mut Unlimited).unwrap();
+        assert_eq!((d.op, d.offset, d.data.len(), d.data[0]), (op, 0, 6, 58));
+        assert_eq!(r.poll_completion(), None);
+        let rb = rsp(&b, Status::OK, 0, 1);
+        let d = r.handle_response(t(1), &rb, &mut Unlimited).unwrap();
+        assert_eq!((d.offset, d.data.len(), d.data[0]), (6, 14, 0));
+        let c = r.poll_completion().unwrap();
+        assert_eq!((c.id, c.kind, c.result), (op, OpKind::Read, Ok(None)));
+        assert_eq!(r.poll_completion(), None);
+        assert_eq!(r.ops_open(), 0);
+        assert_eq!(r.in_flight(), 0);
+        assert_eq!(r.stats().ops_ok, 1);
+    }
+
+    #[test]
+    fn multi_beat_responses_and_duplicates() {
+        let mut r = req();
+        r.submit_read(t(0), id(2), vc0(), 0, 256).unwrap();
+        let q = sent(&mut r, t(0));
+        assert_eq!(q.numbeats, 3);
+        assert!(r
+            .handle_response(t(1), &rsp(&q, Status::OK, 1, 2), &mut Unlimited)
+            .is_some());
+        assert!(r
+            .handle_response(t(1), &rsp(&q, Status::OK, 2, 1), &mut Unlimited)
+            .is_none());
+        assert_eq!(r.stats().dropped_duplicate, 1);
+        assert!(r
+            .handle_response(t(1), &rsp(&q, Status::OK, 3, 2), &mut Unlimited)
+            .is_none());
+        assert_eq!(r.stats().dropped_wrong_length, 1);
+        assert!(r
+            .handle_response(t(1), &rsp(&q, Status::OK, 0, 1), &mut Unlimited)
+            .is_some());
+        assert_eq!(r.poll_completion(), None);
+        assert!(r
+            .handle_response(t(1), &rsp(&q, Status::OK, 3, 1), &mut Unlimited)
+            .is_some());
+        assert!(r.poll_completion().unwrap().result.is_ok());
+        assert!(matches!(
+            r.poll_event(),
+            Some(RequesterEvent::ResponseDropped {
+                reason: DropReason::Duplicate,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn invalid_responses_are_dropped() {
+        let mut r = req();
+        r.submit_write(t(0), id(2), vc0(), 0, &[1; 64], None)
+            .unwrap();
+        let q = sent(&mut r, t(0));
+        let good = rsp(&q, Status::OK, 0, 0);
+        let mut bad = good.clone();
+        let TlField::UncompressedResponse(ref mut f) = bad.field else {
+            unreachable!()
+        };
+        f.srcaccid = id(3);
+        assert!(r.handle_response(t(1), &bad, &mut Unlimited).is_none());
+        let mut bad = good.clone();
+        let TlField::UncompressedResponse(ref mut f) = bad.field else {
+            unreachable!()
+        };
+        f.vchan = Vc::new(2).unwrap();
+        assert!(r.handle_response(t(1), &bad, &mut Unlimited).is_none());
+        let mut bad = good.clone();
+        let TlField::UncompressedResponse(ref mut f) = bad.field else {
+            unreachable!()
+        };
+        f.dstaccid = id(7);
+        assert!(r.handle_response(t(1), &bad, &mut Unlimited).is_none());
+        let mut bad = good.clone();
+        let TlField::UncompressedResponse(ref mut f) = bad.field else {
+            unreachable!()
+        };
+        f.rd_wr = false;
+        assert!(r.handle_response(t(1), &bad, &mut Unlimited).is_none());
+        let mut bad = good.clone();
+        bad.beats = 1;
+        assert!(r.handle_response(t(1), &bad, &mut Unlimited).is_none());
+        let mut bad = good.clone();
+        let TlField::UncompressedResponse(ref mut f) = bad.field else {
+            unreachable!()
+        };
+        f.tag = Tag::new(3).unwrap();
+        assert!(r.handle_response(t(1), &bad, &mut Unlimited).is_none());
+        assert!(r
+            .handle_response(t(1), &TlItem::default(), &mut Unlimited)
+            .is_none());
+        let s = *r.stats();
+        assert_eq!(
+            (
+                s.dropped_wrong_source,
+                s.dropped_other,
+                s.dropped_wrong_length,
+                s.dropped_unknown_tag
+            ),
+            (2, 2, 2, 1)
+        );
+        assert_eq!(s.responses_dropped, 7);
+        assert_eq!(r.poll_completion(), None);
+        assert!(r.handle_response(t(1), &good, &mut Unlimited).is_none());
+        assert_eq!(r.poll_completion().unwrap().result, Ok(None));
+        // The same response again: its tag is free now.
+        assert!(r.handle_response(t(1), &good, &mut Unlimited).is_none());
+        assert_eq!(r.stats().dropped_unknown_tag, 2);
+        let mut n = 0;
+        while r.poll_event().is_some() {
+            n += 1;
+        }
+        assert_eq!(n, 8);
+    }
+
+    #[test]
+    fn error_status_cancels_unsent_pieces() {
+        let mut r = req();
+        r.submit_write(t(0), id(2), vc0(), 0, &[1; 1024], None)
+            .unwrap();
+        let q = sent(&mut r, t(0));
+        assert_eq!(r.queued(), 3);
+        let e = rsp(&q, Status::ADDRESS_NOT_MAPPED, 0, 0);
+        assert!(r.handle_response(t(1), &e, &mut Unlimited).is_none());
+        assert_eq!(r.queued(), 0);
+        let c = r.poll_completion().unwrap();
+        assert_eq!(c.result, Err(TxnError::Status(Status::ADDRESS_NOT_MAPPED)));
+        assert_eq!(r.stats().ops_failed, 1);
+    }
+
+    #[test]
+    fn atomic_returns_old_value_and_poison_fails() {
+        let mut r = req();
+        let a = crate::txn::Atomic {
+            op: crate::txn::AtomicOp::FetchAdd,
+            size: crate::txn::AtomicSize::Four,
+            operand: 1,
+            compare: 0,
+        };
+        let op = Operation::Atomic {
+            addr: 4,
+            atomic: a,
+            returning: true,
+        };
+        r.submit(
+            t(0),
+            &Request {
+                dst: id(2),
+                vc: vc0(),
+                op,
+            },
+        )
+        .unwrap();
+        let q = sent(&mut r, t(0));
+        assert_eq!((q.cmd, q.attr, q.len), (Opcode::AtomicR, 0x00, 0));
+        let mut it = rsp(&q, Status::OK, 0, 1);
+        it.data[..8].copy_from_slice(&0x1_2345_6789u64.to_le_bytes());
+        assert!(r.handle_response(t(1), &it, &mut Unlimited).is_none());
+        assert_eq!(r.poll_completion().unwrap().result, Ok(Some(0x2345_6789)));
+
+        r.submit_read(t(2), id(2), vc0(), 0, 64).unwrap();
+        let q = sent(&mut r, t(2));
+        let mut it = rsp(&q, Status::OK, 0, 1);
+        it.poisoned = 1;
+        assert!(r.handle_response(t(3), &it, &mut Unlimited).is_none());
+        assert_eq!(r.poll_completion().unwrap().result, Err(TxnError::Poisoned));
+        assert_eq!(r.stats().poisoned, 1);
+    }
+
+    #[test]
+    fn request_timeout_then_late_response() {
+        let mut cfg = RequesterConfig::new(id(1));
+        cfg.request_timeout = Duration::from_ns(100);
+        cfg.tag_quarantine = Duration::from_ns(50);
+        let mut r = Req::new(cfg);
+        let op = r.submit_read(t(0), id(2), vc0(), 0, 64).unwrap();
+        let q = sent(&mut r, t(10));
+        assert_eq!(r.poll_timeout(), Some(t(110)));
+        r.handle_timeout(t(109));
+        assert_eq!(r.poll_completion(), None);
+        r.handle_timeout(t(110));
+        assert_eq!(r.poll_completion().unwrap().result, Err(TxnError::Timeout));
+        assert_eq!(r.poll_completion(), None);
+        assert_eq!(
+            r.poll_event(),
+            Some(RequesterEvent::TimedOut {
+                op,
+                tag: Some(q.tag)
+            })
+        );
+        assert!(r
+            .handle_response(t(120), &rsp(&q, Status::OK, 0, 1), &mut Unlimited)
+            .is_none());
+        assert_eq!(r.stats().dropped_late, 1);
+        assert_eq!(r.poll_timeout(), Some(t(160)));
+        r.handle_timeout(t(160));
+        assert_eq!(r.poll_timeout(), None);
+        assert!(r
+            .handle_response(t(170), &rsp(&q, Status::OK, 0, 1), &mut Unlimited)
+            .is_none());
+        assert_eq!(r.stats().dropped_unknown_tag, 1);
+        assert_eq!(r.stats().request_timeouts, 1);
+    }
+
+    struct NoCredits;
+    impl CreditGate for NoCredits {
+        fn try_consume(&mut self, _: Flow, _: Vc, _: u8) -> Option<Pool> {
+            None
+        }
+        fn release(&mut self, _: Flow, _: Vc, _: Pool, _: u8) {}
+    }
+
+    #[test]
+    fn queue_timeout_without_credits() {
+        let mut cfg = RequesterConfig::new(id(1));
+        cfg.queue_timeout = Duration::from_ns(100);
+        let mut r = Req::new(cfg);
+        let op = r
+            .submit_write(t(0), id(2), vc0(), 0, &[0; 300], None)
+            .unwrap();
+        assert!(!r.poll_transmit(t(1), &mut NoCredits, &mut TlItem::default()));
+        assert_eq!(r.stats().credit_stalls, 1);
+        assert_eq!(r.poll_timeout(), Some(t(100)));
+        r.handle_timeout(t(100));
+        assert_eq!(r.poll_completion().unwrap().result, Err(TxnError::Timeout));
+        assert_eq!(
+            r.poll_event(),
+            Some(RequesterEvent::TimedOut { op, tag: None })
+        );
+        assert_eq!((r.queued(), r.stats().queue_timeouts), (0, 1));
+        assert_eq!(r.poll_timeout(), None);
+    }
+
+    /// Request data credits are out: reads may go, writes wait.
+    struct NoData;
+    impl CreditGate for NoData {
+        fn try_consume(&mut self, _: Flow, _: Vc, beats: u8) -> Option<Pool> {
+            (beats == 0).then_some(Pool::PerVc)
+        }
+        fn release(&mut self, _: Flow, _: Vc, _: Pool, _: u8) {}
+    }
+
+    #[test]
+    fn ordering_per_region_and_strict() {
+        for strict in [false, true] {
+            let mut cfg = RequesterConfig::new(id(1));
+            if strict {
+                cfg.ordering = OrderingMode::Strict;
+            }
+            let mut r = Req::new(cfg);
+            r.submit_write(t(0), id(2), vc0(), 0, &[0; 64], None)
+                .unwrap();
+            r.submit_read(t(0), id(2), vc0(), 128, 64).unwrap(); // same region: waits
+            r.submit_read(t(0), id(2), vc0(), 256, 64).unwrap(); // other region: may pass
+            r.submit_read(t(0), id(3), vc0(), 0, 64).unwrap(); // other destination: may pass
+            let mut it = TlItem::default();
+            let mut passed = std::vec::Vec::new();
+            while r.poll_transmit(t(1), &mut NoData, &mut it) {
+                let TlField::UncompressedRequest(q) = it.field else {
+                    unreachable!()
+                };
+                passed.push((q.dstaccid.get(), q.addr << 2));
+            }
+            if strict {
+                assert!(passed.is_empty());
+            } else {
+                assert_eq!(passed, [(2, 256), (3, 0)]);
+            }
+            let mut order = std::vec::Vec::new();
+            while r.poll_transmit(t(2), &mut Unlimited, &mut it) {
+                let TlField::UncompressedRequest(q) = it.field else {
+                    unreachable!()
+                };
+                order.push((q.cmd, q.addr << 2));
+            }
+            assert_eq!(order[..2], [(Opcode::Write, 0), (Opcode::Read, 128)]);
+        }
+    }
+
+    #[test]
+    fn bounded_tables() {
+        let mut r = req();
+        assert_eq!(
+            r.submit_read(t(0), id(2), vc0(), 0, 64 * 40),
+            Err(SubmitError::QueueFull {
+                needed: 10,
+                free: 8
+            })
+        );
+        for _ in 0..4 {
+            r.submit_read(t(0), id(2), vc0(), 0, 64).unwrap();
+        }
+        assert_eq!(
+            r.submit_read(t(0), id(2), vc0(), 0, 64),
+            Err(SubmitError::OpTableFull)
+        );
+        let mut it = TlItem::default();
+        for _ in 0..4 {
+            assert!(r.poll_transmit(t(0), &mut Unlimited, &mut it));
+        }
+        assert_eq!(r.in_flight(), 4);
+        assert!(r.submit_read(t(0), id(2), vc0(), 0, 0).is_err());
+        let mut small: Requester<2, 4, 8> = Requester::new(RequesterConfig::new(id(1)));
+        small.submit_read(t(0), id(2), vc0(), 0, 256 * 3).unwrap();
+        assert!(small.poll_transmit(t(0), &mut Unlimited, &mut it));
+        assert!(small.poll_transmit(t(0), &mut Unlimited, &mut it));
+        assert!(!small.poll_transmit(t(0), &mut Unlimited, &mut it));
+        assert_eq!(small.stats().tag_stalls, 1);
+    }
+
+    #[test]
+    fn partition_check_at_submit() {
+        let mut r = req();
+        let mut table = PartitionTable::all_in(PartitionId::default());
+        table.set(id(5), PartitionId::new(3));
+        r.set_partition_check(Some(table));
+        assert_eq!(
+            r.submit_read(t(0), id(5), vc0(), 0, 64),
+            Err(SubmitError::PartitionDenied)
+        );
+        assert!(r.submit_read(t(0), id(2), vc0(), 0, 64).is_ok());
+        assert_eq!(r.stats().partition_denied, 1);
+    }
+
+    #[test]
+    fn compressed_responses_accepted() {
+        use crate::wire::{TlCompressedReadResponse, TlCompressedWriteResponse};
+        let mut r = req();
+        r.submit_read(t(0), id(2), vc0(), 0, 128).unwrap();
+        r.submit_write(t(0), id(2), vc0(), 512, &[1; 64], None)
+            .unwrap();
+        let (a, b) = (sent(&mut r, t(0)), sent(&mut r, t(0)));
+        let mut it = TlItem::new(TlField::CompressedReadResponse(TlCompressedReadResponse {
+            vchan: a.vchan,
+            tag: a.tag,
+            pool: false,
+            dstaccid: id(1),
+            offset: 1,
+            last: true,
+        }));
+        it.beats = 1;
+        assert_eq!(
+            r.handle_response(t(1), &it, &mut Unlimited).unwrap().offset,
+            64
+        );
+        let f = TlCompressedWriteResponse {
+            vchan: a.vchan,
+            tag: a.tag,
+            pool: false,
+            dstaccid: id(1),
+            len: 0,
+            rd_wr: false,
+        };
+        let mut it = TlItem::new(TlField::CompressedWriteResponse(f));
+        it.beats = 1;
+        assert_eq!(
+            r.handle_response(t(1), &it, &mut Unlimited).unwrap().offset,
+            0
+        );
+        let it = TlItem::new(TlField::CompressedWriteResponse(
+            TlCompressedWriteResponse {
+                tag: b.tag,
+                rd_wr: true,
+                ..f
+            },
+        ));
+        assert!(r.handle_response(t(1), &it, &mut Unlimited).is_none());
+        assert!(r.poll_completion().unwrap().result.is_ok());
+        assert!(r.poll_completion().unwrap().result.is_ok());
+    }
+
+    #[test]
+    fn beat_masks() {
+        assert_eq!(beat_mask(0, 4), 0b1111);
+        assert_eq!(beat_mask(2, 2), 0b1100);
+        assert_eq!(beat_mask(3, 0), 0);
+        assert_eq!(beat_mask(7, 7), 0b1000_0000);
+    }
+}
