@@ -7,44 +7,14 @@
 
 use crate::wire::Vc;
 
-/// The four TL credit classes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CreditClass {
-    /// One per request control field.
-    RequestCommand,
-    /// One per response control field.
-    ResponseCommand,
-    /// One per 64 B request data beat.
-    RequestData,
-    /// One per 64 B response data beat.
-    ResponseData,
-}
-
-/// Which way an item flows.
+/// Which way an item flows: requests spend request-command and request-data credits,
+/// responses the response classes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Flow {
     /// Requester → completer.
     Request,
     /// Completer → requester.
     Response,
-}
-
-impl Flow {
-    /// The class of the item's control field.
-    pub const fn command_class(self) -> CreditClass {
-        match self {
-            Flow::Request => CreditClass::RequestCommand,
-            Flow::Response => CreditClass::ResponseCommand,
-        }
-    }
-
-    /// The class of the item's data beats.
-    pub const fn data_class(self) -> CreditClass {
-        match self {
-            Flow::Request => CreditClass::RequestData,
-            Flow::Response => CreditClass::ResponseData,
-        }
-    }
 }
 
 /// The pool an item's credits came from: the item's `pool` bit.
@@ -111,10 +81,6 @@ mod tests {
 
     #[test]
     fn classes_and_pool() {
-        assert_eq!(Flow::Request.command_class(), CreditClass::RequestCommand);
-        assert_eq!(Flow::Request.data_class(), CreditClass::RequestData);
-        assert_eq!(Flow::Response.command_class(), CreditClass::ResponseCommand);
-        assert_eq!(Flow::Response.data_class(), CreditClass::ResponseData);
         assert_eq!(Pool::from_bit(true), Pool::Shared);
         assert!(!Pool::PerVc.bit());
         fn through<G: CreditGate>(mut g: G) -> Option<Pool> {

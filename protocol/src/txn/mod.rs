@@ -59,7 +59,7 @@ pub use self::atomic::{Atomic, AtomicError, AtomicOp, AtomicSize};
 pub use self::completer::{
     Completer, CompleterBusy, CompleterConfig, CompleterEvent, CompleterStats,
 };
-pub use self::credit::{CreditClass, CreditGate, Flow, Pool, Unlimited};
+pub use self::credit::{CreditGate, Flow, Pool, Unlimited};
 pub use self::item::{ByteEnables, TlItem, BEAT_BYTES, MAX_BEATS, MAX_DATA_BYTES, REGION_BYTES};
 pub use self::partition::PartitionTable;
 pub use self::request::{OpKind, Operation, Request, SubmitError, ADDR_LIMIT};
