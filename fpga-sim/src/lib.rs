@@ -6,3 +6,4 @@
 //! * [`engine`]: the deterministic discrete-event engine (picosecond time, stable tie-break).
 
 pub mod engine;
+pub mod pod;
