@@ -2,5 +2,6 @@
 
 pub mod config;
 pub mod presets;
+pub mod timing;
 
 pub use self::config::{PodError, PodFile};
