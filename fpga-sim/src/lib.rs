@@ -7,3 +7,5 @@
 
 pub mod engine;
 pub mod pod;
+pub mod report;
+pub mod rng;
