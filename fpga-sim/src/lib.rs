@@ -9,3 +9,4 @@ pub mod engine;
 pub mod pod;
 pub mod report;
 pub mod rng;
+pub mod workload;
