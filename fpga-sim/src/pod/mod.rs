@@ -3,5 +3,6 @@
 pub mod config;
 pub mod presets;
 pub mod timing;
+pub mod topology;
 
 pub use self::config::{PodError, PodFile};
