@@ -9,4 +9,5 @@ pub mod engine;
 pub mod pod;
 pub mod report;
 pub mod rng;
+pub mod verify;
 pub mod workload;
