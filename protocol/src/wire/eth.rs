@@ -22,6 +22,7 @@
 //! A frame here starts at the destination MAC and ends with the FCS: no preamble or SFD.
 
 use core::fmt;
+use core::ops::Range;
 
 use zerocopy::byteorder::network_endian;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
@@ -176,14 +177,19 @@ const fn flit_count_of(len: usize) -> usize {
     }
 }
 
-/// The payload bytes (the flits; empty for a 64-byte frame).
-fn payload_of(bytes: &[u8]) -> &[u8] {
-    let end = if bytes.len() <= MIN_FRAME_LEN {
+/// Where the payload (the flits) sits in a frame of `len` bytes; empty for 64 bytes or fewer.
+const fn payload_range(len: usize) -> Range<usize> {
+    let end = if len <= MIN_FRAME_LEN {
         HEADER_LEN
     } else {
-        bytes.len().saturating_sub(FCS_LEN)
+        len.saturating_sub(FCS_LEN)
     };
-    bytes.get(HEADER_LEN..end).unwrap_or(&[])
+    HEADER_LEN..end
+}
+
+/// The payload bytes (the flits; empty for a 64-byte frame).
+fn payload_of(bytes: &[u8]) -> &[u8] {
+    bytes.get(payload_range(bytes.len())).unwrap_or(&[])
 }
 
 /// The payload as whole flits (a trailing partial flit is left out).
@@ -396,12 +402,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Frame<T> {
     /// The payload, mutable (same extent as [`Frame::payload`]).
     pub fn payload_mut(&mut self) -> &mut [u8] {
         let b = self.buffer.as_mut();
-        let end = if b.len() <= MIN_FRAME_LEN {
-            HEADER_LEN
-        } else {
-            b.len().saturating_sub(FCS_LEN)
-        };
-        b.get_mut(HEADER_LEN..end).unwrap_or(&mut [])
+        b.get_mut(payload_range(b.len())).unwrap_or(&mut [])
     }
 
     /// Compute the FCS and store it in the last 4 bytes.
