@@ -101,6 +101,11 @@ impl<T: AsRef<[u8]>> DlFlit<T> {
         self.buffer
     }
 
+    /// Length of the underlying buffer.
+    pub fn buffer_len(&self) -> usize {
+        self.buffer.as_ref().len()
+    }
+
     fn layout(&self) -> Option<&FlitLayout> {
         FlitLayout::ref_from_prefix(self.buffer.as_ref())
             .ok()

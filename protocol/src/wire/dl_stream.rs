@@ -178,7 +178,8 @@ impl DlPacker {
     }
 
     /// Limit the DL message words per flit (default: the whole payload). Messages still go
-    /// before TL data; a limit keeps TL data moving when the message queue is long.
+    /// before TL data; a limit keeps TL data moving when the message queue is long. The first
+    /// message of a flit is always allowed, so a long message is never blocked.
     pub const fn with_max_message_words(mut self, words: usize) -> Self {
         self.max_message_words = words;
         self
@@ -205,7 +206,12 @@ impl DlPacker {
         src: &mut S,
         flit: &mut DlFlit<T>,
     ) -> Result<PackStats> {
-        check_out(flit.payload(), PAYLOAD_LEN)?;
+        if flit.payload().len() < PAYLOAD_LEN {
+            return Err(Error::BufferTooSmall {
+                needed: FLIT_LEN,
+                got: flit.buffer_len(),
+            });
+        }
         let mut stats = PackStats::default();
         let mut headers = [0u8; SEGMENT_COUNT];
         let mut alt_end = 0;
@@ -326,7 +332,7 @@ fn place_messages<S: PackSource + ?Sized>(
             break; // next segment
         }
         let end = pos.saturating_add(msg.buffer_len());
-        if end > PAYLOAD_LEN || words > *budget {
+        if end > PAYLOAD_LEN || (words > *budget && stats.messages > 0) {
             *open = false; // keep order: nothing more in this flit
             break;
         }
