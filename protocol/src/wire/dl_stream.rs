@@ -196,6 +196,12 @@ impl DlPacker {
         self.remaining
     }
 
+    /// Whether the TL flit in progress is a real one (not padding): the next flit must then
+    /// be sent for it to complete.
+    pub const fn carrying_tl_flit(&self) -> bool {
+        self.remaining > 0 && !self.cur_is_nop
+    }
+
     /// Fill the segment headers and payload of `flit` (flit header and CRC untouched).
     ///
     /// # Errors
@@ -738,6 +744,7 @@ mod tests {
             (10, 9, 0)
         );
         assert_eq!(p.carry_bytes(), 12);
+        assert!(p.carrying_tl_flit());
         assert_eq!(&f0[3..8], &[0x90, 0x90, 0x90, 0x90, 0x94]);
         assert_eq!(&f0[8..12], &[0, 0, 0, 0]);
         assert_eq!(&f0[8 + 576..8 + 580], &[0, 0, 0, 9]);
@@ -762,6 +769,7 @@ mod tests {
         let mut src = numbered(2);
         let (f0, st) = pack(&mut p, &mut src);
         assert_eq!((st.tl_started, st.tl_finished, st.nop_started), (2, 2, 8));
+        assert!(!p.carrying_tl_flit() && p.carry_bytes() == 12);
         let mut u = DlUnpacker::new();
         let mut sink = Sink::default();
         let s = u
