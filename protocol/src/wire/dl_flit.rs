@@ -371,7 +371,9 @@ mod tests {
 
     #[test]
     fn test_crc_vectors() {
-        // `crc32` vectors: zeros_636 and ramp_mod256_636.
+        // `crc32` vectors: ascii 123456789, empty, zeros_636 and ramp_mod256_636.
+        assert_eq!(DlCrc::Bzip2.checksum(b"123456789"), 0xfc89_1918);
+        assert_eq!(DlCrc::Bzip2.checksum(&[]), 0);
         let zeros = [0u8; CRC_COVERED_LEN];
         assert_eq!(DlCrc::Bzip2.checksum(&zeros), 0x612e_ff3a);
         let ramp: [u8; CRC_COVERED_LEN] = core::array::from_fn(|i| i as u8);
