@@ -19,14 +19,26 @@
 
 pub(crate) mod bits;
 pub mod crc;
+pub mod dl_flit;
 pub mod dl_header;
+pub mod dl_msg;
+pub mod dl_stream;
+pub mod eth;
+pub mod eth_rel;
 mod ids;
 pub mod tl_field;
 
+pub use self::dl_flit::{DlFlit, Repr as DlFlitRepr};
 pub use self::dl_header::{
     CommandHeader as DlCommandHeader, DlOp, ExplicitHeader as DlExplicitHeader,
     FlitHeader as DlFlitHeader, SegmentHeader as DlSegmentHeader,
 };
+pub use self::dl_msg::{DlMessage, MessageSpace as DlMessageSpace};
+pub use self::dl_stream::{DlPacker, DlUnpacker};
+pub use self::eth::{
+    EthAddr, EthHeader, Frame as EthFrame, MacScheme as EthMacScheme, Repr as EthFrameRepr,
+};
+pub use self::eth_rel::{RelHeader as EthRelHeader, RelOp as EthRelOp};
 pub use self::ids::{AccelId, PartitionId, Psn, SeqNum, Tag, Vc};
 pub use self::tl_field::{
     CompressedRequest as TlCompressedRequest,
