@@ -267,6 +267,15 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
         self.tags.in_flight()
     }
 
+    /// The operation a tag in flight belongs to (for tracing).
+    pub fn in_flight_op(&self, tag: Tag) -> Option<OpId> {
+        if self.tags.state(tag) != Some(TagState::InFlight) {
+            return None;
+        }
+        let o = self.outstanding.get(usize::from(tag.get()))?;
+        self.ops.get(usize::from(o.op)).map(|op| op.id)
+    }
+
     /// Requests waiting to be sent.
     pub fn queued(&self) -> usize {
         self.queue.len()
