@@ -69,7 +69,7 @@ impl Rng {
 pub struct ModelConfig {
     pub requesters: usize,
     pub completers: usize,
-    /// Operations per requester.
+    /// Operations in total, shared out among the requesters.
     pub ops: usize,
     pub partitions: usize,
     pub seed: u64,
@@ -85,12 +85,20 @@ pub struct ModelConfig {
     pub any_destination: f64,
 }
 
+impl ModelConfig {
+    /// Operations requester `i` issues.
+    pub fn quota(&self, i: usize) -> usize {
+        let n = self.requesters.max(1);
+        self.ops / n + usize::from(i < self.ops % n)
+    }
+}
+
 impl Default for ModelConfig {
     fn default() -> Self {
         ModelConfig {
             requesters: 3,
             completers: 2,
-            ops: 200,
+            ops: 600,
             partitions: 1,
             seed: 1,
             ordering: OrderingMode::PerRegion,
@@ -779,12 +787,12 @@ pub fn run_direct(cfg: ModelConfig) -> Report {
     let mut delivered = 0u64;
     let mut now = Instant::ZERO;
     let mut item = TlItem::default();
-    let total = cfg.requesters * cfg.ops;
+    let total = cfg.ops;
     let limit = 50_000 + 200 * total;
     for _step in 0..limit {
         // Submit.
         for (i, s) in sides.iter_mut().enumerate() {
-            while s.submitted < cfg.ops && s.req.ops_open() < cfg.max_open {
+            while s.submitted < cfg.quota(i) && s.req.ops_open() < cfg.max_open {
                 let rec = match s.pending.take() {
                     Some(r) => r,
                     None => model.generate(i),
