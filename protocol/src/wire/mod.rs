@@ -17,12 +17,16 @@
 //! assert_eq!(TlField::parse(&buf).unwrap(), TlField::UncompressedRequest(req));
 //! ```
 
+pub mod addr_cache;
 pub(crate) mod bits;
 pub mod crc;
 pub mod dl_header;
 mod ids;
 pub mod tl_field;
+pub mod tl_flit;
+pub mod tl_pack;
 
+pub use self::addr_cache::{AddrCache, ExpandError};
 pub use self::dl_header::{
     CommandHeader as DlCommandHeader, DlOp, ExplicitHeader as DlExplicitHeader,
     FlitHeader as DlFlitHeader, SegmentHeader as DlSegmentHeader,
@@ -34,6 +38,13 @@ pub use self::tl_field::{
     CompressedWriteResponse as TlCompressedWriteResponse, FlowControl as TlFlowControl, Ftype,
     Opcode, TlField, UncompressedRequest as TlUncompressedRequest,
     UncompressedResponse as TlUncompressedResponse,
+};
+pub use self::tl_flit::{
+    DataShape as TlDataShape, Half as TlHalf, HalfKind as TlHalfKind, TlFlit, TlMessage,
+};
+pub use self::tl_pack::{
+    Item as TlItem, NotDrained, PushError as TlPushError, TlPacker, TlUnpacker,
+    Transfer as TlTransfer,
 };
 
 use core::fmt;
