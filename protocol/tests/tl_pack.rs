@@ -16,7 +16,8 @@ use podlink_protocol::wire::tl_field::{
     Opcode, TlField, UncompressedRequest, UncompressedResponse,
 };
 use podlink_protocol::wire::tl_flit::{TlMessage, FLIT_LEN, HALF_LEN};
-use podlink_protocol::wire::tl_pack::{Item, PushError, TlPacker, TlUnpacker, Transfer};
+use podlink_protocol::wire::tl_pack::{Item, PushError, TlPacker, Transfer};
+use podlink_protocol::wire::tl_unpack::TlUnpacker;
 use podlink_protocol::wire::{AccelId, Tag, Vc};
 use proptest::prelude::*;
 

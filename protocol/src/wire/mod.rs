@@ -25,6 +25,7 @@ mod ids;
 pub mod tl_field;
 pub mod tl_flit;
 pub mod tl_pack;
+pub mod tl_unpack;
 
 pub use self::addr_cache::{AddrCache, ExpandError};
 pub use self::dl_header::{
@@ -43,9 +44,9 @@ pub use self::tl_flit::{
     DataShape as TlDataShape, Half as TlHalf, HalfKind as TlHalfKind, TlFlit, TlMessage,
 };
 pub use self::tl_pack::{
-    Item as TlItem, NotDrained, PushError as TlPushError, TlPacker, TlUnpacker,
-    Transfer as TlTransfer,
+    Item as TlItem, PushError as TlPushError, TlPacker, Transfer as TlTransfer,
 };
+pub use self::tl_unpack::{NotDrained, TlUnpacker};
 
 use core::fmt;
 
