@@ -24,7 +24,7 @@ use core::fmt;
 
 use heapless::Deque;
 
-use super::tl_field::{FlowControl, TlField};
+use super::tl_field::{FlowControl, Ftype, TlField};
 use super::tl_flit::{
     rule, DataShape, Half, HalfKind, TlMessage, BEAT_LEN, BYTE_ENABLE_LEN, FLIT_LEN, HALF_LEN,
     MAX_TRANSFER_HALVES,
@@ -106,7 +106,7 @@ impl fmt::Display for Item<'_> {
                 }
                 Ok(())
             }
-            Item::Credits(c) => write!(f, "{} {c:?}", TlField::FlowControl(*c).ftype().name()),
+            Item::Credits(c) => write!(f, "{} {c:?}", Ftype::FlowControl.name()),
             Item::Message(m) => write!(f, "{} {m:?}", m.name()),
         }
     }
