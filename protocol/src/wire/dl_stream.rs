@@ -1,4 +1,4 @@
-//! Streaming DL packer and unpacker (`spec-notes/wire-dl.md#packing`).
+//! Streaming DL packer and unpacker (`spec-notes/wire.md#packing`).
 //!
 //! TL flits (64 B) form one byte stream that runs through the TL areas of consecutive DL
 //! flits: a TL flit may straddle segment boundaries and DL flit boundaries. DL messages go in
