@@ -65,13 +65,25 @@ pub struct PartitionCfg {
 }
 
 /// The packed per-ID entry: egress ways to reach the ID, its partition and local port.
+///
+/// 16 bytes, so an ID indexes the table with a shift. Unused ways hold [`NO_PORT`], whose
+/// score is always 0, so the adaptive choice can scan all [`MAX_WAYS`] without a count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(C, align(16))]
 pub struct IdEntry {
     pub(crate) ways: [u8; MAX_WAYS],
     pub(crate) n: u8,
     pub(crate) part: u8,
     pub(crate) home: u8,
 }
+
+const _: () = assert!(core::mem::size_of::<IdEntry>() == 16);
+
+/// Packed ingress attachment: an accelerator ID (< 1024), [`INGRESS_TRUNK`] or
+/// [`INGRESS_UNUSED`].
+pub(crate) const INGRESS_TRUNK: u16 = 0x8000;
+/// Packed ingress attachment of an unused or out-of-range port.
+pub(crate) const INGRESS_UNUSED: u16 = 0xffff;
 
 impl IdEntry {
     const EMPTY: IdEntry = IdEntry {
@@ -92,6 +104,8 @@ impl IdEntry {
 pub struct Tables {
     pub(crate) ids: [IdEntry; MAX_IDS],
     pub(crate) ports: [PortCfg; MAX_PORTS],
+    /// Derived by `validate`: packed attachment per ingress port number (all 256 `u8` values).
+    pub(crate) ingress: [u16; 256],
     pub(crate) parts: [PartitionCfg; MAX_PARTITIONS],
     pub(crate) n_parts: u8,
     pub(crate) num_ports: u8,
@@ -123,6 +137,7 @@ impl Tables {
                 attach: Attachment::Unused,
                 plane: 0,
             }; MAX_PORTS],
+            ingress: [INGRESS_UNUSED; 256],
             parts: [EMPTY_PART; MAX_PARTITIONS],
             n_parts: 0,
             num_ports: 0,
@@ -138,6 +153,7 @@ impl Tables {
     pub fn clear(&mut self) {
         self.ids.fill(IdEntry::EMPTY);
         self.ports.fill(PortCfg::default());
+        self.ingress.fill(INGRESS_UNUSED);
         self.parts.fill(EMPTY_PART);
         self.n_parts = 0;
         self.num_ports = 0;
@@ -372,10 +388,18 @@ impl Tables {
         for e in self.ids.iter_mut() {
             e.home = NO_PORT;
         }
+        self.ingress.fill(INGRESS_UNUSED);
         for (p, cfg) in (0u8..)
             .zip(self.ports.iter())
             .take(usize::from(self.num_ports))
         {
+            if let Some(slot) = self.ingress.get_mut(usize::from(p)) {
+                *slot = match cfg.attach {
+                    Attachment::Unused => INGRESS_UNUSED,
+                    Attachment::Accelerator(a) => a.get(),
+                    Attachment::Switch => INGRESS_TRUNK,
+                };
+            }
             if let Attachment::Accelerator(a) = cfg.attach {
                 if let Some(e) = self.ids.get_mut(usize::from(a.get())) {
                     if e.home == NO_PORT {
