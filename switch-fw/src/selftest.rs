@@ -365,6 +365,9 @@ mod tests {
         assert!(text.contains("spoofed=2 cross_partition=2"), "{text}");
         let n = config::emit(sw.tables(), &mut buf).unwrap();
         assert!(n < 4096, "pod config is {n} bytes");
-        println!("pod config bytes: {n}; switch bytes: {}", core::mem::size_of::<Switch>());
+        println!(
+            "pod config bytes: {n}; switch bytes: {}",
+            core::mem::size_of::<Switch>()
+        );
     }
 }

@@ -13,7 +13,8 @@
 //! failure (code 1: panic, 2: self-test failure). `text_bytes` is `__etext - __stext` from
 //! riscv-rt's linker script; `switch-fw/run-qemu.sh` checks it against `llvm-size`.
 //!
-//! On the host the same binary runs the self-test on stdout (no PERF figures).
+//! On the host the same binary runs the self-test on stdout (no PERF figures), or with
+//! `--emit-config FILE` writes the self-test pod's binary configuration.
 #![cfg_attr(target_os = "none", no_std, no_main)]
 // MMIO and linker symbols need `unsafe`; the library itself forbids it.
 #![allow(unsafe_code)]
@@ -206,6 +207,19 @@ fn main() {
     let mut sw = Box::new(Switch::new());
     let mut ports = vec![SimPort::default(); MAX_PORTS];
     let mut buf = vec![0u8; 8192];
+    // `qemu --emit-config FILE`: write the self-test pod's binary configuration (fuzz seeds,
+    // an example of the format).
+    let args: Vec<String> = std::env::args().collect();
+    if let [_, flag, path] = args.as_slice() {
+        if flag == "--emit-config" {
+            sw.stage_with(selftest::pod_tables).expect("valid pod");
+            sw.commit().expect("staged");
+            let n = podlink_switch::config::emit(sw.tables(), &mut buf).expect("fits");
+            std::fs::write(path, &buf[..n]).expect("write the configuration");
+            println!("wrote {n} bytes to {path}");
+            return;
+        }
+    }
     match selftest::run(&mut sw, &mut ports, &mut buf, &mut Stdout) {
         Ok(()) => {
             let _ = podlink_switch::hw::console::print_counters(&mut Stdout, sw.counters());
