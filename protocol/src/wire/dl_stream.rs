@@ -1,4 +1,4 @@
-//! Streaming DL packer and unpacker (`spec-notes/wire-dl.md#packing`).
+//! Streaming DL packer and unpacker (`spec-notes/wire.md#packing`).
 //!
 //! TL flits (64 B) form one byte stream that runs through the TL areas of consecutive DL
 //! flits: a TL flit may straddle segment boundaries and DL flit boundaries. DL messages go in
@@ -480,11 +480,13 @@ impl DlUnpacker {
     ) -> core::result::Result<UnpackStats, UnpackError> {
         flit.check_len()
             .map_err(|error| UnpackError { segment: 0, error })?;
-        self.clone().walk(flit, &mut NullSink)?;
-        self.walk(flit, sink)
+        // Check the whole flit first (no TL bytes are moved), so that an error delivers nothing.
+        self.clone()
+            .walk::<T, NullSink, false>(flit, &mut NullSink)?;
+        self.walk::<T, S, true>(flit, sink)
     }
 
-    fn walk<T: AsRef<[u8]>, S: UnpackSink + ?Sized>(
+    fn walk<T: AsRef<[u8]>, S: UnpackSink + ?Sized, const DELIVER: bool>(
         &mut self,
         flit: &DlFlit<T>,
         sink: &mut S,
@@ -550,7 +552,11 @@ impl DlUnpacker {
                     "segment header TL flit starts disagree with the stream",
                 )));
             }
-            self.feed(area, sink, &mut stats);
+            if DELIVER {
+                self.feed(area, sink, &mut stats);
+            } else {
+                self.have = self.have.saturating_add(area.len()) % TL_FLIT_LEN;
+            }
         }
         Ok(stats)
     }
@@ -568,6 +574,14 @@ impl DlUnpacker {
         st: &mut UnpackStats,
     ) {
         while !bytes.is_empty() {
+            // Fast path: a whole TL flit in place is delivered without a copy.
+            if self.have == 0 {
+                if let Some((head, tail)) = bytes.split_first_chunk::<TL_FLIT_LEN>() {
+                    Self::deliver(head, sink, st);
+                    bytes = tail;
+                    continue;
+                }
+            }
             let n = self.carry_or_full().min(bytes.len());
             let (head, tail) = bytes.split_at(n);
             if let Some(dst) = self.partial.get_mut(self.have..self.have.saturating_add(n)) {
@@ -577,13 +591,20 @@ impl DlUnpacker {
             bytes = tail;
             if self.have == TL_FLIT_LEN {
                 self.have = 0;
-                if self.partial.iter().all(|b| *b == 0) {
-                    st.nop_flits = st.nop_flits.saturating_add(1);
-                } else {
-                    st.tl_flits = st.tl_flits.saturating_add(1);
-                    sink.tl_flit(&self.partial);
-                }
+                let full = self.partial;
+                Self::deliver(&full, sink, st);
             }
+        }
+    }
+
+    /// Hand one complete TL flit to the sink, or drop and count it if it is a NOP.
+    #[inline]
+    fn deliver<S: UnpackSink + ?Sized>(f: &[u8; TL_FLIT_LEN], sink: &mut S, st: &mut UnpackStats) {
+        if f.iter().all(|b| *b == 0) {
+            st.nop_flits = st.nop_flits.saturating_add(1);
+        } else {
+            st.tl_flits = st.tl_flits.saturating_add(1);
+            sink.tl_flit(f);
         }
     }
 

@@ -17,6 +17,7 @@
 //! assert_eq!(TlField::parse(&buf).unwrap(), TlField::UncompressedRequest(req));
 //! ```
 
+pub mod addr_cache;
 pub(crate) mod bits;
 pub mod crc;
 pub mod dl_flit;
@@ -27,7 +28,11 @@ pub mod eth;
 pub mod eth_rel;
 mod ids;
 pub mod tl_field;
+pub mod tl_flit;
+pub mod tl_pack;
+pub mod tl_unpack;
 
+pub use self::addr_cache::{AddrCache, ExpandError};
 pub use self::dl_flit::{DlFlit, Repr as DlFlitRepr};
 pub use self::dl_header::{
     CommandHeader as DlCommandHeader, DlOp, ExplicitHeader as DlExplicitHeader,
@@ -47,6 +52,13 @@ pub use self::tl_field::{
     Opcode, TlField, UncompressedRequest as TlUncompressedRequest,
     UncompressedResponse as TlUncompressedResponse,
 };
+pub use self::tl_flit::{
+    DataShape as TlDataShape, Half as TlHalf, HalfKind as TlHalfKind, TlFlit, TlMessage,
+};
+pub use self::tl_pack::{
+    Item as TlItem, PushError as TlPushError, TlPacker, Transfer as TlTransfer,
+};
+pub use self::tl_unpack::{NotDrained, TlUnpacker};
 
 use core::fmt;
 
