@@ -13,11 +13,10 @@ use std::collections::HashSet;
 use libfuzzer_sys::fuzz_target;
 use podlink_protocol::time::{Duration, Instant};
 use podlink_protocol::txn::{
-    Atomic, AtomicOp, AtomicSize, ByteEnables, Completer, CompleterConfig, OpId, Operation,
-    OrderingMode, PartitionTable, Request, Requester, RequesterConfig, TlItem, Unlimited,
-    WindowMemory,
+    Atomic, AtomicOp, AtomicSize, Completer, CompleterConfig, OpId, Operation, OrderingMode,
+    PartitionTable, Request, Requester, RequesterConfig, TransferBuf, Unlimited, WindowMemory,
 };
-use podlink_protocol::wire::{AccelId, PartitionId, TlField, Vc};
+use podlink_protocol::wire::{AccelId, PartitionId, TlField, TlItem, TlPacker, TlUnpacker, Vc};
 
 const TAGS: usize = 8;
 
@@ -65,16 +64,17 @@ impl World {
     }
 
     fn pump(&mut self, rounds: usize) {
-        let mut item = TlItem::default();
         for _ in 0..rounds {
             let mut progress = false;
-            if self.req.poll_transmit(self.now, &mut Unlimited, &mut item) {
+            if let Some(t) = self.req.poll_transmit(self.now, &mut Unlimited) {
+                assert!(t.check().is_ok(), "the requester sends well-formed transfers");
                 // A busy completer drops the request: the requester times out.
-                let _ = self.cpl.handle_request(self.now, &item, self.mem.as_mut(), &mut Unlimited);
+                let _ = self.cpl.handle_request(self.now, &t, self.mem.as_mut(), &mut Unlimited);
                 progress = true;
             }
-            if self.cpl.poll_transmit(self.now, &mut Unlimited, &mut item) {
-                let _ = self.req.handle_response(self.now, &item, &mut Unlimited);
+            if let Some(t) = self.cpl.poll_transmit(self.now, &mut Unlimited) {
+                assert!(t.check().is_ok(), "the completer sends well-formed transfers");
+                let _ = self.req.handle_response(self.now, &t, &mut Unlimited);
                 progress = true;
             }
             self.drain();
@@ -93,18 +93,34 @@ impl World {
     }
 }
 
-fn arbitrary_item(inp: &mut Input<'_>) -> Option<TlItem> {
-    let raw: [u8; 16] = inp.bytes();
-    let field = TlField::parse(&raw).ok()?;
-    let mut item = TlItem::new(field);
-    item.beats = inp.u8() % 5;
-    item.poisoned = inp.u8();
-    if inp.u8() & 1 != 0 {
-        item.byte_enables = Some(ByteEnables(inp.bytes()));
+/// An arbitrary transfer: a field parsed from 16 bytes with arbitrary data, or whatever a
+/// TL unpacker makes of one arbitrary 64 B flit.
+fn arbitrary_transfers(inp: &mut Input<'_>) -> Vec<TransferBuf> {
+    if inp.u8() & 1 == 0 {
+        let raw: [u8; 16] = inp.bytes();
+        let Ok(field) = TlField::parse(&raw) else {
+            return vec![];
+        };
+        let mut b = TransferBuf::default();
+        b.field = field;
+        let len = usize::from(inp.u16() % 300);
+        let fill = inp.u8();
+        b.set_data(&vec![fill; len]);
+        b.poisoned = inp.u8();
+        if inp.u8() & 1 != 0 {
+            b.byte_enables = Some(inp.bytes());
+        }
+        vec![b]
+    } else {
+        let flit: [u8; 64] = inp.bytes();
+        let mut out = vec![];
+        let _ = TlUnpacker::new().unpack_flit(&flit, |item| {
+            if let TlItem::Transfer(t) = item {
+                out.push(TransferBuf::new(&t));
+            }
+        });
+        out
     }
-    let fill = inp.u8();
-    item.data.fill(fill);
-    Some(item)
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -160,14 +176,14 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
             1 => {
-                if let Some(item) = arbitrary_item(&mut inp) {
-                    let _ = w.req.handle_response(w.now, &item, &mut Unlimited);
+                for b in arbitrary_transfers(&mut inp) {
+                    let _ = w.req.handle_response(w.now, &b.as_transfer(), &mut Unlimited);
                     w.drain();
                 }
             }
             2 => {
-                if let Some(item) = arbitrary_item(&mut inp) {
-                    let _ = w.cpl.handle_request(w.now, &item, w.mem.as_mut(), &mut Unlimited);
+                for b in arbitrary_transfers(&mut inp) {
+                    let _ = w.cpl.handle_request(w.now, &b.as_transfer(), w.mem.as_mut(), &mut Unlimited);
                 }
             }
             3 => {
@@ -179,17 +195,33 @@ fuzz_target!(|data: &[u8]| {
                 w.tick(ns);
             }
             5 => {
-                // A request in flight comes back mangled, or twice.
-                let mut item = TlItem::default();
-                if w.req.poll_transmit(w.now, &mut Unlimited, &mut item) {
-                    let _ = w.cpl.handle_request(w.now, &item, w.mem.as_mut(), &mut Unlimited);
-                    if w.cpl.poll_transmit(w.now, &mut Unlimited, &mut item) {
-                        let _ = w.req.handle_response(w.now, &item, &mut Unlimited);
-                        if let TlField::UncompressedResponse(ref mut r) = item.field {
+                // A request goes through a TL packer and unpacker; its response comes back
+                // once as sent and once mangled.
+                if let Some(t) = w.req.poll_transmit(w.now, &mut Unlimited) {
+                    let mut packer: TlPacker = TlPacker::new();
+                    packer.push(&TlItem::Transfer(t)).expect("a valid transfer");
+                    let mut unpacker = TlUnpacker::new();
+                    let mut got = vec![];
+                    let mut flit = [0u8; 64];
+                    while packer.poll_flit(&mut flit).is_some() {
+                        unpacker
+                            .unpack_flit(&flit, |item| {
+                                if let TlItem::Transfer(t) = item {
+                                    got.push(TransferBuf::new(&t));
+                                }
+                            })
+                            .expect("the packer's flits unpack");
+                    }
+                    assert_eq!(got.len(), 1);
+                    let _ = w.cpl.handle_request(w.now, &got[0].as_transfer(), w.mem.as_mut(), &mut Unlimited);
+                    if let Some(t) = w.cpl.poll_transmit(w.now, &mut Unlimited) {
+                        let mut b = TransferBuf::new(&t);
+                        let _ = w.req.handle_response(w.now, &b.as_transfer(), &mut Unlimited);
+                        if let TlField::UncompressedResponse(ref mut r) = b.field {
                             r.offset = inp.u8() & 3;
                             r.status = inp.u8() & 15;
                         }
-                        let _ = w.req.handle_response(w.now, &item, &mut Unlimited);
+                        let _ = w.req.handle_response(w.now, &b.as_transfer(), &mut Unlimited);
                     }
                     w.drain();
                 }

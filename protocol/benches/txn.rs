@@ -13,7 +13,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use podlink_protocol::time::Instant;
 use podlink_protocol::txn::{
     Atomic, AtomicOp, AtomicSize, Completer, CompleterConfig, Operation, PartitionTable, Request,
-    Requester, RequesterConfig, TlItem, Unlimited, WindowMemory,
+    Requester, RequesterConfig, Unlimited, WindowMemory,
 };
 use podlink_protocol::wire::{AccelId, PartitionId, Vc};
 
@@ -30,7 +30,6 @@ struct Pair {
     req: Box<Requester<256, 128, 256>>,
     cpl: Box<Completer<64>>,
     mem: Box<WindowMemory<65536>>,
-    item: TlItem,
     data: [u8; 256],
 }
 
@@ -44,7 +43,6 @@ impl Pair {
                 PartitionTable::all_in(PartitionId::default()),
             )),
             mem: Box::new(WindowMemory::new(0)),
-            item: TlItem::default(),
             data: [0x5a; 256],
         }
     }
@@ -84,13 +82,13 @@ impl Pair {
         let mut read = 0;
         loop {
             let mut progress = false;
-            while self.req.poll_transmit(now, &mut Unlimited, &mut self.item) {
+            while let Some(t) = self.req.poll_transmit(now, &mut Unlimited) {
                 self.cpl
-                    .handle_request(now, &self.item, self.mem.as_mut(), &mut Unlimited)
+                    .handle_request(now, &t, self.mem.as_mut(), &mut Unlimited)
                     .unwrap();
                 progress = true;
-                while self.cpl.poll_transmit(now, &mut Unlimited, &mut self.item) {
-                    if let Some(d) = self.req.handle_response(now, &self.item, &mut Unlimited) {
+                while let Some(t) = self.cpl.poll_transmit(now, &mut Unlimited) {
+                    if let Some(d) = self.req.handle_response(now, &t, &mut Unlimited) {
                         read += d.data.len();
                     }
                 }

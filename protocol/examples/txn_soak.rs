@@ -2,10 +2,10 @@
 //! requesters to several completers, every result checked against a reference memory model.
 //!
 //! ```text
-//!  requester 0 ──┐                       ┌── completer 0 (memory, partition 0)
-//!  requester 1 ──┼── per (src, dst, VC) ─┼── completer 1 (memory, partition 1)
-//!      ...       │   FIFOs, TL credits   │       ...
-//!  requester N ──┘                       └── completer max(2, P) − 1
+//!  requester 0 ──┐  TL packer → 64 B TL   ┌── completer 0 (memory, partition 0)
+//!  requester 1 ──┼── flits → TL unpacker ─┼── completer 1 (memory, partition 1)
+//!      ...       │  per pair, TL credits  │       ...
+//!  requester N ──┘                        └── completer max(2, P) − 1
 //! ```
 //!
 //! ```text
@@ -24,7 +24,7 @@ mod model;
 
 use std::process::ExitCode;
 
-use model::{run_direct, ModelConfig};
+use model::{run_direct, ModelConfig, Transport};
 
 fn usage(msg: &str) -> ExitCode {
     eprintln!("txn_soak: {msg}");
@@ -38,6 +38,7 @@ fn main() -> ExitCode {
     let mut cfg = ModelConfig {
         requesters: 4,
         ops: 10_000,
+        transport: Transport::Packed,
         ..ModelConfig::default()
     };
     let mut rate = 0.0f64;
@@ -49,7 +50,7 @@ fn main() -> ExitCode {
         let bad = || usage(&format!("bad value {value:?} for {flag}"));
         match flag.as_str() {
             "--requesters" => match value.parse() {
-                Ok(n) if n >= 1 && n <= 500 => cfg.requesters = n,
+                Ok(n) if (1..=500).contains(&n) => cfg.requesters = n,
                 _ => return bad(),
             },
             "--ops" => match value.parse() {
@@ -61,7 +62,7 @@ fn main() -> ExitCode {
                 _ => return bad(),
             },
             "--partitions" => match value.parse() {
-                Ok(p) if p >= 1 && p <= 64 => cfg.partitions = p,
+                Ok(p) if (1..=64).contains(&p) => cfg.partitions = p,
                 _ => return bad(),
             },
             "--seed" => match value.parse() {
@@ -73,7 +74,9 @@ fn main() -> ExitCode {
     }
     cfg.completers = cfg.partitions.max(2);
     if rate != 0.0 {
-        return usage("--flit-error-rate > 0 needs the link layer (txn::Endpoint), not composed yet");
+        return usage(
+            "--flit-error-rate > 0 needs the link layer (txn::Endpoint), not composed yet",
+        );
     }
     let report = run_direct(cfg);
     println!("{}", report.to_json());

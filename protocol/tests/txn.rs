@@ -4,13 +4,14 @@
 #[path = "txn/model.rs"]
 mod model;
 
-use model::{run_direct, ModelConfig};
+use model::{run_direct, ModelConfig, Transport};
 use podlink_protocol::txn::OrderingMode;
 
-fn check(cfg: ModelConfig) {
+fn check(cfg: ModelConfig) -> model::Report {
     let r = run_direct(cfg.clone());
     assert!(r.is_clean(), "{cfg:?}\n{}\n{:#?}", r.to_json(), r.details);
     assert_eq!(r.ops as usize, cfg.ops);
+    r
 }
 
 #[test]
@@ -63,6 +64,34 @@ fn model_direct_partitions_isolated() {
         assert!(r.partition_denied > 0, "some operations crossed partitions");
         assert_eq!(r.cross_partition_leaks, 0);
     }
+}
+
+#[test]
+fn model_through_tl_packer() {
+    for (seed, ordering) in [(41, OrderingMode::PerRegion), (42, OrderingMode::Strict)] {
+        let r = check(ModelConfig {
+            seed,
+            transport: Transport::Packed,
+            ordering,
+            beats_per_response: 1 + (seed % 4) as u8,
+            ..ModelConfig::default()
+        });
+        assert!(r.flits > 0);
+        assert_eq!(r.compressed, 0);
+    }
+}
+
+#[test]
+fn model_through_tl_packer_compressed() {
+    let r = check(ModelConfig {
+        seed: 51,
+        requesters: 3,
+        completers: 1,
+        transport: Transport::Packed,
+        compress: true,
+        ..ModelConfig::default()
+    });
+    assert!(r.compressed > 100, "{} compressed fields", r.compressed);
 }
 
 mod dead_link {
@@ -120,8 +149,7 @@ mod dead_link {
         }
         // Ten requests leave, then the link is dead: nothing comes back.
         let mut gate = Dying(10);
-        let mut item = TlItem::default();
-        while r.poll_transmit(now, &mut gate, &mut item) {}
+        while r.poll_transmit(now, &mut gate).is_some() {}
         assert_eq!(r.in_flight(), 10);
         let mut done: HashMap<OpId, u32> = HashMap::new();
         let mut steps = 0;
@@ -129,7 +157,7 @@ mod dead_link {
             assert!(t >= now, "timers never go back");
             now = t;
             r.handle_timeout(now);
-            while r.poll_transmit(now, &mut gate, &mut item) {}
+            while r.poll_transmit(now, &mut gate).is_some() {}
             while let Some(c) = r.poll_completion() {
                 assert_eq!(c.result, Err(TxnError::Timeout));
                 *done.entry(c.id).or_default() += 1;
@@ -148,7 +176,7 @@ mod dead_link {
             r.submit_read(now, dst, Vc::default(), k * 64, 64).unwrap();
         }
         let mut n = 0;
-        while r.poll_transmit(now, &mut Unlimited, &mut item) {
+        while r.poll_transmit(now, &mut Unlimited).is_some() {
             n += 1;
         }
         assert_eq!(n, 16);
@@ -233,17 +261,16 @@ mod isolation {
         for op in &ops {
             r.submit(now, op).unwrap();
         }
-        let mut item = TlItem::default();
         let mut leaks = 0;
         loop {
             let mut progress = false;
-            while r.poll_transmit(now, &mut Unlimited, &mut item) {
+            while let Some(item) = r.poll_transmit(now, &mut Unlimited) {
                 c.handle_request(now, &item, mem.as_mut(), &mut Unlimited)
                     .unwrap();
                 progress = true;
             }
-            while c.poll_transmit(now, &mut Unlimited, &mut item) {
-                assert_eq!(item.beats, 0, "a refusal carries no data");
+            while let Some(item) = c.poll_transmit(now, &mut Unlimited) {
+                assert!(item.data.is_empty(), "a refusal carries no data");
                 if r.handle_response(now, &item, &mut Unlimited).is_some() {
                     leaks += 1;
                 }
@@ -298,6 +325,7 @@ mod props {
             let mut beat = [0u8; 64];
             a.encode_operands(&mut beat);
             let addr = slot * a.size.bytes() as u64;
+            let addr = addr * a.op.operands() as u64;
             let mut b = Atomic::decode(a.attr(), a.len_field(), addr, &beat).unwrap();
             if a.op != AtomicOp::CompareSwap {
                 b.compare = a.compare;
@@ -333,7 +361,7 @@ mod props {
                     (Operation::Message { addr: aa, data: &data[..0] }, aa, aa + 64)
                 }
                 _ => {
-                    let aa = addr & !7;
+                    let aa = addr & !15;
                     (Operation::Atomic { addr: aa, atomic: a, returning: true }, aa & !63, (aa & !63) + 64)
                 }
             };
@@ -344,16 +372,16 @@ mod props {
                 o => o,
             };
             r.submit(Instant::ZERO, &Request { dst, vc: Vc::default(), op }).unwrap();
-            let mut item = TlItem::default();
             let mut next = lo;
-            while r.poll_transmit(Instant::ZERO, &mut Unlimited, &mut item) {
+            while let Some(item) = r.poll_transmit(Instant::ZERO, &mut Unlimited) {
+                prop_assert!(item.check().is_ok());
                 let mut buf = [0u8; 16];
                 prop_assert_eq!(item.field.emit(&mut buf), Ok(16));
                 prop_assert_eq!(TlField::parse(&buf), Ok(item.field));
                 let TlField::UncompressedRequest(q) = item.field else { unreachable!() };
                 let pa = q.addr << 2;
                 if q.cmd.is_atomic() {
-                    prop_assert_eq!(item.beats, 1);
+                    prop_assert_eq!(item.data.len(), a.operand_bytes());
                     prop_assert_eq!(q.numbeats, 0);
                     next = hi;
                     continue;
@@ -364,7 +392,7 @@ mod props {
                 prop_assert!(pa % 256 + bytes <= 256);
                 prop_assert_eq!(u64::from(q.numbeats) + 1, bytes / 64);
                 prop_assert_eq!(item.byte_enables.is_some(), kind == 1);
-                prop_assert_eq!(u64::from(item.beats) * 64, if kind == 0 { 0 } else { bytes });
+                prop_assert_eq!(item.data.len() as u64, if kind == 0 { 0 } else { bytes });
                 next = pa + bytes;
             }
             prop_assert_eq!(next, hi);

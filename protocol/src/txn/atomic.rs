@@ -11,9 +11,11 @@
 //!
 //! Operands travel in one 64 B data beat, little-endian, from byte 0: the operand, or for
 //! compare-and-swap the compare value followed by the swap value. The request's `len` is the
-//! operand bytes in 4 B words minus one. AtomicR returns the old value in one beat, from byte 0.
+//! operand bytes in 4 B words minus one, and the address is aligned to the operand bytes (the
+//! element size; twice that for compare-and-swap, so the operands never cross 256 B). AtomicR
+//! returns the old value in one beat, from byte 0.
 
-use super::item::BEAT_BYTES;
+use crate::wire::tl_flit::BEAT_LEN as BEAT_BYTES;
 
 /// An atomic operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -149,7 +151,8 @@ pub enum AtomicError {
     ReservedBits,
     /// The request's `len` disagrees with the operand count and size.
     OperandLength,
-    /// The address is not aligned to the element size.
+    /// The address is not aligned to the operand length (the element size; twice that for
+    /// compare-and-swap).
     Misaligned,
 }
 
@@ -228,7 +231,7 @@ impl Atomic {
         if usize::from(len_field) + 1 != a.operand_bytes() / 4 || beat.len() < a.operand_bytes() {
             return Err(AtomicError::OperandLength);
         }
-        if addr % (n as u64) != 0 {
+        if addr % (a.operand_bytes() as u64) != 0 {
             return Err(AtomicError::Misaligned);
         }
         let first = get_le(beat, 0, n);
@@ -370,6 +373,10 @@ mod tests {
         assert_eq!(beat[8], 0x88);
         assert_eq!(a.len_field(), 3);
         assert_eq!(Atomic::decode(a.attr(), 3, 64, &beat), Ok(a));
+        assert_eq!(
+            Atomic::decode(a.attr(), 3, 72, &beat),
+            Err(AtomicError::Misaligned)
+        );
         let b = at(AtomicOp::FetchAdd, AtomicSize::Four, 7, 0);
         assert_eq!(b.len_field(), 0);
         let mut beat = [0u8; 64];

@@ -4,14 +4,17 @@
 use heapless::Deque;
 
 use super::atomic::{put_le, Atomic};
-use super::item::{ByteEnables, TlItem, BEAT_BYTES, MAX_BEATS, MAX_DATA_BYTES, REGION_BYTES};
+use super::enables::{ByteEnables, REGION_BYTES};
 use super::partition::PartitionTable;
 use super::queue::SlotQueue;
 use super::target::{MemoryTarget, TargetError};
 use super::{CreditGate, Flow, Pool, Status};
 use crate::time::Instant;
+use crate::wire::addr_cache::{encode_response, AddrCache};
+use crate::wire::tl_flit::{BEAT_LEN as BEAT_BYTES, MAX_BEATS, MAX_DATA_LEN as MAX_DATA_BYTES};
 use crate::wire::{
-    AccelId, Opcode, PartitionId, Tag, TlField, TlUncompressedRequest, TlUncompressedResponse, Vc,
+    AccelId, Opcode, PartitionId, Tag, TlField, TlTransfer, TlUncompressedRequest,
+    TlUncompressedResponse, Vc,
 };
 
 const EVENTS: usize = 16;
@@ -26,6 +29,8 @@ pub struct CompleterConfig {
     /// Data beats per response field (1..=4): 4 answers a 256 B read with one response,
     /// 1 with four single-beat responses.
     pub beats_per_response: u8,
+    /// Send OK responses in compressed form where nothing is lost.
+    pub compress_responses: bool,
 }
 
 impl CompleterConfig {
@@ -35,6 +40,7 @@ impl CompleterConfig {
             local,
             partition: PartitionId::from_bits_truncate(0),
             beats_per_response: MAX_BEATS as u8,
+            compress_responses: false,
         }
     }
 }
@@ -75,6 +81,14 @@ pub enum CompleterEvent {
     },
     /// A field that is not a request was offered and ignored.
     NotARequest,
+    /// A compressed request named an address-cache way no request loaded: the two ends'
+    /// caches are out of step (reset the link). It was answered UNSUPPORTED.
+    AddrCacheMiss {
+        /// The requester.
+        src: AccelId,
+        /// The way.
+        way: u8,
+    },
 }
 
 /// Completer counters.
@@ -112,6 +126,7 @@ pub struct CompleterStats {
 
 struct Pending {
     tag: Tag,
+    /// The requester.
     dst: AccelId,
     vc: Vc,
     status: Status,
@@ -120,6 +135,22 @@ struct Pending {
     next: u8,
     poisoned: u8,
     data: [u8; MAX_DATA_BYTES],
+}
+
+impl Pending {
+    const fn new(tag: Tag, dst: AccelId, vc: Vc, rd_wr: bool) -> Self {
+        Pending {
+            tag,
+            dst,
+            vc,
+            status: Status::OK,
+            rd_wr,
+            beats: 0,
+            next: 0,
+            poisoned: 0,
+            data: [0; MAX_DATA_BYTES],
+        }
+    }
 }
 
 /// The completer side of a port, answering up to `Q` requests at a time.
@@ -132,6 +163,9 @@ pub struct Completer<const Q: usize> {
     config: CompleterConfig,
     partitions: PartitionTable,
     queue: SlotQueue<Pending, Q>,
+    decoder: AddrCache,
+    staged: [u8; MAX_DATA_BYTES],
+    staged_field: TlField,
     events: Deque<CompleterEvent, EVENTS>,
     stats: CompleterStats,
 }
@@ -143,6 +177,9 @@ impl<const Q: usize> Completer<Q> {
             config,
             partitions,
             queue: SlotQueue::new(),
+            decoder: AddrCache::new(),
+            staged: [0; MAX_DATA_BYTES],
+            staged_field: TlField::UncompressedResponse(TlUncompressedResponse::default()),
             events: Deque::new(),
             stats: CompleterStats::default(),
         }
@@ -173,21 +210,29 @@ impl<const Q: usize> Completer<Q> {
         self.queue.len()
     }
 
+    /// Forget the address-compression cache (on link reset, together with the peer's).
+    pub fn reset_addr_cache(&mut self) {
+        self.decoder.clear();
+    }
+
     /// A received request: check, execute against `target`, queue the response, and
     /// return the request's credits through `credits`.
+    ///
+    /// Requests must be offered in the order they arrived (compressed requests depend on
+    /// the address cache that earlier requests loaded).
     ///
     /// # Errors
     /// [`CompleterBusy`] when the response queue is full; nothing happened.
     pub fn handle_request(
         &mut self,
         _now: Instant,
-        item: &TlItem,
+        t: &TlTransfer<'_>,
         target: &mut impl MemoryTarget,
         credits: &mut impl CreditGate,
     ) -> Result<(), CompleterBusy> {
-        let (tag, vc, pool, src, dst) = match item.field {
-            TlField::UncompressedRequest(r) => (r.tag, r.vchan, r.pool, r.srcaccid, r.dstaccid),
-            TlField::CompressedRequest(r) => (r.tag, r.vchan, r.pool, r.srcaccid, r.dstaccid),
+        let (tag, vc, pool, src) = match t.field {
+            TlField::UncompressedRequest(r) => (r.tag, r.vchan, r.pool, r.srcaccid),
+            TlField::CompressedRequest(r) => (r.tag, r.vchan, r.pool, r.srcaccid),
             _ => {
                 self.stats.ignored += 1;
                 self.push_event(CompleterEvent::NotARequest);
@@ -198,51 +243,62 @@ impl<const Q: usize> Completer<Q> {
             self.stats.busy += 1;
             return Err(CompleterBusy);
         }
-        credits.release(Flow::Request, vc, Pool::from_bit(pool), item.beats);
+        let shape = t.check();
+        let beats = shape.map_or(t.data.len().div_ceil(BEAT_BYTES), |s| s.beats);
+        credits.release(
+            Flow::Request,
+            vc,
+            Pool::from_bit(pool),
+            beats.min(MAX_BEATS) as u8,
+        );
         self.stats.requests += 1;
-        if dst != self.config.local {
+        let req = match self.decoder.decode_request(&t.field) {
+            Ok(r) => r,
+            Err(e) => {
+                if let crate::wire::ExpandError::WayNotLoaded(way) = e {
+                    self.push_event(CompleterEvent::AddrCacheMiss { src, way });
+                }
+                let mut p = Pending::new(tag, src, vc, !t.data.is_empty());
+                p.status = self.malformed();
+                self.refuse(p);
+                return Ok(());
+            }
+        };
+        if req.dstaccid != self.config.local {
             self.stats.misrouted += 1;
-            self.push_event(CompleterEvent::Misrouted { src, dst });
+            self.push_event(CompleterEvent::Misrouted {
+                src,
+                dst: req.dstaccid,
+            });
             return Ok(());
         }
-        let mut p = Pending {
-            tag,
-            dst: src,
-            vc,
-            status: Status::OK,
-            rd_wr: item.beats > 0,
-            beats: 0,
-            next: 0,
-            poisoned: 0,
-            data: [0; MAX_DATA_BYTES],
-        };
-        if !self.partitions.is_member(src, self.config.partition) {
-            p.status = Status::PARTITION_DENIED;
-            if let TlField::UncompressedRequest(r) = item.field {
-                p.rd_wr = write_type(r.cmd);
-            }
-        } else if let TlField::UncompressedRequest(r) = item.field {
-            p.rd_wr = write_type(r.cmd);
-            p.status = self.execute(&r, item, target, &mut p);
+        let mut p = Pending::new(tag, src, vc, write_type(req.cmd));
+        p.status = if !self.partitions.is_member(src, self.config.partition) {
+            Status::PARTITION_DENIED
+        } else if shape.is_err() {
+            self.malformed()
         } else {
-            // FIXME: compressed requests need the address-compression cache of branch `tl`;
-            // until the TL unpacker expands them, they are answered UNSUPPORTED.
-            self.stats.malformed += 1;
-            p.status = Status::UNSUPPORTED;
-        }
+            let compressed = matches!(t.field, TlField::CompressedRequest(_));
+            self.execute(&req, t, compressed, target, &mut p)
+        };
+        self.refuse(p);
+        Ok(())
+    }
+
+    /// Count `p`'s status, report it if it is an error, and queue it.
+    fn refuse(&mut self, mut p: Pending) {
         if !p.status.is_ok() {
             p.beats = 0;
             p.poisoned = 0;
             self.push_event(CompleterEvent::Refused {
-                src,
-                tag,
+                src: p.dst,
+                tag: p.tag,
                 status: p.status,
             });
         }
         self.count(p.status);
-        // Cannot fail: a slot was checked free above.
+        // Cannot fail: a slot was checked free by the caller.
         let _ = self.queue.push(p);
-        Ok(())
     }
 
     fn count(&mut self, s: Status) {
@@ -265,7 +321,8 @@ impl<const Q: usize> Completer<Q> {
     fn execute(
         &mut self,
         r: &TlUncompressedRequest,
-        item: &TlItem,
+        t: &TlTransfer<'_>,
+        compressed: bool,
         target: &mut impl MemoryTarget,
         p: &mut Pending,
     ) -> Status {
@@ -275,9 +332,6 @@ impl<const Q: usize> Completer<Q> {
                 let Some(beats) = shape(r) else {
                     return self.malformed();
                 };
-                if item.beats != 0 {
-                    return self.malformed();
-                }
                 for b in 0..beats {
                     let at = usize::from(b) * BEAT_BYTES;
                     let Some(buf) = p.data.get_mut(at..at + BEAT_BYTES) else {
@@ -300,34 +354,31 @@ impl<const Q: usize> Completer<Q> {
                 let Some(beats) = shape(r) else {
                     return self.malformed();
                 };
-                let enables = match (r.cmd, item.byte_enables) {
-                    (Opcode::Write, Some(be)) => be,
-                    (Opcode::Write, None) => return self.malformed(),
+                let enables = match (r.cmd, t.byte_enables) {
+                    (Opcode::Write, Some(be)) => ByteEnables(*be),
+                    (Opcode::Write, None) if !compressed => return self.malformed(),
                     _ => ByteEnables::ALL,
                 };
-                if item.beats != beats {
+                if t.data.len() != usize::from(beats) * BEAT_BYTES {
                     return self.malformed();
                 }
-                if item.poisoned & ((1 << beats) - 1) != 0 {
+                if t.poisoned & ((1 << beats) - 1) != 0 {
                     return Status::POISONED;
                 }
                 let res = match r.cmd {
-                    Opcode::WriteMessage => target.message(r.srcaccid, addr, item.payload()),
-                    _ => target.write(addr, item.payload(), &enables),
+                    Opcode::WriteMessage => target.message(r.srcaccid, addr, t.data),
+                    _ => target.write(addr, t.data, &enables),
                 };
                 res.err().map_or(Status::OK, TargetError::status)
             }
             Opcode::AtomicR | Opcode::AtomicNR => {
-                let Some(beat) = item.beat(0) else {
-                    return self.malformed();
-                };
-                if item.beats != 1 || r.numbeats != 0 {
+                if r.numbeats != 0 {
                     return self.malformed();
                 }
-                let Ok(a) = Atomic::decode(r.attr, r.len, addr, beat) else {
+                let Ok(a) = Atomic::decode(r.attr, r.len, addr, t.data) else {
                     return self.malformed();
                 };
-                if item.is_poisoned(0) {
+                if t.poisoned & 1 != 0 {
                     return Status::POISONED;
                 }
                 match target.atomic(addr, &a) {
@@ -345,8 +396,8 @@ impl<const Q: usize> Completer<Q> {
         }
     }
 
-    /// The next response to send, written into `out`; `false` when none can go (none
-    /// queued, or no response credits on any VC with a response waiting).
+    /// The next response to send; `None` when none can go (none queued, or no response
+    /// credits on any VC with a response waiting).
     ///
     /// One response field per call; O(Q) work.
     #[must_use]
@@ -354,47 +405,57 @@ impl<const Q: usize> Completer<Q> {
         &mut self,
         _now: Instant,
         credits: &mut impl CreditGate,
-        out: &mut TlItem,
-    ) -> bool {
+    ) -> Option<TlTransfer<'_>> {
         let bpr = self.config.beats_per_response.clamp(1, MAX_BEATS as u8);
+        let mut chosen = None;
         for pos in 0..self.queue.len() {
-            let Some(p) = self.queue.get_mut(pos) else {
+            let Some(p) = self.queue.get(pos) else {
                 break;
             };
             let chunk = p.beats.saturating_sub(p.next).min(bpr);
-            let Some(pool) = credits.try_consume(Flow::Response, p.vc, chunk) else {
-                continue;
-            };
-            let last = p.next + chunk >= p.beats;
-            out.field = TlField::UncompressedResponse(TlUncompressedResponse {
-                vchan: p.vc,
-                tag: p.tag,
-                pool: pool.bit(),
-                len: chunk.saturating_sub(1),
-                offset: p.next,
-                status: p.status.raw(),
-                rd_wr: p.rd_wr,
-                last,
-                srcaccid: self.config.local,
-                dstaccid: p.dst,
-                spares: 0,
-            });
-            let from = usize::from(p.next) * BEAT_BYTES;
-            let n = usize::from(chunk) * BEAT_BYTES;
-            if let (Some(d), Some(s)) = (out.data.get_mut(..n), p.data.get(from..from + n)) {
-                d.copy_from_slice(s);
+            if let Some(pool) = credits.try_consume(Flow::Response, p.vc, chunk) {
+                chosen = Some((pos, pool, chunk));
+                break;
             }
-            out.beats = chunk;
-            out.byte_enables = None;
-            out.poisoned = (p.poisoned >> p.next) & ((1u8 << chunk) - 1);
-            p.next += chunk;
-            if last {
-                let _ = self.queue.remove(pos);
-            }
-            self.stats.responses_sent += 1;
-            return true;
         }
-        false
+        let (pos, pool, chunk) = chosen?;
+        let p = self.queue.get_mut(pos)?;
+        let last = p.next + chunk >= p.beats;
+        let rsp = TlUncompressedResponse {
+            vchan: p.vc,
+            tag: p.tag,
+            pool: pool.bit(),
+            len: chunk.saturating_sub(1),
+            offset: p.next,
+            status: p.status.raw(),
+            rd_wr: p.rd_wr,
+            last,
+            srcaccid: self.config.local,
+            dstaccid: p.dst,
+            spares: 0,
+        };
+        let from = usize::from(p.next) * BEAT_BYTES;
+        let n = usize::from(chunk) * BEAT_BYTES;
+        if let (Some(d), Some(s)) = (self.staged.get_mut(..n), p.data.get(from..from + n)) {
+            d.copy_from_slice(s);
+        }
+        let poisoned = (p.poisoned >> p.next) & ((1u8 << chunk) - 1);
+        p.next += chunk;
+        if last {
+            let _ = self.queue.remove(pos);
+        }
+        self.stats.responses_sent += 1;
+        self.staged_field = if self.config.compress_responses {
+            encode_response(&rsp)
+        } else {
+            TlField::UncompressedResponse(rsp)
+        };
+        Some(TlTransfer {
+            field: self.staged_field,
+            data: self.staged.get(..n).unwrap_or(&[]),
+            byte_enables: None,
+            poisoned,
+        })
     }
 
     /// The next event.
@@ -431,7 +492,7 @@ fn shape(r: &TlUncompressedRequest) -> Option<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::txn::{AtomicOp, AtomicSize, Unlimited, WindowMemory};
+    use crate::txn::{AtomicOp, AtomicSize, TransferBuf, Unlimited, WindowMemory};
     use crate::wire::TlCompressedRequest;
 
     type Cpl = Completer<2>;
@@ -445,8 +506,9 @@ mod tests {
         Completer::new(CompleterConfig::new(id(2)), PartitionTable::default())
     }
 
-    fn request(cmd: Opcode, addr: u64, beats: u8) -> TlItem {
-        let mut it = TlItem::new(TlField::UncompressedRequest(TlUncompressedRequest {
+    fn request(cmd: Opcode, addr: u64, beats: u8) -> TransferBuf {
+        let mut it = TransferBuf::default();
+        it.field = TlField::UncompressedRequest(TlUncompressedRequest {
             cmd,
             tag: Tag::new(7).unwrap(),
             attr: 0xff,
@@ -456,18 +518,17 @@ mod tests {
             dstaccid: id(2),
             numbeats: beats - 1,
             ..Default::default()
-        }));
+        });
         if cmd.carries_data() {
-            it.beats = beats;
-            it.data.fill(0xab);
+            it.set_data(&[0xab; 256][..usize::from(beats) * 64]);
         }
         if cmd == Opcode::Write {
-            it.byte_enables = Some(ByteEnables::range(0, usize::from(beats) * 64));
+            it.byte_enables = Some(ByteEnables::range(0, usize::from(beats) * 64).0);
         }
         it
     }
 
-    fn req_mut(it: &mut TlItem) -> &mut TlUncompressedRequest {
+    fn req_mut(it: &mut TransferBuf) -> &mut TlUncompressedRequest {
         match &mut it.field {
             TlField::UncompressedRequest(r) => r,
             _ => unreachable!(),
@@ -478,22 +539,26 @@ mod tests {
     fn run(
         c: &mut Cpl,
         m: &mut Mem,
-        it: &TlItem,
-    ) -> std::vec::Vec<(TlUncompressedResponse, TlItem)> {
-        c.handle_request(Instant::ZERO, it, m, &mut Unlimited)
+        it: &TransferBuf,
+    ) -> std::vec::Vec<(TlUncompressedResponse, TransferBuf)> {
+        c.handle_request(Instant::ZERO, &it.as_transfer(), m, &mut Unlimited)
             .unwrap();
         let mut out = std::vec::Vec::new();
-        let mut o = TlItem::default();
-        while c.poll_transmit(Instant::ZERO, &mut Unlimited, &mut o) {
+        while let Some(o) = c.poll_transmit(Instant::ZERO, &mut Unlimited) {
+            o.check().expect("a well-formed response");
             let TlField::UncompressedResponse(r) = o.field else {
                 unreachable!()
             };
-            out.push((r, o.clone()));
+            out.push((r, TransferBuf::new(&o)));
         }
         out
     }
 
-    fn status_of(c: &mut Cpl, m: &mut Mem, it: &TlItem) -> Status {
+    fn beats(b: &TransferBuf) -> usize {
+        b.data().len() / 64
+    }
+
+    fn status_of(c: &mut Cpl, m: &mut Mem, it: &TransferBuf) -> Status {
         let r = run(c, m, it);
         assert_eq!(r.len(), 1);
         Status::from_raw(r[0].0.status)
@@ -505,7 +570,7 @@ mod tests {
         c.config.beats_per_response = 1;
         let w = run(&mut c, &mut m, &request(Opcode::WriteFull, 256, 4));
         assert_eq!(w.len(), 1);
-        assert!(w[0].0.rd_wr && w[0].0.last && w[0].1.beats == 0);
+        assert!(w[0].0.rd_wr && w[0].0.last && beats(&w[0].1) == 0);
         let r = run(&mut c, &mut m, &request(Opcode::Read, 256, 3));
         assert_eq!(r.len(), 3);
         for (i, (f, it)) in r.iter().enumerate() {
@@ -514,12 +579,12 @@ mod tests {
                 (i as u8, 0, i == 2, false)
             );
             assert_eq!((f.dstaccid, f.srcaccid, f.tag.get()), (id(1), id(2), 7));
-            assert_eq!(it.payload(), &[0xab; 64]);
+            assert_eq!(it.data(), &[0xab; 64]);
         }
         c.config.beats_per_response = 2;
         let r = run(&mut c, &mut m, &request(Opcode::Read, 256, 3));
         assert_eq!(
-            r.iter().map(|x| x.1.beats).collect::<std::vec::Vec<_>>(),
+            r.iter().map(|x| beats(&x.1)).collect::<std::vec::Vec<_>>(),
             [2, 1]
         );
         assert_eq!(c.stats().ok, 3);
@@ -530,7 +595,7 @@ mod tests {
     fn partial_write_and_message() {
         let (mut c, mut m) = (cpl(), Mem::new(0));
         let mut w = request(Opcode::Write, 64, 1);
-        w.byte_enables = Some(ByteEnables::range(2, 4));
+        w.byte_enables = Some(ByteEnables::range(2, 4).0);
         assert_eq!(status_of(&mut c, &mut m, &w), Status::OK);
         assert_eq!(m.bytes()[64..70], [0, 0, 0xab, 0xab, 0, 0]);
         w.byte_enables = None;
@@ -555,10 +620,10 @@ mod tests {
         req_mut(&mut it).len = 7; // 32 B
         bad.push(it.clone());
         it = request(Opcode::Read, 0, 1);
-        it.beats = 1; // a read with data
+        it.set_data(&[0; 64]); // a read with data
         bad.push(it.clone());
         it = request(Opcode::WriteFull, 0, 2);
-        it.beats = 1; // data missing
+        it.set_data(&[0; 64]); // data missing
         bad.push(it.clone());
         bad.push(request(Opcode::VendorRead(9), 0, 1));
         for b in &bad {
@@ -569,10 +634,11 @@ mod tests {
         assert!(m.bytes().iter().all(|&b| b == 0));
     }
 
-    fn atomic_item(cmd: Opcode, addr: u64, a: Atomic) -> TlItem {
+    fn atomic_item(cmd: Opcode, addr: u64, a: Atomic) -> TransferBuf {
         let mut it = request(cmd, addr, 1);
-        it.data.fill(0);
-        a.encode_operands(&mut it.data);
+        let mut d = [0u8; 64];
+        a.encode_operands(&mut d);
+        it.set_data(&d[..a.operand_bytes()]);
         let r = req_mut(&mut it);
         r.attr = a.attr();
         r.len = a.len_field();
@@ -582,28 +648,32 @@ mod tests {
     #[test]
     fn atomics() {
         let (mut c, mut m) = (cpl(), Mem::new(0));
-        m.bytes_mut()[8] = 5;
+        m.bytes_mut()[16] = 5;
         let cas = Atomic {
             op: AtomicOp::CompareSwap,
             size: AtomicSize::Eight,
             operand: 9,
             compare: 5,
         };
-        let r = run(&mut c, &mut m, &atomic_item(Opcode::AtomicR, 8, cas));
-        assert_eq!((r[0].0.rd_wr, r[0].1.beats, r[0].1.data[0]), (false, 1, 5));
-        assert_eq!(m.bytes()[8], 9);
-        let r = run(&mut c, &mut m, &atomic_item(Opcode::AtomicNR, 8, cas));
-        assert_eq!((r[0].0.rd_wr, r[0].1.beats), (true, 0));
-        assert_eq!(m.bytes()[8], 9);
-        // Reserved op, 16 B size, misaligned, wrong len: unsupported, nothing changes.
-        for (attr, addr, len) in [(0xa0, 8, 1), (0x08, 16, 3), (0x04, 4, 1), (0x04, 8, 0)] {
+        let r = run(&mut c, &mut m, &atomic_item(Opcode::AtomicR, 16, cas));
+        assert_eq!(
+            (r[0].0.rd_wr, beats(&r[0].1), r[0].1.data()[0]),
+            (false, 1, 5)
+        );
+        assert_eq!(m.bytes()[16], 9);
+        let r = run(&mut c, &mut m, &atomic_item(Opcode::AtomicNR, 16, cas));
+        assert_eq!((r[0].0.rd_wr, beats(&r[0].1)), (true, 0));
+        assert_eq!(m.bytes()[16], 9);
+        // Reserved op, 16 B size, misaligned (CAS: to 16 B), wrong len: unsupported, nothing
+        // changes.
+        for (attr, addr, len) in [(0xa0, 16, 3), (0x08, 16, 3), (0x24, 8, 3), (0x24, 16, 1)] {
             let mut it = atomic_item(Opcode::AtomicR, addr, cas);
             let r = req_mut(&mut it);
             (r.attr, r.len) = (attr, len);
             assert_eq!(status_of(&mut c, &mut m, &it), Status::UNSUPPORTED);
         }
-        assert_eq!(m.bytes()[8], 9);
-        let mut it = atomic_item(Opcode::AtomicR, 8, cas);
+        assert_eq!(m.bytes()[16], 9);
+        let mut it = atomic_item(Opcode::AtomicR, 16, cas);
         it.poisoned = 1;
         assert_eq!(status_of(&mut c, &mut m, &it), Status::POISONED);
         let it = atomic_item(Opcode::AtomicR, 4096, cas);
@@ -621,7 +691,11 @@ mod tests {
         );
         let r = run(&mut c, &mut m, &request(Opcode::Read, 0, 1));
         assert_eq!(
-            (Status::from_raw(r[0].0.status), r[0].1.beats, r[0].0.rd_wr),
+            (
+                Status::from_raw(r[0].0.status),
+                beats(&r[0].1),
+                r[0].0.rd_wr
+            ),
             (Status::PARTITION_DENIED, 0, false)
         );
         assert!(m.bytes().iter().all(|&b| b == 0));
@@ -649,7 +723,7 @@ mod tests {
         assert!(m.bytes().iter().all(|&b| b == 0));
         m.poison(64);
         let r = run(&mut c, &mut m, &request(Opcode::Read, 0, 2));
-        assert_eq!((r[0].1.poisoned, r[0].1.beats), (0b10, 2));
+        assert_eq!((r[0].1.poisoned, beats(&r[0].1)), (0b10, 2));
         assert_eq!(c.stats().poisoned_beats, 1);
     }
 
@@ -657,27 +731,28 @@ mod tests {
     fn busy_misrouted_ignored_compressed() {
         let (mut c, mut m) = (cpl(), Mem::new(0));
         let rd = request(Opcode::Read, 0, 1);
-        c.handle_request(Instant::ZERO, &rd, &mut m, &mut Unlimited)
+        let t = rd.as_transfer();
+        c.handle_request(Instant::ZERO, &t, &mut m, &mut Unlimited)
             .unwrap();
-        c.handle_request(Instant::ZERO, &rd, &mut m, &mut Unlimited)
+        c.handle_request(Instant::ZERO, &t, &mut m, &mut Unlimited)
             .unwrap();
         assert_eq!(
-            c.handle_request(Instant::ZERO, &rd, &mut m, &mut Unlimited),
+            c.handle_request(Instant::ZERO, &t, &mut m, &mut Unlimited),
             Err(CompleterBusy)
         );
         assert_eq!((c.stats().busy, c.pending()), (1, 2));
-        let mut o = TlItem::default();
-        while c.poll_transmit(Instant::ZERO, &mut Unlimited, &mut o) {}
+        while c.poll_transmit(Instant::ZERO, &mut Unlimited).is_some() {}
         let mut mis = rd.clone();
         req_mut(&mut mis).dstaccid = id(9);
         assert!(run(&mut c, &mut m, &mis).is_empty());
-        assert!(run(&mut c, &mut m, &TlItem::default()).is_empty());
+        assert!(run(&mut c, &mut m, &TransferBuf::default()).is_empty());
         assert_eq!((c.stats().misrouted, c.stats().ignored), (1, 1));
-        let comp = TlItem::new(TlField::CompressedRequest(TlCompressedRequest {
+        let mut comp = TransferBuf::default();
+        comp.field = TlField::CompressedRequest(TlCompressedRequest {
             srcaccid: id(1),
             dstaccid: id(2),
             ..Default::default()
-        }));
+        });
         assert_eq!(status_of(&mut c, &mut m, &comp), Status::UNSUPPORTED);
         assert!(matches!(
             c.poll_event(),
@@ -712,26 +787,71 @@ mod tests {
             req_released: 0,
             rsp_allowed: 2,
         };
-        c.handle_request(
-            Instant::ZERO,
-            &request(Opcode::WriteFull, 0, 4),
-            &mut m,
-            &mut g,
-        )
-        .unwrap();
-        c.handle_request(Instant::ZERO, &request(Opcode::Read, 0, 4), &mut m, &mut g)
+        let w = request(Opcode::WriteFull, 0, 4);
+        c.handle_request(Instant::ZERO, &w.as_transfer(), &mut m, &mut g)
+            .unwrap();
+        let r = request(Opcode::Read, 0, 4);
+        c.handle_request(Instant::ZERO, &r.as_transfer(), &mut m, &mut g)
             .unwrap();
         assert_eq!(g.req_released, 5 + 1);
-        let mut o = TlItem::default();
         // The read response needs 5 credits: the write response passes it.
-        assert!(c.poll_transmit(Instant::ZERO, &mut g, &mut o));
+        let o = c.poll_transmit(Instant::ZERO, &mut g).unwrap();
         let TlField::UncompressedResponse(r) = o.field else {
             unreachable!()
         };
         assert!(r.rd_wr && r.pool);
-        assert!(!c.poll_transmit(Instant::ZERO, &mut g, &mut o));
+        assert!(c.poll_transmit(Instant::ZERO, &mut g).is_none());
         g.rsp_allowed = 5;
-        assert!(c.poll_transmit(Instant::ZERO, &mut g, &mut o));
-        assert_eq!((o.beats, c.pending()), (4, 0));
+        assert_eq!(
+            c.poll_transmit(Instant::ZERO, &mut g).unwrap().data.len(),
+            256
+        );
+        assert_eq!(c.pending(), 0);
+    }
+
+    #[test]
+    fn compressed_requests_and_responses() {
+        use crate::wire::addr_cache::AddrCache;
+        let (mut c, mut m) = (cpl(), Mem::new(0));
+        c.config.compress_responses = true;
+        let mut enc = AddrCache::new();
+        let mut send = |c: &mut Cpl, m: &mut Mem, it: &TransferBuf| {
+            let TlField::UncompressedRequest(q) = it.field else {
+                unreachable!()
+            };
+            let mut x = it.clone();
+            x.field = enc.encode_request(&q, it.byte_enables.as_ref());
+            if matches!(x.field, TlField::CompressedRequest(_)) {
+                x.byte_enables = None;
+            }
+            c.handle_request(Instant::ZERO, &x.as_transfer(), m, &mut Unlimited)
+                .unwrap();
+            let o = c.poll_transmit(Instant::ZERO, &mut Unlimited).unwrap();
+            o.check().unwrap();
+            (x.field, o.field, o.data.len())
+        };
+        let (f, o, n) = send(&mut c, &mut m, &request(Opcode::WriteFull, 128, 2));
+        assert!(matches!(f, TlField::UncompressedRequest(q) if q.cload));
+        assert!(matches!(o, TlField::CompressedWriteResponse(r) if r.rd_wr));
+        assert_eq!(n, 0);
+        let (f, o, n) = send(&mut c, &mut m, &request(Opcode::Write, 192, 1));
+        assert!(matches!(f, TlField::CompressedRequest(_)));
+        assert!(matches!(o, TlField::CompressedWriteResponse(_)));
+        assert_eq!(n, 0);
+        let (f, o, n) = send(&mut c, &mut m, &request(Opcode::Read, 128, 2));
+        assert!(matches!(f, TlField::CompressedRequest(_)));
+        assert!(matches!(o, TlField::CompressedWriteResponse(r) if !r.rd_wr && r.len == 1));
+        assert_eq!(n, 128);
+        assert_eq!(m.bytes()[128..256], [0xab; 128]);
+        assert_eq!(c.stats().ok, 3);
+        c.reset_addr_cache();
+        let (_, o, _) = send(&mut c, &mut m, &request(Opcode::Read, 128, 1));
+        assert!(
+            matches!(o, TlField::UncompressedResponse(r) if r.status == Status::UNSUPPORTED.raw())
+        );
+        assert!(matches!(
+            c.poll_event(),
+            Some(CompleterEvent::AddrCacheMiss { way: 0, .. })
+        ));
     }
 }

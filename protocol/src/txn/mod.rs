@@ -6,8 +6,9 @@
 //!   per-request timeouts, response validation and the ordering rule of [`OrderingMode`].
 //! * [`Completer`] executes requests against a [`MemoryTarget`], refuses requesters from
 //!   other partitions, and answers with a [`Status`] and data beats.
-//! * Both exchange [`TlItem`]s (a TL control field plus its data) and take or return TL
-//!   credits through a [`CreditGate`] that the link layer provides.
+//! * Both exchange [`TlTransfer`](crate::wire::TlTransfer)s — the TL packer's item: a
+//!   control field plus its data — and take or return TL credits through a [`CreditGate`]
+//!   that the link layer provides.
 //!
 //! Everything is sans-IO: `now` is an argument, outputs are polled, storage is bounded by
 //! const generics, and no input makes anything panic.
@@ -26,13 +27,12 @@
 //!
 //! req.submit_write(now, b, Vc::default(), 100, b"hello", None).unwrap();
 //! let rd = req.submit_read(now, b, Vc::default(), 100, 5).unwrap();
-//! let mut item = TlItem::default();
-//! while req.poll_transmit(now, &mut Unlimited, &mut item) {
-//!     cpl.handle_request(now, &item, &mut mem, &mut Unlimited).unwrap();
+//! while let Some(request) = req.poll_transmit(now, &mut Unlimited) {
+//!     cpl.handle_request(now, &request, &mut mem, &mut Unlimited).unwrap();
 //! }
 //! let mut got = Vec::new();
-//! while cpl.poll_transmit(now, &mut Unlimited, &mut item) {
-//!     if let Some(d) = req.handle_response(now, &item, &mut Unlimited) {
+//! while let Some(response) = cpl.poll_transmit(now, &mut Unlimited) {
+//!     if let Some(d) = req.handle_response(now, &response, &mut Unlimited) {
 //!         assert_eq!(d.op, rd);
 //!         got.extend_from_slice(d.data);
 //!     }
@@ -43,30 +43,31 @@
 //! ```
 
 mod atomic;
+mod buf;
 mod completer;
 mod credit;
-mod item;
+mod enables;
 mod partition;
 mod queue;
 mod request;
 mod requester;
-mod response;
 mod status;
 mod tags;
 mod target;
 
 pub use self::atomic::{Atomic, AtomicError, AtomicOp, AtomicSize};
+pub use self::buf::TransferBuf;
 pub use self::completer::{
     Completer, CompleterBusy, CompleterConfig, CompleterEvent, CompleterStats,
 };
 pub use self::credit::{CreditGate, Flow, Pool, Unlimited};
-pub use self::item::{ByteEnables, TlItem, BEAT_BYTES, MAX_BEATS, MAX_DATA_BYTES, REGION_BYTES};
+pub use self::enables::{ByteEnables, REGION_BYTES};
 pub use self::partition::PartitionTable;
 pub use self::request::{OpKind, Operation, Request, SubmitError, ADDR_LIMIT};
 pub use self::requester::{
-    Completion, OpId, ReadData, Requester, RequesterConfig, RequesterEvent, RequesterStats,
+    Completion, DropReason, OpId, ReadData, Requester, RequesterConfig, RequesterEvent,
+    RequesterStats,
 };
-pub use self::response::DropReason;
 pub use self::status::Status;
 pub use self::target::{MemoryTarget, TargetError, WindowMemory};
 

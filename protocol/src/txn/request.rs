@@ -7,9 +7,10 @@
 //! extra bytes) and split at every 256 B boundary. An atomic is always one request.
 
 use super::atomic::Atomic;
-use super::item::{ByteEnables, TlItem, BEAT_BYTES, MAX_DATA_BYTES, REGION_BYTES};
+use super::enables::{ByteEnables, REGION_BYTES};
 use super::Pool;
-use crate::wire::{AccelId, Opcode, Tag, TlField, TlUncompressedRequest, Vc};
+use crate::wire::tl_flit::{BEAT_LEN as BEAT_BYTES, MAX_DATA_LEN as MAX_DATA_BYTES};
+use crate::wire::{AccelId, Opcode, Tag, TlUncompressedRequest, Vc};
 
 /// Addresses are 57 bits.
 pub const ADDR_LIMIT: u64 = 1 << 57;
@@ -73,7 +74,8 @@ pub enum Operation<'a> {
         /// The bytes, a non-zero multiple of 64.
         data: &'a [u8],
     },
-    /// An atomic on a 4 or 8 B element aligned to its size.
+    /// An atomic on a 4 or 8 B element aligned to its size (compare-and-swap: to twice
+    /// its size, the length of its two operands).
     Atomic {
         /// Byte address of the element.
         addr: u64,
@@ -190,6 +192,21 @@ pub(crate) struct Piece {
 }
 
 impl Piece {
+    /// A placeholder.
+    pub(crate) const EMPTY: Piece = Piece {
+        op: 0,
+        dst: AccelId::from_bits_truncate(0),
+        vc: Vc::from_bits_truncate(0),
+        cmd: Opcode::Read,
+        addr: 0,
+        span_beats: 0,
+        attr: 0,
+        len_field: 0,
+        data_beats: 0,
+        enables: None,
+        data: [0; MAX_DATA_BYTES],
+    };
+
     /// The 256 B ordering region.
     pub(crate) const fn region(&self) -> u64 {
         self.addr / REGION_BYTES
@@ -204,9 +221,9 @@ impl Piece {
         }
     }
 
-    /// The request as a TL item.
-    pub(crate) fn write_item(&self, src: AccelId, tag: Tag, pool: Pool, out: &mut TlItem) {
-        out.field = TlField::UncompressedRequest(TlUncompressedRequest {
+    /// The request's control field.
+    pub(crate) fn request(&self, src: AccelId, tag: Tag, pool: Pool) -> TlUncompressedRequest {
+        TlUncompressedRequest {
             cmd: self.cmd,
             vchan: self.vc,
             asi: 0,
@@ -221,14 +238,17 @@ impl Piece {
             cload: false,
             cway: 0,
             numbeats: self.span_beats.saturating_sub(1) & 3,
-        });
-        out.beats = self.data_beats;
-        out.byte_enables = self.enables;
-        out.poisoned = 0;
-        let n = usize::from(self.data_beats) * BEAT_BYTES;
-        if let (Some(dst), Some(src)) = (out.data.get_mut(..n), self.data.get(..n)) {
-            dst.copy_from_slice(src);
         }
+    }
+
+    /// The data that follows the field: whole beats, or an atomic's operand bytes.
+    pub(crate) fn payload(&self) -> &[u8] {
+        let n = if self.cmd.is_atomic() {
+            (usize::from(self.len_field) + 1) * 4
+        } else {
+            usize::from(self.data_beats) * BEAT_BYTES
+        };
+        self.data.get(..n).unwrap_or(&[])
     }
 }
 
@@ -282,7 +302,7 @@ pub(crate) fn plan(op: &Operation<'_>) -> Result<usize, SubmitError> {
             }
         }
         Operation::Atomic { atomic, .. } => {
-            if addr % (atomic.size.bytes() as u64) != 0 {
+            if addr % (atomic.operand_bytes() as u64) != 0 {
                 return Err(SubmitError::Misaligned);
             }
             return Ok(1);
@@ -447,17 +467,8 @@ mod tests {
         assert_eq!(p.attr, 0b0100_0000);
         assert_eq!(p.len_field, 15);
         assert_eq!(p.data_beats, 1);
-        let mut item = TlItem::default();
-        p.write_item(
-            AccelId::new(2).unwrap(),
-            Tag::new(9).unwrap(),
-            Pool::Shared,
-            &mut item,
-        );
-        let TlField::UncompressedRequest(r) = item.field else {
-            panic!("a request")
-        };
+        let r = p.request(AccelId::new(2).unwrap(), Tag::new(9).unwrap(), Pool::Shared);
         assert_eq!((r.addr, r.numbeats, r.tag.get(), r.pool), (16, 0, 9, true));
-        assert_eq!(item.byte_enables, Some(be));
+        assert_eq!(p.payload().len(), 64);
     }
 }

@@ -4,15 +4,17 @@
 use heapless::Deque;
 
 use super::atomic::get_le;
-use super::item::{TlItem, BEAT_BYTES};
 use super::partition::PartitionTable;
 use super::queue::SlotQueue;
 use super::request::{blocks, build_piece, plan, OpKind, Operation, Piece, Request, SubmitError};
-use super::response::{parse_response, DropReason};
 use super::tags::{TagState, TagTable};
-use super::{CreditGate, Flow, OrderingMode, Status, TxnError};
+use super::{CreditGate, Flow, OrderingMode, Pool, Status, TxnError};
 use crate::time::{Duration, Instant};
-use crate::wire::{AccelId, Opcode, PartitionId, Tag, Vc};
+use crate::wire::addr_cache::{decode_response, AddrCache};
+use crate::wire::tl_flit::BEAT_LEN as BEAT_BYTES;
+use crate::wire::{
+    AccelId, Opcode, PartitionId, Tag, TlField, TlTransfer, TlUncompressedRequest, Vc,
+};
 
 /// Events kept for [`Requester::poll_event`]; older ones are not lost silently but counted.
 const EVENTS: usize = 16;
@@ -34,6 +36,9 @@ pub struct RequesterConfig {
     pub queue_timeout: Duration,
     /// A timed-out tag is not reused for this long, so a late response is recognised.
     pub tag_quarantine: Duration,
+    /// Compress eligible requests with the address-compression cache (the completer at the
+    /// other end of the link must see every request, in order).
+    pub compress_requests: bool,
 }
 
 impl RequesterConfig {
@@ -46,6 +51,7 @@ impl RequesterConfig {
             request_timeout: Duration::from_ms(1),
             queue_timeout: Duration::from_ms(1),
             tag_quarantine: Duration::from_ms(1),
+            compress_requests: false,
         }
     }
 }
@@ -76,6 +82,28 @@ pub struct ReadData<'a> {
     pub offset: u32,
     /// The bytes.
     pub data: &'a [u8],
+}
+
+/// Why the requester dropped a response (`spec-notes/transactions.md#response-validation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DropReason {
+    /// The field is not a response.
+    NotAResponse,
+    /// The response is addressed to another accelerator.
+    WrongDestination,
+    /// No request with this tag is in flight.
+    UnknownTag,
+    /// The request with this tag already timed out.
+    Late,
+    /// The response comes from another accelerator than the request went to, or on
+    /// another VC.
+    WrongSource,
+    /// A write-type response to a read, or the reverse.
+    WrongKind,
+    /// The data does not fit the field, or the field's beats do not fit the request.
+    WrongLength,
+    /// These beats were already received.
+    Duplicate,
 }
 
 /// Something worth knowing that is not a completion.
@@ -218,6 +246,10 @@ pub struct Requester<const TAGS: usize, const OPS: usize, const QUEUE: usize> {
     free_ops: heapless::Vec<u16, OPS>,
     done: Deque<u16, OPS>,
     queue: SlotQueue<Piece, QUEUE>,
+    /// The request last handed out by `poll_transmit` (its data is borrowed from here).
+    staged: Piece,
+    staged_field: TlField,
+    encoder: AddrCache,
     next_id: u32,
     events: Deque<RequesterEvent, EVENTS>,
     stats: RequesterStats,
@@ -240,6 +272,9 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
             free_ops,
             done: Deque::new(),
             queue: SlotQueue::new(),
+            staged: Piece::EMPTY,
+            staged_field: TlField::UncompressedRequest(TlUncompressedRequest::default()),
+            encoder: AddrCache::new(),
             next_id: 0,
             events: Deque::new(),
             stats: RequesterStats::default(),
@@ -383,8 +418,8 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
         self.submit(now, &Request { dst, vc, op })
     }
 
-    /// The next request to send, written into `out`; `false` when nothing can go (queue
-    /// empty, no free tag, or no credits for any request that the ordering rule lets go).
+    /// The next request to send; `None` when nothing can go (queue empty, no free tag, or
+    /// no credits for any request that the ordering rule lets go).
     ///
     /// Sends one request per call; work is O(QUEUE²) comparisons in the worst case.
     #[must_use]
@@ -392,17 +427,17 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
         &mut self,
         now: Instant,
         credits: &mut impl CreditGate,
-        out: &mut TlItem,
-    ) -> bool {
+    ) -> Option<TlTransfer<'_>> {
         if self.queue.is_empty() {
-            return false;
+            return None;
         }
         if self.tags.available() == 0 {
             self.stats.tag_stalls += 1;
-            return false;
+            return None;
         }
         let strict = self.config.ordering == OrderingMode::Strict;
         let mut stalled = false;
+        let mut chosen = None;
         for pos in 0..self.queue.len() {
             if strict && pos > 0 {
                 break;
@@ -413,42 +448,65 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
             if self.blocked_by_earlier(pos, p) {
                 continue;
             }
-            let (vc, data_beats) = (p.vc, p.data_beats);
-            let Some(pool) = credits.try_consume(Flow::Request, vc, data_beats) else {
-                stalled = true;
-                continue;
-            };
-            let Some(tag) = self.tags.alloc(now + self.config.request_timeout) else {
-                // Unreachable: a tag was available above. Give the credits back.
-                credits.release(Flow::Request, vc, pool, data_beats);
-                return false;
-            };
-            let Some(piece) = self.queue.remove(pos) else {
-                return false;
-            };
-            piece.write_item(self.config.local, tag, pool, out);
-            if let Some(o) = self.outstanding.get_mut(usize::from(tag.get())) {
-                *o = Outstanding {
-                    op: piece.op,
-                    cmd: piece.cmd,
-                    dst: piece.dst,
-                    vc: piece.vc,
-                    addr: piece.addr,
-                    expect_beats: piece.response_beats(),
-                    received: 0,
-                };
+            match credits.try_consume(Flow::Request, p.vc, p.data_beats) {
+                Some(pool) => {
+                    chosen = Some((pos, pool));
+                    break;
+                }
+                None => stalled = true,
             }
-            if let Some(op) = self.ops.get_mut(usize::from(piece.op)) {
-                op.queued = op.queued.saturating_sub(1);
-                op.in_flight = op.in_flight.saturating_add(1);
+        }
+        let Some((pos, pool)) = chosen else {
+            if stalled {
+                self.stats.credit_stalls += 1;
             }
-            self.stats.requests_sent += 1;
-            return true;
+            return None;
+        };
+        let piece = self.queue.remove(pos)?;
+        let Some(tag) = self.tags.alloc(now + self.config.request_timeout) else {
+            // Unreachable: a tag was available above. Undo.
+            credits.release(Flow::Request, piece.vc, pool, piece.data_beats);
+            let _ = self.queue.push(piece);
+            return None;
+        };
+        if let Some(o) = self.outstanding.get_mut(usize::from(tag.get())) {
+            *o = Outstanding {
+                op: piece.op,
+                cmd: piece.cmd,
+                dst: piece.dst,
+                vc: piece.vc,
+                addr: piece.addr,
+                expect_beats: piece.response_beats(),
+                received: 0,
+            };
         }
-        if stalled {
-            self.stats.credit_stalls += 1;
+        if let Some(op) = self.ops.get_mut(usize::from(piece.op)) {
+            op.queued = op.queued.saturating_sub(1);
+            op.in_flight = op.in_flight.saturating_add(1);
         }
-        false
+        self.stats.requests_sent += 1;
+        let req = piece.request(self.config.local, tag, pool);
+        self.staged = piece;
+        let be = self.staged.enables.as_ref().map(|b| &b.0);
+        self.staged_field = if self.config.compress_requests {
+            self.encoder.encode_request(&req, be)
+        } else {
+            TlField::UncompressedRequest(req)
+        };
+        Some(TlTransfer {
+            field: self.staged_field,
+            data: self.staged.payload(),
+            byte_enables: match self.staged_field {
+                TlField::UncompressedRequest(_) => be,
+                _ => None,
+            },
+            poisoned: 0,
+        })
+    }
+
+    /// Forget the address-compression cache (on link reset, together with the peer's).
+    pub fn reset_addr_cache(&mut self) {
+        self.encoder.clear();
     }
 
     /// An earlier queued request has the same (destination, VC, 256 B region).
@@ -459,23 +517,28 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
             .any(|q| q.dst == p.dst && q.vc == p.vc && q.region() == p.region())
     }
 
-    /// A received response item. Returns the read data it carries, if any.
+    /// A received response. Returns the read data it carries, if any.
     ///
-    /// Every response item is consumed: its credits go back through `credits`, even when
-    /// it is dropped. An invalid response is dropped, counted and reported as an event;
-    /// it never changes an operation.
+    /// Every response is consumed: its credits go back through `credits`, even when it is
+    /// dropped. An invalid response is dropped, counted and reported as an event; it never
+    /// changes an operation.
     pub fn handle_response<'a>(
         &mut self,
         _now: Instant,
-        item: &'a TlItem,
+        t: &TlTransfer<'a>,
         credits: &mut impl CreditGate,
     ) -> Option<ReadData<'a>> {
-        let Some(rsp) = parse_response(&item.field) else {
-            self.drop_response(DropReason::NotAResponse, crate::wire::Tag::default(), None);
+        let tag = t.field.tag().unwrap_or_default();
+        // Compressed responses do not name the completer: it is the request's destination.
+        let expected_src = self.outstanding.get(usize::from(tag.get())).map(|o| o.dst);
+        let Ok(rsp) = decode_response(&t.field, expected_src.unwrap_or_default()) else {
+            self.drop_response(DropReason::NotAResponse, tag, None);
             return None;
         };
-        credits.release(Flow::Response, rsp.vc, rsp.pool, item.beats);
-        let reason = if rsp.dst != self.config.local {
+        let shape = t.check();
+        let beats = shape.map_or(0, |s| s.beats.min(4) as u8);
+        credits.release(Flow::Response, rsp.vchan, Pool::from_bit(rsp.pool), beats);
+        let reason = if rsp.dstaccid != self.config.local {
             Some(DropReason::WrongDestination)
         } else {
             match self.tags.state(rsp.tag) {
@@ -485,58 +548,57 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
             }
         };
         if let Some(r) = reason {
-            self.drop_response(r, rsp.tag, rsp.src);
+            self.drop_response(r, rsp.tag, Some(rsp.srcaccid));
             return None;
         }
         let ti = usize::from(rsp.tag.get());
         let out = *self.outstanding.get(ti)?;
+        let status = Status::from_raw(rsp.status);
         let expect_write = !matches!(out.cmd, Opcode::Read | Opcode::AtomicR);
-        let reason = if rsp.src.is_some_and(|s| s != out.dst) || rsp.vc != out.vc {
+        let offset = if beats == 0 { 0 } else { rsp.offset };
+        let mask = beat_mask(offset, beats);
+        let reason = if rsp.srcaccid != out.dst || rsp.vchan != out.vc {
             Some(DropReason::WrongSource)
         } else if rsp.rd_wr != expect_write {
             Some(DropReason::WrongKind)
-        } else if usize::from(item.beats) != usize::from(rsp.beats)
-            || (rsp.status.is_ok() && out.expect_beats == 0 && rsp.beats != 0)
-            || (rsp.status.is_ok() && out.expect_beats != 0 && rsp.beats == 0)
-            || u16::from(rsp.offset) + u16::from(rsp.beats) > u16::from(out.expect_beats.max(1))
+        } else if shape.is_err()
+            || (status.is_ok() && (out.expect_beats == 0) != (beats == 0))
+            || u16::from(offset) + u16::from(beats) > u16::from(out.expect_beats.max(1))
         {
             Some(DropReason::WrongLength)
         } else {
-            let mask = beat_mask(rsp.offset, rsp.beats);
             (out.received & mask != 0).then_some(DropReason::Duplicate)
         };
         if let Some(r) = reason {
-            self.drop_response(r, rsp.tag, rsp.src);
+            self.drop_response(r, rsp.tag, Some(rsp.srcaccid));
             return None;
         }
         self.stats.responses_accepted += 1;
-        if !rsp.status.is_ok() {
-            if rsp.status == Status::PARTITION_DENIED {
+        if !status.is_ok() {
+            if status == Status::PARTITION_DENIED {
                 self.stats.partition_denied += 1;
             }
-            self.finish_piece(rsp.tag, out.op, Some(TxnError::Status(rsp.status)));
+            self.finish_piece(rsp.tag, out.op, Some(TxnError::Status(status)));
             return None;
         }
         if out.expect_beats == 0 {
             self.finish_piece(rsp.tag, out.op, None);
             return None;
         }
-        let mask = beat_mask(rsp.offset, rsp.beats);
         let received = out.received | mask;
         if let Some(o) = self.outstanding.get_mut(ti) {
             o.received = received;
         }
-        let poisoned = item.poisoned & beat_mask(0, item.beats) != 0;
         let mut data = None;
-        if poisoned {
+        if t.poisoned & beat_mask(0, beats) != 0 {
             self.stats.poisoned += 1;
             self.fail_op(out.op, TxnError::Poisoned);
         } else if let Some(op) = self.ops.get_mut(usize::from(out.op)) {
             if op.error.is_none() {
                 if out.cmd == Opcode::AtomicR {
-                    op.old = Some(get_le(item.payload(), 0, op.atomic_bytes));
+                    op.old = Some(get_le(t.data, 0, op.atomic_bytes));
                 } else {
-                    data = read_slice(op, out.addr, rsp.offset, item);
+                    data = read_slice(op, out.addr, offset, t.data);
                 }
             }
         }
@@ -703,18 +765,16 @@ fn read_slice<'a>(
     op: &OpSlot,
     piece_addr: u64,
     offset: u8,
-    item: &'a TlItem,
+    payload: &'a [u8],
 ) -> Option<ReadData<'a>> {
     let start = piece_addr + u64::from(offset) * BEAT_BYTES as u64;
-    let end = start + item.payload().len() as u64;
+    let end = start + payload.len() as u64;
     let lo = start.max(op.addr);
     let hi = end.min(op.addr.saturating_add(op.len));
     if lo >= hi {
         return None;
     }
-    let data = item
-        .payload()
-        .get(usize::try_from(lo - start).ok()?..usize::try_from(hi - start).ok()?)?;
+    let data = payload.get(usize::try_from(lo - start).ok()?..usize::try_from(hi - start).ok()?)?;
     Some(ReadData {
         op: op.id,
         offset: u32::try_from(lo - op.addr).ok()?,
@@ -725,8 +785,8 @@ fn read_slice<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::txn::{Pool, Unlimited};
-    use crate::wire::{TlField, TlUncompressedRequest, TlUncompressedResponse};
+    use crate::txn::{TransferBuf, Unlimited};
+    use crate::wire::TlUncompressedResponse;
 
     type Req = Requester<4, 4, 8>;
 
@@ -741,16 +801,17 @@ mod tests {
     }
 
     fn sent(r: &mut Req, now: Instant) -> TlUncompressedRequest {
-        let mut it = TlItem::default();
-        assert!(r.poll_transmit(now, &mut Unlimited, &mut it));
-        match it.field {
+        let t = r.poll_transmit(now, &mut Unlimited).expect("a request");
+        t.check().expect("a well-formed transfer");
+        match t.field {
             TlField::UncompressedRequest(q) => q,
             f => panic!("not a request: {f:?}"),
         }
     }
 
-    fn rsp(q: &TlUncompressedRequest, status: Status, offset: u8, beats: u8) -> TlItem {
-        let mut it = TlItem::new(TlField::UncompressedResponse(TlUncompressedResponse {
+    fn rsp(q: &TlUncompressedRequest, status: Status, offset: u8, beats: u8) -> TransferBuf {
+        let mut it = TransferBuf::default();
+        it.field = TlField::UncompressedResponse(TlUncompressedResponse {
             vchan: q.vchan,
             tag: q.tag,
             len: beats.saturating_sub(1),
@@ -761,12 +822,22 @@ mod tests {
             srcaccid: q.dstaccid,
             dstaccid: q.srcaccid,
             ..Default::default()
-        }));
-        it.beats = beats;
-        for (i, b) in it.data.iter_mut().enumerate() {
-            *b = i as u8;
-        }
+        });
+        let data: std::vec::Vec<u8> = (0..usize::from(beats) * 64).map(|i| i as u8).collect();
+        it.set_data(&data);
         it
+    }
+
+    fn give(r: &mut Req, it: &TransferBuf) -> Option<(OpId, u32, usize, u8)> {
+        r.handle_response(t(1), &it.as_transfer(), &mut Unlimited)
+            .map(|d| {
+                (
+                    d.op,
+                    d.offset,
+                    d.data.len(),
+                    d.data.first().copied().unwrap_or(0),
+                )
+            })
     }
 
     fn req() -> Req {
@@ -779,14 +850,12 @@ mod tests {
         let op = r.submit_read(t(0), id(2), vc0(), 250, 20).unwrap();
         let (a, b) = (sent(&mut r, t(0)), sent(&mut r, t(0)));
         assert_eq!((a.addr << 2, a.numbeats, b.addr << 2), (192, 0, 256));
-        assert!(!r.poll_transmit(t(0), &mut Unlimited, &mut TlItem::default()));
+        assert!(r.poll_transmit(t(0), &mut Unlimited).is_none());
         let ra = rsp(&a, Status::OK, 0, 1);
-        let d = r.handle_response(t(1), &ra, &mut Unlimited).unwrap();
-        assert_eq!((d.op, d.offset, d.data.len(), d.data[0]), (op, 0, 6, 58));
+        assert_eq!(give(&mut r, &ra), Some((op, 0, 6, 58)));
         assert_eq!(r.poll_completion(), None);
         let rb = rsp(&b, Status::OK, 0, 1);
-        let d = r.handle_response(t(1), &rb, &mut Unlimited).unwrap();
-        assert_eq!((d.offset, d.data.len(), d.data[0]), (6, 14, 0));
+        assert_eq!(give(&mut r, &rb), Some((op, 6, 14, 0)));
         let c = r.poll_completion().unwrap();
         assert_eq!((c.id, c.kind, c.result), (op, OpKind::Read, Ok(None)));
         assert_eq!(r.poll_completion(), None);
@@ -801,24 +870,14 @@ mod tests {
         r.submit_read(t(0), id(2), vc0(), 0, 256).unwrap();
         let q = sent(&mut r, t(0));
         assert_eq!(q.numbeats, 3);
-        assert!(r
-            .handle_response(t(1), &rsp(&q, Status::OK, 1, 2), &mut Unlimited)
-            .is_some());
-        assert!(r
-            .handle_response(t(1), &rsp(&q, Status::OK, 2, 1), &mut Unlimited)
-            .is_none());
+        assert!(give(&mut r, &rsp(&q, Status::OK, 1, 2)).is_some());
+        assert!(give(&mut r, &rsp(&q, Status::OK, 2, 1)).is_none());
         assert_eq!(r.stats().dropped_duplicate, 1);
-        assert!(r
-            .handle_response(t(1), &rsp(&q, Status::OK, 3, 2), &mut Unlimited)
-            .is_none());
+        assert!(give(&mut r, &rsp(&q, Status::OK, 3, 2)).is_none());
         assert_eq!(r.stats().dropped_wrong_length, 1);
-        assert!(r
-            .handle_response(t(1), &rsp(&q, Status::OK, 0, 1), &mut Unlimited)
-            .is_some());
+        assert!(give(&mut r, &rsp(&q, Status::OK, 0, 1)).is_some());
         assert_eq!(r.poll_completion(), None);
-        assert!(r
-            .handle_response(t(1), &rsp(&q, Status::OK, 3, 1), &mut Unlimited)
-            .is_some());
+        assert!(give(&mut r, &rsp(&q, Status::OK, 3, 1)).is_some());
         assert!(r.poll_completion().unwrap().result.is_ok());
         assert!(matches!(
             r.poll_event(),
@@ -841,37 +900,35 @@ mod tests {
             unreachable!()
         };
         f.srcaccid = id(3);
-        assert!(r.handle_response(t(1), &bad, &mut Unlimited).is_none());
+        assert!(give(&mut r, &bad).is_none());
         let mut bad = good.clone();
         let TlField::UncompressedResponse(ref mut f) = bad.field else {
             unreachable!()
         };
         f.vchan = Vc::new(2).unwrap();
-        assert!(r.handle_response(t(1), &bad, &mut Unlimited).is_none());
+        assert!(give(&mut r, &bad).is_none());
         let mut bad = good.clone();
         let TlField::UncompressedResponse(ref mut f) = bad.field else {
             unreachable!()
         };
         f.dstaccid = id(7);
-        assert!(r.handle_response(t(1), &bad, &mut Unlimited).is_none());
+        assert!(give(&mut r, &bad).is_none());
         let mut bad = good.clone();
         let TlField::UncompressedResponse(ref mut f) = bad.field else {
             unreachable!()
         };
         f.rd_wr = false;
-        assert!(r.handle_response(t(1), &bad, &mut Unlimited).is_none());
+        assert!(give(&mut r, &bad).is_none());
         let mut bad = good.clone();
-        bad.beats = 1;
-        assert!(r.handle_response(t(1), &bad, &mut Unlimited).is_none());
+        bad.set_data(&[0; 64]);
+        assert!(give(&mut r, &bad).is_none());
         let mut bad = good.clone();
         let TlField::UncompressedResponse(ref mut f) = bad.field else {
             unreachable!()
         };
         f.tag = Tag::new(3).unwrap();
-        assert!(r.handle_response(t(1), &bad, &mut Unlimited).is_none());
-        assert!(r
-            .handle_response(t(1), &TlItem::default(), &mut Unlimited)
-            .is_none());
+        assert!(give(&mut r, &bad).is_none());
+        assert!(give(&mut r, &TransferBuf::default()).is_none());
         let s = *r.stats();
         assert_eq!(
             (
@@ -884,10 +941,10 @@ mod tests {
         );
         assert_eq!(s.responses_dropped, 7);
         assert_eq!(r.poll_completion(), None);
-        assert!(r.handle_response(t(1), &good, &mut Unlimited).is_none());
+        assert!(give(&mut r, &good).is_none());
         assert_eq!(r.poll_completion().unwrap().result, Ok(None));
         // The same response again: its tag is free now.
-        assert!(r.handle_response(t(1), &good, &mut Unlimited).is_none());
+        assert!(give(&mut r, &good).is_none());
         assert_eq!(r.stats().dropped_unknown_tag, 2);
         let mut n = 0;
         while r.poll_event().is_some() {
@@ -904,7 +961,7 @@ mod tests {
         let q = sent(&mut r, t(0));
         assert_eq!(r.queued(), 3);
         let e = rsp(&q, Status::ADDRESS_NOT_MAPPED, 0, 0);
-        assert!(r.handle_response(t(1), &e, &mut Unlimited).is_none());
+        assert!(give(&mut r, &e).is_none());
         assert_eq!(r.queued(), 0);
         let c = r.poll_completion().unwrap();
         assert_eq!(c.result, Err(TxnError::Status(Status::ADDRESS_NOT_MAPPED)));
@@ -937,15 +994,15 @@ mod tests {
         let q = sent(&mut r, t(0));
         assert_eq!((q.cmd, q.attr, q.len), (Opcode::AtomicR, 0x00, 0));
         let mut it = rsp(&q, Status::OK, 0, 1);
-        it.data[..8].copy_from_slice(&0x1_2345_6789u64.to_le_bytes());
-        assert!(r.handle_response(t(1), &it, &mut Unlimited).is_none());
+        it.data_mut()[..8].copy_from_slice(&0x1_2345_6789u64.to_le_bytes());
+        assert!(give(&mut r, &it).is_none());
         assert_eq!(r.poll_completion().unwrap().result, Ok(Some(0x2345_6789)));
 
         r.submit_read(t(2), id(2), vc0(), 0, 64).unwrap();
         let q = sent(&mut r, t(2));
         let mut it = rsp(&q, Status::OK, 0, 1);
         it.poisoned = 1;
-        assert!(r.handle_response(t(3), &it, &mut Unlimited).is_none());
+        assert!(give(&mut r, &it).is_none());
         assert_eq!(r.poll_completion().unwrap().result, Err(TxnError::Poisoned));
         assert_eq!(r.stats().poisoned, 1);
     }
@@ -971,16 +1028,12 @@ mod tests {
                 tag: Some(q.tag)
             })
         );
-        assert!(r
-            .handle_response(t(120), &rsp(&q, Status::OK, 0, 1), &mut Unlimited)
-            .is_none());
+        assert!(give(&mut r, &rsp(&q, Status::OK, 0, 1)).is_none());
         assert_eq!(r.stats().dropped_late, 1);
         assert_eq!(r.poll_timeout(), Some(t(160)));
         r.handle_timeout(t(160));
         assert_eq!(r.poll_timeout(), None);
-        assert!(r
-            .handle_response(t(170), &rsp(&q, Status::OK, 0, 1), &mut Unlimited)
-            .is_none());
+        assert!(give(&mut r, &rsp(&q, Status::OK, 0, 1)).is_none());
         assert_eq!(r.stats().dropped_unknown_tag, 1);
         assert_eq!(r.stats().request_timeouts, 1);
     }
@@ -1001,7 +1054,7 @@ mod tests {
         let op = r
             .submit_write(t(0), id(2), vc0(), 0, &[0; 300], None)
             .unwrap();
-        assert!(!r.poll_transmit(t(1), &mut NoCredits, &mut TlItem::default()));
+        assert!(r.poll_transmit(t(1), &mut NoCredits).is_none());
         assert_eq!(r.stats().credit_stalls, 1);
         assert_eq!(r.poll_timeout(), Some(t(100)));
         r.handle_timeout(t(100));
@@ -1036,9 +1089,8 @@ mod tests {
             r.submit_read(t(0), id(2), vc0(), 128, 64).unwrap(); // same region: waits
             r.submit_read(t(0), id(2), vc0(), 256, 64).unwrap(); // other region: may pass
             r.submit_read(t(0), id(3), vc0(), 0, 64).unwrap(); // other destination: may pass
-            let mut it = TlItem::default();
             let mut passed = std::vec::Vec::new();
-            while r.poll_transmit(t(1), &mut NoData, &mut it) {
+            while let Some(it) = r.poll_transmit(t(1), &mut NoData) {
                 let TlField::UncompressedRequest(q) = it.field else {
                     unreachable!()
                 };
@@ -1050,7 +1102,7 @@ mod tests {
                 assert_eq!(passed, [(2, 256), (3, 0)]);
             }
             let mut order = std::vec::Vec::new();
-            while r.poll_transmit(t(2), &mut Unlimited, &mut it) {
+            while let Some(it) = r.poll_transmit(t(2), &mut Unlimited) {
                 let TlField::UncompressedRequest(q) = it.field else {
                     unreachable!()
                 };
@@ -1077,17 +1129,16 @@ mod tests {
             r.submit_read(t(0), id(2), vc0(), 0, 64),
             Err(SubmitError::OpTableFull)
         );
-        let mut it = TlItem::default();
         for _ in 0..4 {
-            assert!(r.poll_transmit(t(0), &mut Unlimited, &mut it));
+            assert!(r.poll_transmit(t(0), &mut Unlimited).is_some());
         }
         assert_eq!(r.in_flight(), 4);
         assert!(r.submit_read(t(0), id(2), vc0(), 0, 0).is_err());
         let mut small: Requester<2, 4, 8> = Requester::new(RequesterConfig::new(id(1)));
         small.submit_read(t(0), id(2), vc0(), 0, 256 * 3).unwrap();
-        assert!(small.poll_transmit(t(0), &mut Unlimited, &mut it));
-        assert!(small.poll_transmit(t(0), &mut Unlimited, &mut it));
-        assert!(!small.poll_transmit(t(0), &mut Unlimited, &mut it));
+        assert!(small.poll_transmit(t(0), &mut Unlimited).is_some());
+        assert!(small.poll_transmit(t(0), &mut Unlimited).is_some());
+        assert!(small.poll_transmit(t(0), &mut Unlimited).is_none());
         assert_eq!(small.stats().tag_stalls, 1);
     }
 
@@ -1109,23 +1160,21 @@ mod tests {
     fn compressed_responses_accepted() {
         use crate::wire::{TlCompressedReadResponse, TlCompressedWriteResponse};
         let mut r = req();
-        r.submit_read(t(0), id(2), vc0(), 0, 128).unwrap();
+        let rd = r.submit_read(t(0), id(2), vc0(), 0, 128).unwrap();
         r.submit_write(t(0), id(2), vc0(), 512, &[1; 64], None)
             .unwrap();
         let (a, b) = (sent(&mut r, t(0)), sent(&mut r, t(0)));
-        let mut it = TlItem::new(TlField::CompressedReadResponse(TlCompressedReadResponse {
+        let mut it = TransferBuf::default();
+        it.field = TlField::CompressedReadResponse(TlCompressedReadResponse {
             vchan: a.vchan,
             tag: a.tag,
             pool: false,
             dstaccid: id(1),
             offset: 1,
             last: true,
-        }));
-        it.beats = 1;
-        assert_eq!(
-            r.handle_response(t(1), &it, &mut Unlimited).unwrap().offset,
-            64
-        );
+        });
+        it.set_data(&[3; 64]);
+        assert_eq!(give(&mut r, &it), Some((rd, 64, 64, 3)));
         let f = TlCompressedWriteResponse {
             vchan: a.vchan,
             tag: a.tag,
@@ -1134,22 +1183,44 @@ mod tests {
             len: 0,
             rd_wr: false,
         };
-        let mut it = TlItem::new(TlField::CompressedWriteResponse(f));
-        it.beats = 1;
-        assert_eq!(
-            r.handle_response(t(1), &it, &mut Unlimited).unwrap().offset,
-            0
-        );
-        let it = TlItem::new(TlField::CompressedWriteResponse(
-            TlCompressedWriteResponse {
-                tag: b.tag,
-                rd_wr: true,
-                ..f
-            },
-        ));
-        assert!(r.handle_response(t(1), &it, &mut Unlimited).is_none());
+        it.field = TlField::CompressedWriteResponse(f);
+        assert_eq!(give(&mut r, &it), Some((rd, 0, 64, 3)));
+        it.field = TlField::CompressedWriteResponse(TlCompressedWriteResponse {
+            tag: b.tag,
+            rd_wr: true,
+            ..f
+        });
+        it.set_data(&[]);
+        assert!(give(&mut r, &it).is_none());
         assert!(r.poll_completion().unwrap().result.is_ok());
         assert!(r.poll_completion().unwrap().result.is_ok());
+    }
+
+    #[test]
+    fn compressed_requests_with_the_address_cache() {
+        use crate::wire::addr_cache::AddrCache;
+        let mut cfg = RequesterConfig::new(id(1));
+        cfg.compress_requests = true;
+        let mut r = Req::new(cfg);
+        let mut decoder = AddrCache::new();
+        r.submit_read(t(0), id(2), vc0(), 0x10_0040, 64).unwrap();
+        r.submit_write(t(0), id(2), vc0(), 0x10_0100, &[9; 128], None)
+            .unwrap();
+        r.submit_write(t(0), id(2), vc0(), 0x10_0200, &[9; 120], None)
+            .unwrap();
+        let mut fields = std::vec::Vec::new();
+        while let Some(x) = r.poll_transmit(t(0), &mut Unlimited) {
+            x.check().unwrap();
+            fields.push((x.field, x.byte_enables.is_some()));
+        }
+        assert!(matches!(fields[0], (TlField::UncompressedRequest(q), false) if q.cload));
+        assert!(matches!(fields[1], (TlField::CompressedRequest(_), false)));
+        assert!(matches!(fields[2], (TlField::UncompressedRequest(q), true) if !q.cload));
+        for (f, _) in &fields {
+            let q = decoder.decode_request(f).unwrap();
+            assert_eq!(q.srcaccid, id(1));
+        }
+        r.reset_addr_cache();
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! across a request gets it for free in a single-threaded event loop.
 
 use super::atomic::Atomic;
-use super::item::ByteEnables;
+use super::enables::ByteEnables;
 use super::Status;
 use crate::wire::AccelId;
 

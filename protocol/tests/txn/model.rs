@@ -10,9 +10,11 @@
 //! counter must sum exactly, compare-and-swap winners must be unique, and requests with the
 //! same (source, destination, VC, 256 B region) must arrive in submission order.
 //!
-//! The "fabric" is a set of FIFOs, one per (source, destination, VC): lossless, reordering
-//! only across FIFOs. TL credits are per requester and per completer, returned when the
-//! peer consumes the item.
+//! The "fabric" connects every requester to every completer in one of two ways
+//! ([`Transport`]): a FIFO per (source, destination, VC) of transfers — lossless, reordering
+//! only across FIFOs — or a TL packer → 64 B TL flits → TL unpacker per direction of each
+//! pair. TL credits are per requester and per completer, returned when the peer consumes the
+//! transfer.
 #![allow(dead_code, unreachable_pub, clippy::needless_range_loop)]
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -21,16 +23,20 @@ use podlink_protocol::time::{Duration, Instant};
 use podlink_protocol::txn::{
     Atomic, AtomicOp, AtomicSize, Completer, CompleterConfig, CreditGate, Flow, MemoryTarget, OpId,
     OpKind, Operation, OrderingMode, PartitionTable, Pool, Request, Requester, RequesterConfig,
-    Status, SubmitError, TlItem, TxnError, WindowMemory,
+    Status, SubmitError, TransferBuf, TxnError, WindowMemory,
 };
-use podlink_protocol::wire::{AccelId, Opcode, PartitionId, Tag, TlField, Vc};
+use podlink_protocol::wire::tl_flit::FLIT_LEN;
+use podlink_protocol::wire::{
+    AccelId, Opcode, PartitionId, Tag, TlField, TlItem, TlPacker, TlPushError, TlTransfer,
+    TlUnpacker, Vc,
+};
 
 /// Mapped bytes per completer; the 64 bytes at 0 are the hot counters.
 pub const MEM: usize = 8192;
 /// The fetch-add counter.
 pub const HOT_ADD: u64 = 0;
 /// The compare-and-swap counter.
-pub const HOT_CAS: u64 = 8;
+pub const HOT_CAS: u64 = 16;
 
 pub type Req = Requester<64, 32, 64>;
 pub type Cpl = Completer<16>;
@@ -83,6 +89,20 @@ pub struct ModelConfig {
     pub max_open: usize,
     /// Chance an operation goes to any completer rather than one of its own partition.
     pub any_destination: f64,
+    /// How transfers travel.
+    pub transport: Transport,
+    /// Compress requests and responses with the address cache (packed transport only:
+    /// the direct one reorders across VCs, which the cache does not survive).
+    pub compress: bool,
+}
+
+/// How transfers travel between a requester and a completer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// A FIFO of transfers per (source, destination, VC).
+    Direct,
+    /// TL packer → TL flits → TL unpacker, per direction of each pair.
+    Packed,
 }
 
 impl ModelConfig {
@@ -107,6 +127,8 @@ impl Default for ModelConfig {
             response_credits: (8, 16),
             max_open: 24,
             any_destination: 0.25,
+            transport: Transport::Direct,
+            compress: false,
         }
     }
 }
@@ -122,6 +144,10 @@ pub struct Report {
     pub cross_partition_leaks: u64,
     pub lost: u64,
     pub duplicated: u64,
+    /// Compressed request and response fields sent (not printed).
+    pub compressed: u64,
+    /// TL flits sent (packed transport; not printed).
+    pub flits: u64,
     /// Human-readable notes on the first mismatches.
     pub details: Vec<String>,
 }
@@ -444,7 +470,8 @@ impl Model {
                     OpKind::AtomicNR
                 };
                 rec.len = size.bytes();
-                rec.addr = span(rng, 64) & !(size.bytes() as u64 - 1);
+                let align = rec.atomic.unwrap().operand_bytes() as u64;
+                rec.addr = span(rng, 64) & !(align - 1);
             }
             86..=93 => {
                 rec.hot = true;
@@ -510,13 +537,19 @@ impl Model {
     }
 
     /// Requester `req` sent `item`.
-    pub fn on_emit(&mut self, req: usize, r: &Req, item: &TlItem) {
-        let TlField::UncompressedRequest(q) = item.field else {
-            self.report.mismatch(format!(
-                "requester {req} sent a non-request {:?}",
-                item.field
-            ));
-            return;
+    pub fn on_emit(&mut self, req: usize, r: &Req, item: &TlTransfer<'_>) {
+        if let Err(e) = item.check() {
+            self.report
+                .mismatch(format!("requester {req} sent a malformed transfer: {e}"));
+        }
+        let q = match item.field {
+            TlField::UncompressedRequest(q) => EmitTag { tag: q.tag },
+            TlField::CompressedRequest(q) => EmitTag { tag: q.tag },
+            f => {
+                self.report
+                    .mismatch(format!("requester {req} sent a non-request {f:?}"));
+                return;
+            }
         };
         let Some(id) = r.in_flight_op(q.tag) else {
             self.report
@@ -535,11 +568,9 @@ impl Model {
         }
     }
 
-    /// Completer `cpl` accepted `item` (the real completer has executed it).
-    pub fn on_execute(&mut self, cpl: usize, item: &TlItem) {
-        let TlField::UncompressedRequest(q) = item.field else {
-            return;
-        };
+    /// Completer `cpl` accepted `item` (the real completer has executed it); `q` is the
+    /// request expanded from the field.
+    pub fn on_execute(&mut self, cpl: usize, q: &podlink_protocol::wire::TlUncompressedRequest) {
         let req = usize::from(q.srcaccid.get()) - 1;
         let Some(&id) = self.emitted.get(&(req, q.tag.get())) else {
             self.report.mismatch(format!(
@@ -741,6 +772,10 @@ impl Model {
     }
 }
 
+struct EmitTag {
+    tag: Tag,
+}
+
 /// A requester and its bookkeeping in the harness.
 pub struct Side {
     pub req: Box<Req>,
@@ -749,7 +784,124 @@ pub struct Side {
     pub credits: CreditLoop,
 }
 
-/// Run the model over a direct, lossless connection.
+/// One direction between a requester and a completer.
+pub struct Pipe {
+    transport: Transport,
+    /// Direct: a FIFO per VC.
+    fifos: [VecDeque<TransferBuf>; 4],
+    /// Packed: transfers waiting for room in the packer.
+    staged: VecDeque<TransferBuf>,
+    packer: Box<TlPacker>,
+    flits: VecDeque<[u8; FLIT_LEN]>,
+    unpacker: Box<TlUnpacker>,
+    /// Packed: transfers unpacked, in order.
+    arrived: VecDeque<TransferBuf>,
+    pub flits_sent: u64,
+}
+
+impl Pipe {
+    pub fn new(transport: Transport) -> Self {
+        Pipe {
+            transport,
+            fifos: Default::default(),
+            staged: VecDeque::new(),
+            packer: Box::new(TlPacker::new()),
+            flits: VecDeque::new(),
+            unpacker: Box::new(TlUnpacker::new()),
+            arrived: VecDeque::new(),
+            flits_sent: 0,
+        }
+    }
+
+    pub fn send(&mut self, t: &TlTransfer<'_>) {
+        let b = TransferBuf::new(t);
+        match self.transport {
+            Transport::Direct => {
+                let vc = match t.field {
+                    TlField::UncompressedRequest(q) => q.vchan,
+                    TlField::CompressedRequest(q) => q.vchan,
+                    TlField::UncompressedResponse(r) => r.vchan,
+                    TlField::CompressedReadResponse(r) => r.vchan,
+                    TlField::CompressedWriteResponse(r) => r.vchan,
+                    TlField::FlowControl(_) => Vc::default(),
+                };
+                self.fifos[usize::from(vc.get())].push_back(b);
+            }
+            Transport::Packed => {
+                self.staged.push_back(b);
+                self.pump();
+            }
+        }
+    }
+
+    /// Packed: move staged transfers into the packer and flits out of it.
+    fn pump(&mut self) {
+        while let Some(b) = self.staged.front() {
+            match self.packer.push(&TlItem::Transfer(b.as_transfer())) {
+                Ok(()) => {
+                    self.staged.pop_front();
+                }
+                Err(TlPushError::Full) => {
+                    let mut flit = [0u8; FLIT_LEN];
+                    if self.packer.poll_flit(&mut flit).is_none() {
+                        break;
+                    }
+                    self.flits.push_back(flit);
+                    self.flits_sent += 1;
+                }
+                Err(e) => panic!("the packer refused a transfer: {e} {:?}", b.field),
+            }
+        }
+        let mut flit = [0u8; FLIT_LEN];
+        while self.packer.poll_flit(&mut flit).is_some() {
+            self.flits.push_back(flit);
+            self.flits_sent += 1;
+        }
+    }
+
+    /// Queues (by index) holding something deliverable now.
+    fn ready(&mut self) -> Vec<usize> {
+        match self.transport {
+            Transport::Direct => (0..4).filter(|&v| !self.fifos[v].is_empty()).collect(),
+            Transport::Packed => {
+                if self.arrived.is_empty() {
+                    if let Some(flit) = self.flits.pop_front() {
+                        let arrived = &mut self.arrived;
+                        self.unpacker
+                            .unpack_flit(&flit, |item| {
+                                if let TlItem::Transfer(t) = item {
+                                    arrived.push_back(TransferBuf::new(&t));
+                                }
+                            })
+                            .expect("the unpacker accepts the packer's flits");
+                    }
+                }
+                if self.arrived.is_empty() {
+                    vec![]
+                } else {
+                    vec![0]
+                }
+            }
+        }
+    }
+
+    fn queue(&mut self, which: usize) -> &mut VecDeque<TransferBuf> {
+        match self.transport {
+            Transport::Direct => &mut self.fifos[which],
+            Transport::Packed => &mut self.arrived,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.fifos.iter().all(VecDeque::is_empty)
+            && self.staged.is_empty()
+            && self.flits.is_empty()
+            && self.arrived.is_empty()
+            && self.packer.is_idle()
+    }
+}
+
+/// Run the model over a lossless connection (direct FIFOs or TL packer and unpacker).
 pub fn run_direct(cfg: ModelConfig) -> Report {
     let mut model = Model::new(cfg.clone());
     let mut sides: Vec<Side> = (0..cfg.requesters)
@@ -759,6 +911,7 @@ pub fn run_direct(cfg: ModelConfig) -> Report {
             c.ordering = cfg.ordering;
             c.request_timeout = Duration::from_ms(10);
             c.queue_timeout = Duration::from_ms(10);
+            c.compress_requests = cfg.compress;
             Side {
                 req: Box::new(Req::new(c)),
                 pending: None,
@@ -768,11 +921,15 @@ pub fn run_direct(cfg: ModelConfig) -> Report {
         })
         .collect();
     let table = partition_table(&cfg);
+    // An address cache pairs one encoder with one decoder (the two ends of a link), and a
+    // requester here has one encoder for all completers: compress only with one completer.
+    assert!(!cfg.compress || (cfg.completers == 1 && cfg.transport == Transport::Packed));
     let mut cpls: Vec<(Box<Cpl>, Box<Mem>, CreditLoop)> = (0..cfg.completers)
         .map(|j| {
             let mut c = CompleterConfig::new(accel_of_completer(j));
             c.partition = partition_of_completer(&cfg, j);
             c.beats_per_response = cfg.beats_per_response;
+            c.compress_responses = cfg.compress;
             (
                 Box::new(Cpl::new(c, table.clone())),
                 Box::new(Mem::new(0)),
@@ -780,13 +937,25 @@ pub fn run_direct(cfg: ModelConfig) -> Report {
             )
         })
         .collect();
-    // (source index, destination index, VC) → items in flight.
-    let mut to_cpl: BTreeMap<(usize, usize, u8), VecDeque<TlItem>> = BTreeMap::new();
-    let mut to_req: BTreeMap<(usize, usize, u8), VecDeque<TlItem>> = BTreeMap::new();
+    let mut to_cpl: Vec<Vec<Pipe>> = (0..cfg.requesters)
+        .map(|_| {
+            (0..cfg.completers)
+                .map(|_| Pipe::new(cfg.transport))
+                .collect()
+        })
+        .collect();
+    let mut to_req: Vec<Vec<Pipe>> = (0..cfg.completers)
+        .map(|_| {
+            (0..cfg.requesters)
+                .map(|_| Pipe::new(cfg.transport))
+                .collect()
+        })
+        .collect();
+    let mut decoders: Vec<podlink_protocol::wire::AddrCache> =
+        vec![podlink_protocol::wire::AddrCache::new(); cfg.requesters * cfg.completers];
     let mut releases = 0u64;
     let mut delivered = 0u64;
     let mut now = Instant::ZERO;
-    let mut item = TlItem::default();
     let total = cfg.ops;
     let limit = 50_000 + 200 * total;
     for _step in 0..limit {
@@ -810,70 +979,89 @@ pub fn run_direct(cfg: ModelConfig) -> Report {
         // Requests out.
         for (i, s) in sides.iter_mut().enumerate() {
             for _ in 0..4 {
-                if !s.req.poll_transmit(now, &mut s.credits, &mut item) {
-                    break;
-                }
-                model.on_emit(i, &s.req, &item);
-                let TlField::UncompressedRequest(q) = item.field else {
+                let Some(t) = s.req.poll_transmit(now, &mut s.credits) else {
                     break;
                 };
-                let j = usize::from(q.dstaccid.get()) - 512;
-                to_cpl
-                    .entry((i, j, q.vchan.get()))
-                    .or_default()
-                    .push_back(item.clone());
+                let b = TransferBuf::new(&t);
+                model.on_emit(i, &s.req, &b.as_transfer());
+                if matches!(b.field, TlField::CompressedRequest(_)) {
+                    model.report.compressed += 1;
+                }
+                let dst = match b.field {
+                    TlField::UncompressedRequest(q) => q.dstaccid,
+                    TlField::CompressedRequest(q) => q.dstaccid,
+                    _ => break,
+                };
+                let j = usize::from(dst.get()) - 512;
+                to_cpl[i][j].send(&b.as_transfer());
             }
         }
         // Responses out.
         for (j, (c, _, credits)) in cpls.iter_mut().enumerate() {
             for _ in 0..4 {
-                if !c.poll_transmit(now, credits, &mut item) {
-                    break;
-                }
-                let TlField::UncompressedResponse(r) = item.field else {
+                let Some(t) = c.poll_transmit(now, credits) else {
                     break;
                 };
-                let i = usize::from(r.dstaccid.get()) - 1;
-                to_req
-                    .entry((j, i, r.vchan.get()))
-                    .or_default()
-                    .push_back(item.clone());
+                if let Err(e) = t.check() {
+                    model
+                        .report
+                        .mismatch(format!("completer {j} sent a malformed transfer: {e}"));
+                }
+                let dst = match t.field {
+                    TlField::UncompressedResponse(r) => r.dstaccid,
+                    TlField::CompressedReadResponse(r) => r.dstaccid,
+                    TlField::CompressedWriteResponse(r) => r.dstaccid,
+                    _ => break,
+                };
+                if !matches!(t.field, TlField::UncompressedResponse(_)) {
+                    model.report.compressed += 1;
+                }
+                let i = usize::from(dst.get()) - 1;
+                to_req[j][i].send(&t);
             }
         }
         // Deliver a random selection.
         for _ in 0..8 {
-            let keys: Vec<(bool, (usize, usize, u8))> = to_cpl
-                .iter()
-                .filter(|(_, q)| !q.is_empty())
-                .map(|(k, _)| (true, *k))
-                .chain(
-                    to_req
-                        .iter()
-                        .filter(|(_, q)| !q.is_empty())
-                        .map(|(k, _)| (false, *k)),
-                )
-                .collect();
+            let mut keys: Vec<(bool, usize, usize, usize)> = Vec::new();
+            for (i, row) in to_cpl.iter_mut().enumerate() {
+                for (j, p) in row.iter_mut().enumerate() {
+                    keys.extend(p.ready().into_iter().map(|q| (true, i, j, q)));
+                }
+            }
+            for (j, row) in to_req.iter_mut().enumerate() {
+                for (i, p) in row.iter_mut().enumerate() {
+                    keys.extend(p.ready().into_iter().map(|q| (false, i, j, q)));
+                }
+            }
             if keys.is_empty() {
                 break;
             }
-            let (is_req, key) = keys[model.rng.below(keys.len() as u64) as usize];
+            let (is_req, i, j, qi) = keys[model.rng.below(keys.len() as u64) as usize];
             if is_req {
-                let (i, j, _) = key;
-                let q = to_cpl.get_mut(&key).unwrap();
+                let q = to_cpl[i][j].queue(qi);
                 let it = q.front().unwrap().clone();
                 let (c, mem, _) = &mut cpls[j];
                 let mut back = ReturnTo(&mut sides[i].credits, &mut releases);
-                if c.handle_request(now, &it, mem.as_mut(), &mut back).is_ok() {
-                    q.pop_front();
+                if c.handle_request(now, &it.as_transfer(), mem.as_mut(), &mut back)
+                    .is_ok()
+                {
+                    to_cpl[i][j].queue(qi).pop_front();
                     delivered += 1;
-                    model.on_execute(j, &it);
+                    // The harness's own decoder mirrors the completer's address cache.
+                    let d = &mut decoders[i * cfg.completers + j];
+                    match d.decode_request(&it.field) {
+                        Ok(q) => model.on_execute(j, &q),
+                        Err(e) => model.report.mismatch(format!("undecodable request: {e}")),
+                    }
                 }
             } else {
-                let (j, i, _) = key;
-                let it = to_req.get_mut(&key).unwrap().pop_front().unwrap();
+                let it = to_req[j][i].queue(qi).pop_front().unwrap();
                 delivered += 1;
                 let mut back = ReturnTo(&mut cpls[j].2, &mut releases);
-                if let Some(d) = sides[i].req.handle_response(now, &it, &mut back) {
+                if let Some(d) = sides[i]
+                    .req
+                    .handle_response(now, &it.as_transfer(), &mut back)
+                {
                     let (id, off) = (d.op, d.offset);
                     model.on_read_data(i, id, off, d.data);
                 }
@@ -892,9 +1080,10 @@ pub fn run_direct(cfg: ModelConfig) -> Report {
         now += Duration::from_ns(10);
         let idle = sides
             .iter()
-            .all(|s| s.submitted == cfg.ops && s.req.ops_open() == 0)
-            && to_cpl.values().all(VecDeque::is_empty)
-            && to_req.values().all(VecDeque::is_empty)
+            .enumerate()
+            .all(|(i, s)| s.submitted == cfg.quota(i) && s.req.ops_open() == 0)
+            && to_cpl.iter().flatten().all(Pipe::is_empty)
+            && to_req.iter().flatten().all(Pipe::is_empty)
             && cpls.iter().all(|c| c.0.pending() == 0);
         if idle {
             break;
@@ -902,7 +1091,7 @@ pub fn run_direct(cfg: ModelConfig) -> Report {
     }
     if releases != delivered {
         model.report.mismatch(format!(
-            "{delivered} items delivered but {releases} credit releases"
+            "{delivered} transfers delivered but {releases} credit releases"
         ));
     }
     for s in &sides {
@@ -913,6 +1102,12 @@ pub fn run_direct(cfg: ModelConfig) -> Report {
                 .mismatch(format!("requester dropped responses: {st:?}"));
         }
     }
+    model.report.flits = to_cpl
+        .iter()
+        .chain(&to_req)
+        .flatten()
+        .map(|p| p.flits_sent)
+        .sum();
     let mems: Vec<&[u8]> = cpls.iter().map(|c| &c.1.bytes()[..]).collect();
     model.finish(&mems);
     model.report
