@@ -41,8 +41,18 @@ impl ByteEnables {
     /// Enables for the bytes `start..end` only.
     pub fn range(start: usize, end: usize) -> ByteEnables {
         let mut be = ByteEnables::NONE;
-        for i in start..end.min(MAX_DATA_LEN) {
-            be.set(i, true);
+        let end = end.min(MAX_DATA_LEN);
+        let mut i = start;
+        while i < end {
+            if i % 8 == 0 && i + 8 <= end {
+                if let Some(b) = be.0.get_mut(i / 8) {
+                    *b = 0xff;
+                }
+                i += 8;
+            } else {
+                be.set(i, true);
+                i += 1;
+            }
         }
         be
     }

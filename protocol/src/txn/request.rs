@@ -342,19 +342,28 @@ pub(crate) fn build_piece(req: &Request<'_>, op_slot: u16, paddr: u64, beats: u8
             enables,
         } => {
             let mut be = ByteEnables::NONE;
-            for i in 0..bytes {
-                let a = paddr + i as u64;
-                let Some(k) = a.checked_sub(addr).and_then(|k| usize::try_from(k).ok()) else {
-                    continue;
-                };
-                let (Some(&v), Some(d)) = (data.get(k), p.data.get_mut(i)) else {
-                    continue;
-                };
-                let on =
-                    enables.is_none_or(|e| e.get(k / 8).is_some_and(|b| b & (1 << (k % 8)) != 0));
-                if on {
-                    *d = v;
-                    be.set(i, true);
+            let lo = paddr.max(addr);
+            let hi = (paddr + bytes as u64).min(addr.saturating_add(data.len() as u64));
+            if let (Some(i0), Some(k0), Some(n)) = (
+                lo.checked_sub(paddr).and_then(|v| usize::try_from(v).ok()),
+                lo.checked_sub(addr).and_then(|v| usize::try_from(v).ok()),
+                hi.checked_sub(lo).and_then(|v| usize::try_from(v).ok()),
+            ) {
+                if let (Some(dst), Some(src)) = (p.data.get_mut(i0..i0 + n), data.get(k0..k0 + n)) {
+                    dst.copy_from_slice(src);
+                    match enables {
+                        None => be = ByteEnables::range(i0, i0 + n),
+                        Some(e) => {
+                            for (j, d) in dst.iter_mut().enumerate() {
+                                let k = k0 + j;
+                                if e.get(k / 8).is_some_and(|b| b & (1 << (k % 8)) != 0) {
+                                    be.set(i0 + j, true);
+                                } else {
+                                    *d = 0;
+                                }
+                            }
+                        }
+                    }
                 }
             }
             p.attr = word_enables_attr(&be, bytes);
@@ -362,7 +371,10 @@ pub(crate) fn build_piece(req: &Request<'_>, op_slot: u16, paddr: u64, beats: u8
             p.data_beats = beats;
         }
         Operation::WriteFull { addr, data } | Operation::Message { addr, data } => {
-            let from = usize::try_from(paddr - addr).unwrap_or(usize::MAX);
+            let from = paddr
+                .checked_sub(addr)
+                .and_then(|v| usize::try_from(v).ok())
+                .unwrap_or(usize::MAX);
             if let (Some(src), Some(dst)) = (
                 data.get(from..from.saturating_add(bytes)),
                 p.data.get_mut(..bytes),

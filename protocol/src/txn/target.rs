@@ -148,17 +148,25 @@ impl<const N: usize> MemoryTarget for WindowMemory<N> {
     fn write(&mut self, addr: u64, data: &[u8], enables: &ByteEnables) -> Result<(), TargetError> {
         let r = self.range(addr, data.len())?;
         let dst = self.bytes.get_mut(r).ok_or(TargetError::NotMapped)?;
-        for (i, (d, s)) in dst.iter_mut().zip(data).enumerate() {
-            if enables.get(i) {
-                *d = *s;
+        if enables == &ByteEnables::ALL {
+            dst.copy_from_slice(data);
+        } else {
+            for (i, (d, s)) in dst.iter_mut().zip(data).enumerate() {
+                if enables.get(i) {
+                    *d = *s;
+                }
             }
+        }
+        if self.poisoned.is_empty() {
+            return Ok(());
         }
         // A full overwrite of a poisoned line cures it.
         let (start, len) = (addr, data.len() as u64);
         self.poisoned.retain(|&l| {
-            !(l >= start
-                && l + 64 <= start + len
-                && (0..64).all(|i| enables.get((l - start + i) as usize)))
+            let cured = l >= start
+                && l.saturating_add(64) <= start.saturating_add(len)
+                && (0..64).all(|i| enables.get((l - start + i) as usize));
+            !cured
         });
         Ok(())
     }
