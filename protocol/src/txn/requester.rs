@@ -1038,6 +1038,23 @@ mod tests {
         assert_eq!(r.stats().request_timeouts, 1);
     }
 
+    #[test]
+    fn timeout_without_quarantine_frees_the_tag_at_once() {
+        let mut cfg = RequesterConfig::new(id(1));
+        cfg.request_timeout = Duration::from_ns(10);
+        cfg.tag_quarantine = Duration::ZERO;
+        let mut r = Req::new(cfg);
+        let op = r.submit_read(t(0), id(2), vc0(), 0, 64).unwrap();
+        let q = sent(&mut r, t(0));
+        assert_eq!(r.in_flight_op(q.tag), Some(op));
+        r.handle_timeout(t(10));
+        assert_eq!(r.in_flight_op(q.tag), None);
+        assert_eq!(r.poll_timeout(), None);
+        assert!(give(&mut r, &rsp(&q, Status::OK, 0, 1)).is_none());
+        assert_eq!(r.stats().dropped_unknown_tag, 1);
+        assert_eq!(r.poll_completion().unwrap().result, Err(TxnError::Timeout));
+    }
+
     struct NoCredits;
     impl CreditGate for NoCredits {
         fn try_consume(&mut self, _: Flow, _: Vc, _: u8) -> Option<Pool> {
