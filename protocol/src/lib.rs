@@ -28,5 +28,7 @@
     )
 )]
 
+pub mod retry;
 pub mod time;
+mod timer;
 pub mod wire;
