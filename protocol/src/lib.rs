@@ -28,6 +28,7 @@
     )
 )]
 
+pub mod flow;
 pub mod retry;
 pub mod time;
 mod timer;
