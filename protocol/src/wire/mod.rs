@@ -20,6 +20,8 @@
 pub(crate) mod bits;
 pub mod crc;
 pub mod dl_header;
+pub mod eth;
+pub mod eth_rel;
 mod ids;
 pub mod tl_field;
 
@@ -27,6 +29,10 @@ pub use self::dl_header::{
     CommandHeader as DlCommandHeader, DlOp, ExplicitHeader as DlExplicitHeader,
     FlitHeader as DlFlitHeader, SegmentHeader as DlSegmentHeader,
 };
+pub use self::eth::{
+    EthAddr, EthHeader, Frame as EthFrame, MacScheme as EthMacScheme, Repr as EthFrameRepr,
+};
+pub use self::eth_rel::{RelHeader as EthRelHeader, RelOp as EthRelOp};
 pub use self::ids::{AccelId, PartitionId, Psn, SeqNum, Tag, Vc};
 pub use self::tl_field::{
     CompressedRequest as TlCompressedRequest,

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# podlink's whole test suite. Idempotent; installs what a fresh machine lacks.
+#
+#   ./scripts/test.sh            everything (what CI runs)
+#   FUZZ_SECONDS=N ./scripts/test.sh   seconds per fuzz target (default 20)
+#
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
+RISCV=riscv32imac-unknown-none-elf
+step() { printf '\n==> %s\n' "$*"; }
+
+step "toolchain setup"
+if ! rustup target list --installed | grep -qx "$RISCV"; then
+  rustup target add "$RISCV"
+fi
+rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
+rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+HAVE_NIGHTLY=0
+if rustup toolchain list | grep -q '^nightly'; then HAVE_NIGHTLY=1; fi
+if [ "$HAVE_NIGHTLY" = 1 ] && ! command -v cargo-fuzz >/dev/null 2>&1; then
+  cargo install --locked cargo-fuzz
+fi
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy (workspace, all targets, -D warnings)"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "cargo test (workspace)"
+cargo test --workspace
+
+step "no_std build of podlink-protocol for $RISCV"
+cargo build -p podlink-protocol --no-default-features --target "$RISCV"
+
+step "fuzz smoke run (${FUZZ_SECONDS}s per target)"
+if [ "$HAVE_NIGHTLY" = 1 ]; then
+  ( cd fuzz
+    for t in $(cargo +nightly fuzz list); do
+      mkdir -p "corpus/$t"
+      echo "--- fuzz target $t"
+      cargo +nightly fuzz run "$t" "corpus/$t" -- -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -print_final_stats=0 2>&1 | tail -n 3
+    done )
+else
+  echo "FAIL: no nightly toolchain: cannot run cargo-fuzz" >&2
+  exit 1
+fi
+
+printf '\nall checks passed\n'
