@@ -29,7 +29,9 @@
 )]
 
 pub mod flow;
+pub mod phy;
 pub mod retry;
+pub mod testing;
 pub mod time;
 mod timer;
 pub mod wire;

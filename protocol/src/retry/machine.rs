@@ -238,11 +238,11 @@ impl<const CAP: usize> LinkRetry<CAP> {
             && self.tx.unacked() > 0
         {
             inc(&mut self.stats.ack_timeouts);
-            if self.ack_timeouts_in_row >= 1 {
+            if self.ack_timeouts_in_row >= self.cfg.ack_timeout_replays {
                 self.fault(FaultReason::AckTimeout);
                 return;
             }
-            self.ack_timeouts_in_row = 1;
+            self.ack_timeouts_in_row = self.ack_timeouts_in_row.saturating_add(1);
             self.timers.set(
                 Timer::AckTimeout as usize,
                 now.saturating_add(self.cfg.ack_timeout),

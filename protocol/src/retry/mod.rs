@@ -12,7 +12,7 @@
 //!   Idle ─────────────────────▶ Nop ─────────────────────▶ Up
 //!    ▲  ◀──────────────────────  │  ◀─────── (none) ────────│
 //!    │        handle_link_down   │                          │ replay limit exceeded,
-//!    │◀─────────────────────────────────────────────────────│ second ack timeout
+//!    │◀─────────────────────────────────────────────────────│ ack timeouts exhausted
 //!    │               handle_link_down                       ▼
 //!    └──────────────────────── reset ─────────────────── Fault
 //! ```
@@ -57,8 +57,12 @@ pub struct Config {
     pub ack_interval: u16,
     /// … or this long after the first unacknowledged delivery, whichever comes first.
     pub ack_delay: Duration,
-    /// No ack progress for this long: replay everything; a second time: Fault (10.24 ms).
+    /// No ack progress for this long: replay everything (10.24 ms).
     pub ack_timeout: Duration,
+    /// Replays on consecutive ack timeouts before the next timeout is a Fault (1: "replay,
+    /// then Fault"). A lost last flit is only found by the ack timeout, so a lossy wire
+    /// with bursty traffic wants more.
+    pub ack_timeout_replays: u16,
     /// Replays allowed without the window moving forward; one more is a Fault (50).
     pub replay_limit: u16,
     /// Copies of each Replay Request (3).
@@ -88,6 +92,7 @@ impl Default for Config {
             ack_interval: 8,
             ack_delay: Duration::from_ns(50),
             ack_timeout: Duration::from_ns(10_240_000),
+            ack_timeout_replays: 1,
             replay_limit: 50,
             replay_request_copies: 3,
             replay_ignore_flits: 12,
@@ -160,7 +165,7 @@ pub enum ReplayCause {
 pub enum FaultReason {
     /// More than [`Config::replay_limit`] replays without the window moving forward.
     ReplayLimit,
-    /// [`Config::ack_timeout`] expired twice in a row.
+    /// [`Config::ack_timeout`] expired again after [`Config::ack_timeout_replays`] replays.
     AckTimeout,
 }
 
@@ -324,7 +329,7 @@ pub struct LinkRetry<const CAP: usize> {
     stats: Stats,
     nop_pending: bool,
     reply_pending: bool,
-    ack_timeouts_in_row: u8,
+    ack_timeouts_in_row: u16,
 }
 
 mod machine;
