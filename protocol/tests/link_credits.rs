@@ -175,11 +175,11 @@ proptest! {
         prop_assert_eq!(m.r.stats().overruns, m.overruns);
         prop_assert_eq!(m.s.stats().return_above_grant, 0);
         // Drain: everything comes home.
-        for (t, n) in std::mem::take(&mut m.to_rx) {
+        for (t, n) in core::mem::take(&mut m.to_rx) {
             m.r.handle_consumed(t, n).unwrap();
             m.held.push((t, n));
         }
-        for (t, n) in std::mem::take(&mut m.held) {
+        for (t, n) in core::mem::take(&mut m.held) {
             m.r.release(m.now, t, n).unwrap();
         }
         m.now += Duration::from_us(1);
@@ -187,7 +187,7 @@ proptest! {
         while let Some(o) = m.r.poll_return() {
             m.to_tx.push_back(o);
         }
-        for o in std::mem::take(&mut m.to_tx) {
+        for o in core::mem::take(&mut m.to_tx) {
             match o {
                 CreditOutput::Return { target, fc } => m.s.handle_return(target, &fc),
                 CreditOutput::InitialReleaseComplete => m.s.handle_initial_release_complete(),
