@@ -32,6 +32,10 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "cargo test (workspace)"
 cargo test --workspace
 
+step "feature sets of podlink-protocol"
+cargo test -p podlink-protocol --features crc-fast --lib --tests
+cargo check -p podlink-protocol --no-default-features
+
 step "no_std build of podlink-protocol for $RISCV"
 cargo build -p podlink-protocol --no-default-features --target "$RISCV"
 

@@ -11,11 +11,16 @@ use core::hint::black_box;
 use core::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use podlink_protocol::wire::crc::{CRC32_BZIP2, CRC32_ISO_HDLC};
+use podlink_protocol::wire::crc::{DlCrc, CRC32_BZIP2, CRC32_ISO_HDLC};
+use podlink_protocol::wire::dl_flit::{CRC_COVERED_LEN, FLIT_LEN};
+use podlink_protocol::wire::dl_stream::{PackSource, UnpackSink};
 use podlink_protocol::wire::{
     AccelId, EthFrame, EthFrameRepr, EthMacScheme, EthRelHeader, EthRelOp, Opcode, PartitionId,
     Psn, Tag, TlCompressedReadResponse, TlCompressedRequest, TlCompressedWriteResponse, TlField,
     TlFlowControl, TlUncompressedRequest, TlUncompressedResponse, Vc,
+};
+use podlink_protocol::wire::{
+    DlExplicitHeader, DlFlit, DlFlitHeader, DlMessage, DlPacker, DlUnpacker,
 };
 
 /// Shared settings: short runs on a shared 2-core machine.
@@ -208,9 +213,119 @@ fn eth_frame(c: &mut Criterion) {
     g.finish();
 }
 
+// ---------------------------------------------------------------------------------------
+// DL flits: build (pack + header + CRC) and verify-and-unpack, each beside the CRC alone on
+// the same bytes in the same run.
+
+/// DL flits in the benchmark stream.
+const DL_FLITS: usize = 64;
+
+/// A TL-flit source cycling over pre-built non-zero flits (never runs dry).
+struct Cycle {
+    flits: Vec<[u8; 64]>,
+    i: usize,
+}
+
+impl PackSource for Cycle {
+    fn next_tl_flit(&mut self, out: &mut [u8; 64]) -> bool {
+        *out = self.flits[self.i % self.flits.len()];
+        self.i += 1;
+        true
+    }
+}
+
+/// Counts and folds what the unpacker delivers, so the work cannot be optimised away.
+struct Fold(u64);
+
+impl UnpackSink for Fold {
+    fn tl_flit(&mut self, f: &[u8; 64]) {
+        self.0 = self.0.wrapping_add(u64::from(f[0]) ^ u64::from(f[63]));
+    }
+    fn message(&mut self, _m: DlMessage) {
+        self.0 = self.0.wrapping_add(1);
+    }
+}
+
+fn tl_source() -> Cycle {
+    let mut rng = XorShift(0x1234_5678_9abc_def1);
+    let flits = (0..97)
+        .map(|_| core::array::from_fn(|_| (rng.next() as u8) | 1))
+        .collect();
+    Cycle { flits, i: 0 }
+}
+
+/// A stream of `DL_FLITS` packed DL flits with sequence numbers 1, 2, ….
+fn dl_stream() -> Vec<u8> {
+    let mut src = tl_source();
+    let mut packer = DlPacker::new();
+    let mut out = vec![0u8; DL_FLITS * FLIT_LEN];
+    for (i, chunk) in out.chunks_mut(FLIT_LEN).enumerate() {
+        let h = DlFlitHeader::Explicit(DlExplicitHeader {
+            op: 0,
+            payload: true,
+            flit_seq_no: (i % 511 + 1) as u16,
+        });
+        packer.pack_flit(&mut src, &h, DlCrc::Bzip2, chunk).unwrap();
+    }
+    out
+}
+
+fn dl_flit(c: &mut Criterion) {
+    let stream = dl_stream();
+    let mut g = c.benchmark_group("dl_flit");
+    g.throughput(Throughput::Bytes(stream.len() as u64));
+    g.bench_function("crc_alone_table", |b| {
+        b.iter(|| {
+            let mut acc = 0u32;
+            for f in black_box(&stream).chunks(FLIT_LEN) {
+                acc ^= DlCrc::Bzip2.checksum_table(&f[..CRC_COVERED_LEN]);
+            }
+            acc
+        })
+    });
+    g.bench_function("crc_alone", |b| {
+        b.iter(|| {
+            let mut acc = 0u32;
+            for f in black_box(&stream).chunks(FLIT_LEN) {
+                acc ^= DlCrc::Bzip2.checksum(&f[..CRC_COVERED_LEN]);
+            }
+            acc
+        })
+    });
+    g.bench_function("verify_and_unpack", |b| {
+        b.iter(|| {
+            let mut un = DlUnpacker::new();
+            let mut sink = Fold(0);
+            for f in black_box(&stream).chunks(FLIT_LEN) {
+                let flit = DlFlit::new_checked(f).unwrap();
+                flit.verify_crc(DlCrc::Bzip2).unwrap();
+                un.unpack(&flit, &mut sink).unwrap();
+            }
+            sink.0
+        })
+    });
+    let mut buf = vec![0u8; stream.len()];
+    g.bench_function("build", |b| {
+        let mut src = tl_source();
+        let mut packer = DlPacker::new();
+        b.iter(|| {
+            for (i, chunk) in buf.chunks_mut(FLIT_LEN).enumerate() {
+                let h = DlFlitHeader::Explicit(DlExplicitHeader {
+                    op: 0,
+                    payload: true,
+                    flit_seq_no: (i + 1) as u16,
+                });
+                packer.pack_flit(&mut src, &h, DlCrc::Bzip2, chunk).unwrap();
+            }
+            black_box(&buf);
+        })
+    });
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = config();
-    targets = tl_field_decode, crc32_bzip2, eth_frame
+    targets = tl_field_decode, crc32_bzip2, eth_frame, dl_flit
 }
 criterion_main!(benches);

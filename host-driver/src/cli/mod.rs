@@ -2,6 +2,7 @@
 //! encode a JSON object of fields to bytes. Kind and field names are those of the reference
 //! vectors (`spec-notes/vectors/`), plus podlink's own kinds for whole flits and frames.
 
+mod dl_kinds;
 pub mod json;
 mod kinds;
 
