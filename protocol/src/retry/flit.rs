@@ -1,78 +1,55 @@
-//! The 640 B DL flit as the retry machine sees it: header (3) ‖ body (633) ‖ CRC (4).
+//! How retry reads and writes a whole DL flit, through the [`DlFlit`] view.
 //!
-//! The body is the five segment headers and the 628 B payload, opaque to retry.
-//! This is the only place that knows the offsets.
-//! FIXME(dl): switch to the `wire::dl_flit` view once branch `dl` is merged.
+//! Retry owns the flit header (sequence number, op) and the CRC; everything between them
+//! (segment headers and payload) is opaque to it and replayed unchanged.
 
-use crate::wire::crc::{self, DlCrc};
+use crate::wire::crc::DlCrc;
+use crate::wire::dl_flit::{DlFlit, FLIT_LEN};
 use crate::wire::{DlFlitHeader, Error, Result};
 
-/// Length of a DL flit in bytes.
-pub const FLIT_LEN: usize = 640;
-/// Length of the flit header in bytes.
-pub(crate) const HEADER_LEN: usize = crate::wire::dl_header::HEADER_LEN;
-/// Length of the part of a flit that retry stores and replays unchanged: the five segment
-/// headers and the 628 B payload.
-pub const BODY_LEN: usize = 633;
-/// Offset of the big-endian CRC-32 (it covers every byte before it).
-pub(crate) const CRC_OFFSET: usize = HEADER_LEN + BODY_LEN;
+/// A whole DL flit.
+pub(crate) type Flit = [u8; FLIT_LEN];
 
-const ZERO_BODY: [u8; BODY_LEN] = [0; BODY_LEN];
-
-/// Write a whole flit: `header`, `body` (zeros when `None`) and the CRC.
+/// Write a flit into `buf`: `content` (zeros when `None`) with `header` and the CRC.
 pub(crate) fn emit(
     buf: &mut [u8],
     header: &DlFlitHeader,
-    body: Option<&[u8; BODY_LEN]>,
+    content: Option<&Flit>,
     crc_alg: DlCrc,
 ) -> Result<usize> {
-    crate::wire::check_out(buf, FLIT_LEN)?;
-    let (flit, _) = buf
-        .split_at_mut_checked(FLIT_LEN)
-        .ok_or(Error::BufferTooSmall {
-            needed: FLIT_LEN,
-            got: 0,
-        })?;
-    let (covered, crc_out) = flit.split_at_mut(CRC_OFFSET);
-    let (hdr, body_out) = covered.split_at_mut(HEADER_LEN);
-    header.emit(hdr)?;
-    body_out.copy_from_slice(body.unwrap_or(&ZERO_BODY));
-    let sum = crc_alg.checksum(covered);
-    crc_out.copy_from_slice(&sum.to_be_bytes());
+    let got = buf.len();
+    let out = buf.get_mut(..FLIT_LEN).ok_or(Error::BufferTooSmall {
+        needed: FLIT_LEN,
+        got,
+    })?;
+    match content {
+        Some(f) => out.copy_from_slice(f),
+        None => out.fill(0),
+    }
+    let mut view = DlFlit::new_unchecked(out);
+    view.set_flit_header(header)?;
+    view.fill_crc(crc_alg);
     Ok(FLIT_LEN)
 }
 
-/// Check the CRC and parse the header of a whole flit; returns the header and the body.
+/// Check length and CRC and parse the header of a received flit.
 ///
 /// # Errors
 /// `Truncated` (shorter than a flit), `LengthMismatch` (longer), `BadCrc`, or the header's
 /// own errors (`Reserved`).
-pub(crate) fn parse(flit: &[u8], crc_alg: DlCrc) -> Result<(DlFlitHeader, &[u8; BODY_LEN])> {
-    crate::wire::check_len(flit, FLIT_LEN)?;
-    if flit.len() != FLIT_LEN {
-        return Err(Error::LengthMismatch("DL flit is not 640 bytes"));
-    }
-    let (covered, crc_in) = flit.split_at(CRC_OFFSET);
-    let carried = u32::from_be_bytes(crc_in.try_into().map_err(|_| Error::Truncated {
-        needed: FLIT_LEN,
-        got: flit.len(),
-    })?);
-    let computed = crc_alg.checksum(covered);
-    if !crc::verify(carried, computed) {
-        return Err(Error::BadCrc { carried, computed });
-    }
-    let (hdr, body) = covered.split_at(HEADER_LEN);
-    let header = DlFlitHeader::parse(hdr)?;
-    let body: &[u8; BODY_LEN] = body.try_into().map_err(|_| Error::Truncated {
-        needed: FLIT_LEN,
-        got: flit.len(),
-    })?;
-    Ok((header, body))
+pub(crate) fn parse(bytes: &[u8], crc_alg: DlCrc) -> Result<(DlFlitHeader, &Flit)> {
+    let view = DlFlit::new_checked(bytes)?;
+    let flit: &Flit = bytes
+        .try_into()
+        .map_err(|_| Error::LengthMismatch("DL flit is not 640 bytes"))?;
+    view.verify_crc(crc_alg)?;
+    Ok((view.flit_header()?, flit))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::dl_flit::CRC_COVERED_LEN;
     use crate::wire::DlExplicitHeader;
 
     #[test]
@@ -82,17 +59,21 @@ mod tests {
             payload: true,
             flit_seq_no: 511,
         });
-        let mut body = [0u8; BODY_LEN];
-        body[0] = 0xaa;
-        body[BODY_LEN - 1] = 0x55;
+        let mut content = [0u8; FLIT_LEN];
+        content[..3].copy_from_slice(&[0xee; 3]); // overwritten
+        content[3] = 0xaa;
+        content[CRC_COVERED_LEN - 1] = 0x55;
         let mut buf = [0u8; FLIT_LEN];
-        assert_eq!(emit(&mut buf, &h, Some(&body), DlCrc::Bzip2), Ok(FLIT_LEN));
+        assert_eq!(
+            emit(&mut buf, &h, Some(&content), DlCrc::Bzip2),
+            Ok(FLIT_LEN)
+        );
         assert_eq!(&buf[..3], &[0x11, 0xff, 0x00]);
-        let (ph, pb) = parse(&buf, DlCrc::Bzip2).unwrap();
+        let (ph, pf) = parse(&buf, DlCrc::Bzip2).unwrap();
         assert_eq!(ph, h);
-        assert_eq!(pb, &body);
-        let crc = u32::from_be_bytes(buf[CRC_OFFSET..].try_into().unwrap());
-        assert_eq!(crc, DlCrc::Bzip2.checksum(&buf[..CRC_OFFSET]));
+        assert_eq!(pf[3..CRC_COVERED_LEN], content[3..CRC_COVERED_LEN]);
+        let crc = u32::from_be_bytes(buf[CRC_COVERED_LEN..].try_into().unwrap());
+        assert_eq!(crc, DlCrc::Bzip2.checksum(&buf[..CRC_COVERED_LEN]));
         buf[100] ^= 4;
         assert!(matches!(
             parse(&buf, DlCrc::Bzip2),

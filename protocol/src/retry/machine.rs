@@ -72,22 +72,24 @@ impl<const CAP: usize> LinkRetry<CAP> {
 
     // ---- commands ----
 
-    /// Queue a payload flit body (segment headers and payload) for transmission.
+    /// Queue a payload flit for transmission. Its segment headers and payload are sent (and
+    /// replayed) unchanged; its flit header and CRC bytes are ignored (retry writes them).
     ///
     /// # Errors
     /// [`SubmitError::Full`] when `CAP` flits are unacknowledged, [`SubmitError::Fault`].
-    pub fn submit(&mut self, body: &[u8; BODY_LEN]) -> Result<SeqNum, SubmitError> {
-        self.submit_with(|slot| slot.copy_from_slice(body))
+    pub fn submit(&mut self, flit: &[u8; FLIT_LEN]) -> Result<SeqNum, SubmitError> {
+        self.submit_with(|slot| slot.copy_from_slice(flit))
     }
 
-    /// Like [`LinkRetry::submit`], but `fill` writes the body straight into the replay
-    /// buffer (no copy). `fill` sees the previous contents of the slot.
+    /// Like [`LinkRetry::submit`], but `fill` writes the flit straight into the replay
+    /// buffer (no copy), e.g. through a `DlFlit` view and the DL packer. `fill` sees the
+    /// previous contents of the slot.
     ///
     /// # Errors
     /// As [`LinkRetry::submit`]; `fill` is not called then.
     pub fn submit_with(
         &mut self,
-        fill: impl FnOnce(&mut [u8; BODY_LEN]),
+        fill: impl FnOnce(&mut [u8; FLIT_LEN]),
     ) -> Result<SeqNum, SubmitError> {
         if self.state == LinkState::Fault {
             return Err(SubmitError::Fault);
@@ -147,7 +149,7 @@ impl<const CAP: usize> LinkRetry<CAP> {
             inc(&mut self.stats.rx_while_down);
             return None;
         }
-        let (header, body) = match flit::parse(flit, self.cfg.crc) {
+        let (header, content) = match flit::parse(flit, self.cfg.crc) {
             Ok(v) => v,
             Err(e) => {
                 match e {
@@ -191,7 +193,7 @@ impl<const CAP: usize> LinkRetry<CAP> {
                 if op == DlOp::ReplayStart {
                     inc(&mut self.stats.replay_starts_received);
                 }
-                self.accept_seq(now, seq, body)
+                self.accept_seq(now, seq, content)
             }
             DlFlitHeader::Command(c) => {
                 let Some(s) = SeqNum::new(c.ack_req_seq) else {
@@ -217,7 +219,7 @@ impl<const CAP: usize> LinkRetry<CAP> {
                     return None;
                 }
                 match self.rx.resolve_lo(c.flit_seq_lo) {
-                    Some(seq) => self.accept_seq(now, seq, body),
+                    Some(seq) => self.accept_seq(now, seq, content),
                     None => {
                         inc(&mut self.stats.unresolved);
                         self.rx.on_good_unsequenced();
@@ -335,7 +337,7 @@ impl<const CAP: usize> LinkRetry<CAP> {
             (Some(c), Some(o)) if cfg.piggyback && !o.explicit => {
                 let h = command_header(c, true, lo3(o.seq));
                 (
-                    flit::emit(buf, &h, Some(o.body), cfg.crc).ok()?,
+                    flit::emit(buf, &h, Some(o.flit), cfg.crc).ok()?,
                     Some(o.resend),
                 )
             }
@@ -355,7 +357,7 @@ impl<const CAP: usize> LinkRetry<CAP> {
                     flit_seq_no: o.seq.get(),
                 });
                 (
-                    flit::emit(buf, &h, Some(o.body), cfg.crc).ok()?,
+                    flit::emit(buf, &h, Some(o.flit), cfg.crc).ok()?,
                     Some(o.resend),
                 )
             }
@@ -466,7 +468,7 @@ impl<const CAP: usize> LinkRetry<CAP> {
         &mut self,
         now: Instant,
         seq: SeqNum,
-        body: &'a [u8; BODY_LEN],
+        flit: &'a [u8; FLIT_LEN],
     ) -> Option<Delivery<'a>> {
         match self.rx.on_seq_flit(seq, self.cfg.replay_request_copies) {
             SeqOutcome::InOrder => {
@@ -480,7 +482,7 @@ impl<const CAP: usize> LinkRetry<CAP> {
                         now.saturating_add(self.cfg.ack_delay),
                     );
                 }
-                Some(Delivery { seq, body })
+                Some(Delivery { seq, flit })
             }
             SeqOutcome::Duplicate => {
                 inc(&mut self.stats.duplicates);

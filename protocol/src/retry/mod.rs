@@ -37,7 +37,7 @@ mod flit;
 mod rx;
 mod tx;
 
-pub use self::flit::{BODY_LEN, FLIT_LEN};
+pub use crate::wire::dl_flit::FLIT_LEN;
 
 use self::rx::{Rx, RxCommand, SeqOutcome};
 use self::tx::{AckOutcome, RrOutcome, Tx};
@@ -301,13 +301,13 @@ impl fmt::Display for SubmitError {
 
 impl core::error::Error for SubmitError {}
 
-/// A payload flit delivered in order: its body borrowed from the received bytes.
+/// A payload flit delivered in order, borrowed from the received bytes (CRC verified).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Delivery<'a> {
     /// Its sequence number.
     pub seq: SeqNum,
-    /// Segment headers and payload (bytes 3..636 of the flit).
-    pub body: &'a [u8; BODY_LEN],
+    /// The whole flit; its segment headers and payload are what the sender submitted.
+    pub flit: &'a [u8; FLIT_LEN],
 }
 
 const EVENT_CAP: usize = 16;

@@ -11,15 +11,15 @@ fn t(ns: u64) -> Instant {
     Instant::from_ps(ns * 1000)
 }
 
-fn body(id: u16) -> [u8; BODY_LEN] {
-    let mut b = [0u8; BODY_LEN];
-    b[..2].copy_from_slice(&id.to_be_bytes());
-    b[BODY_LEN - 1] = 0x5a;
+fn body(id: u16) -> [u8; FLIT_LEN] {
+    let mut b = [0u8; FLIT_LEN];
+    b[8..10].copy_from_slice(&id.to_be_bytes());
+    b[635] = 0x5a;
     b
 }
 
-fn id_of(b: &[u8; BODY_LEN]) -> u16 {
-    u16::from_be_bytes([b[0], b[1]])
+fn id_of(b: &[u8; FLIT_LEN]) -> u16 {
+    u16::from_be_bytes([b[8], b[9]])
 }
 
 fn out(e: &mut End, now: Instant) -> Option<Flit> {
@@ -32,7 +32,7 @@ fn out(e: &mut End, now: Instant) -> Option<Flit> {
 
 fn deliver(e: &mut End, now: Instant, f: &Flit, got: &mut Vec<u16>) {
     if let Some(d) = e.handle_flit(now, f) {
-        got.push(id_of(d.body));
+        got.push(id_of(d.flit));
     }
 }
 
@@ -588,8 +588,8 @@ fn malformed_input_never_panics() {
     for h in bad_headers {
         let mut f = [0u8; FLIT_LEN];
         f[..3].copy_from_slice(&h);
-        let crc = DlCrc::Bzip2.checksum(&f[..flit::CRC_OFFSET]);
-        f[flit::CRC_OFFSET..].copy_from_slice(&crc.to_be_bytes());
+        let crc = DlCrc::Bzip2.checksum(&f[..crate::wire::dl_flit::CRC_COVERED_LEN]);
+        f[crate::wire::dl_flit::CRC_COVERED_LEN..].copy_from_slice(&crc.to_be_bytes());
         assert!(a.handle_flit(now, &f).is_none());
     }
     assert_eq!(a.stats().header_errors, 4);

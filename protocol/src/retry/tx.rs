@@ -1,7 +1,7 @@
 //! Transmit half of link-level retry: the replay buffer and its window
 //! (`spec-notes/link.md#retry-tx`).
 //!
-//! The buffer is a ring of `CAP` flit bodies (≤ 255, the DL's limit of unacknowledged
+//! The buffer is a ring of `CAP` whole flits (≤ 255, the DL's limit of unacknowledged
 //! flits). It holds every submitted flit until the peer acknowledges it:
 //!
 //! ```text
@@ -11,7 +11,8 @@
 //!              ^ next (the next flit to put on the wire; moves back on a replay)
 //! ```
 
-use super::flit::BODY_LEN;
+use super::flit::Flit;
+use crate::wire::dl_flit::FLIT_LEN;
 use crate::wire::SeqNum;
 
 /// What an incoming Ack did.
@@ -41,7 +42,7 @@ pub(crate) enum RrOutcome {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Outgoing<'a> {
     pub(crate) seq: SeqNum,
-    pub(crate) body: &'a [u8; BODY_LEN],
+    pub(crate) flit: &'a Flit,
     /// Sent before: this is a retransmission.
     pub(crate) resend: bool,
     /// First flit after a rewind: op ReplayStart.
@@ -53,7 +54,7 @@ pub(crate) struct Outgoing<'a> {
 /// The replay buffer and the transmit side of the sequence window.
 #[derive(Debug, Clone)]
 pub(crate) struct Tx<const CAP: usize> {
-    slots: [[u8; BODY_LEN]; CAP],
+    slots: [Flit; CAP],
     /// Ring index of the oldest buffered flit.
     head: u16,
     /// Flits buffered (submitted and not yet acknowledged).
@@ -85,7 +86,7 @@ impl<const CAP: usize> Tx<CAP> {
         #[allow(clippy::let_unit_value)]
         let () = Self::CAP_OK;
         Tx {
-            slots: [[0; BODY_LEN]; CAP],
+            slots: [[0; FLIT_LEN]; CAP],
             head: 0,
             len: 0,
             sent: 0,
@@ -153,8 +154,8 @@ impl<const CAP: usize> Tx<CAP> {
         self.ignore_left > 0
     }
 
-    /// Store a new flit body written by `fill`; `None` when the buffer is full.
-    pub(crate) fn submit_with(&mut self, fill: impl FnOnce(&mut [u8; BODY_LEN])) -> Option<SeqNum> {
+    /// Store a new flit written by `fill`; `None` when the buffer is full.
+    pub(crate) fn submit_with(&mut self, fill: impl FnOnce(&mut Flit)) -> Option<SeqNum> {
         if !self.has_room() {
             return None;
         }
@@ -171,10 +172,10 @@ impl<const CAP: usize> Tx<CAP> {
         if self.next >= self.len {
             return None;
         }
-        let body = self.slots.get(self.slot(self.next))?;
+        let flit = self.slots.get(self.slot(self.next))?;
         Some(Outgoing {
             seq: self.next_seq(),
-            body,
+            flit,
             resend: self.next < self.sent,
             replay_start: self.replay_start,
             explicit: self.replay_start || self.force_explicit,
@@ -298,7 +299,7 @@ mod tests {
         assert_eq!(tx.submit_with(|_| {}), None);
         let o = tx.peek().unwrap();
         assert_eq!(
-            (o.seq, o.body[0], o.explicit, o.resend),
+            (o.seq, o.flit[0], o.explicit, o.resend),
             (seq(1), 1, true, false)
         );
         tx.mark_sent();

@@ -1,8 +1,9 @@
 //! A [`LinkRetry`] with a numbered-flit source and an exactly-once, in-order checking sink.
 
 use super::Endpoint;
-use crate::retry::{Event, LinkRetry, BODY_LEN};
+use crate::retry::{Event, LinkRetry};
 use crate::time::Instant;
+use crate::wire::dl_flit::{CRC_COVERED_LEN, FLIT_LEN, SEGMENT_HEADERS_OFFSET};
 
 /// What a checking sink saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -20,9 +21,9 @@ pub struct DeliveryLog {
 }
 
 impl DeliveryLog {
-    /// Record flit body `body`.
-    pub fn record(&mut self, body: &[u8; BODY_LEN]) {
-        let Some(id) = check_body(body) else {
+    /// Record a delivered flit.
+    pub fn record(&mut self, flit: &[u8; FLIT_LEN]) {
+        let Some(id) = check_body(flit) else {
             self.corrupted = self.corrupted.saturating_add(1);
             return;
         };
@@ -43,8 +44,12 @@ impl DeliveryLog {
     }
 }
 
-/// Fill `body` for flit number `id`: the number, then a pattern derived from it.
-pub fn fill_body(id: u64, body: &mut [u8; BODY_LEN]) {
+/// Fill the part of `flit` that retry carries unchanged (segment headers and payload) for
+/// flit number `id`: the number, then a pattern derived from it.
+pub fn fill_body(id: u64, flit: &mut [u8; FLIT_LEN]) {
+    let body = flit
+        .get_mut(SEGMENT_HEADERS_OFFSET..CRC_COVERED_LEN)
+        .unwrap_or_default();
     let (head, rest) = body.split_at_mut(8);
     head.copy_from_slice(&id.to_be_bytes());
     let mut x = id.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
@@ -56,12 +61,13 @@ pub fn fill_body(id: u64, body: &mut [u8; BODY_LEN]) {
     }
 }
 
-/// The number of a body written by [`fill_body`], or `None` if it does not match.
-pub fn check_body(body: &[u8; BODY_LEN]) -> Option<u64> {
+/// The number of a flit written by [`fill_body`], or `None` if it does not match.
+pub fn check_body(flit: &[u8; FLIT_LEN]) -> Option<u64> {
+    let body = flit.get(SEGMENT_HEADERS_OFFSET..CRC_COVERED_LEN)?;
     let id = u64::from_be_bytes(body.first_chunk::<8>().copied()?);
-    let mut want = [0u8; BODY_LEN];
+    let mut want = [0u8; FLIT_LEN];
     fill_body(id, &mut want);
-    (want == *body).then_some(id)
+    (want.get(SEGMENT_HEADERS_OFFSET..CRC_COVERED_LEN)? == body).then_some(id)
 }
 
 /// A [`LinkRetry`] end that submits `to_submit` numbered flits as fast as the link takes
@@ -118,7 +124,7 @@ impl<const CAP: usize> Endpoint for RetryEnd<CAP> {
 
     fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
         if let Some(d) = self.link.handle_flit(now, frame) {
-            self.log.record(d.body);
+            self.log.record(d.flit);
         }
         self.drain_events();
     }
@@ -147,8 +153,11 @@ mod tests {
 
     #[test]
     fn body_pattern_round_trip() {
-        let mut b = [0u8; BODY_LEN];
+        let mut b = [0u8; FLIT_LEN];
         fill_body(12345, &mut b);
+        b[0] = 0xff; // header and CRC bytes are not part of the body
+        b[639] = 0xff;
+        assert_eq!(check_body(&b), Some(12345));
         assert_eq!(check_body(&b), Some(12345));
         b[400] ^= 1;
         assert_eq!(check_body(&b), None);
