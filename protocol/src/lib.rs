@@ -29,6 +29,7 @@
 )]
 
 pub mod flow;
+pub mod link;
 pub mod phy;
 pub mod retry;
 pub mod testing;

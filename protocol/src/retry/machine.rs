@@ -41,6 +41,10 @@ impl<const CAP: usize> LinkRetry<CAP> {
     pub fn unacked(&self) -> u16 {
         self.tx.unacked()
     }
+    /// Flits waiting to go on the wire (new, or to be resent after a replay).
+    pub fn unsent(&self) -> u16 {
+        self.tx.unsent()
+    }
     /// [`LinkRetry::submit`] would accept a flit now.
     pub fn can_submit(&self) -> bool {
         self.state != LinkState::Fault && self.tx.has_room()

@@ -129,6 +129,10 @@ impl<const CAP: usize> Tx<CAP> {
     pub(crate) fn unacked(&self) -> u16 {
         self.sent
     }
+    /// Flits waiting to go on the wire (new, or to be resent).
+    pub(crate) fn unsent(&self) -> u16 {
+        self.len.saturating_sub(self.next)
+    }
     /// Room for another submission.
     pub(crate) fn has_room(&self) -> bool {
         self.len < Self::CAP16

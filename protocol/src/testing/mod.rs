@@ -15,8 +15,10 @@
 #![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
 
 mod retry_end;
+mod ualink_end;
 
 pub use self::retry_end::{check_body, fill_body, DeliveryLog, RetryEnd};
+pub use self::ualink_end::{check_tl, fill_tl, UaEnd};
 
 use crate::phy::Wire;
 use crate::time::{Duration, Instant};

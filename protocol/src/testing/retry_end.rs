@@ -21,9 +21,14 @@ pub struct DeliveryLog {
 }
 
 impl DeliveryLog {
-    /// Record a delivered flit.
+    /// Record a delivered DL flit filled by [`fill_body`].
     pub fn record(&mut self, flit: &[u8; FLIT_LEN]) {
-        let Some(id) = check_body(flit) else {
+        self.record_id(check_body(flit));
+    }
+
+    /// Record the number of a delivered item (`None`: its content was wrong).
+    pub fn record_id(&mut self, id: Option<u64>) {
+        let Some(id) = id else {
             self.corrupted = self.corrupted.saturating_add(1);
             return;
         };
