@@ -270,7 +270,10 @@ impl<const CAP: usize> LinkRetry<CAP> {
             .timers
             .take_expired(Timer::ReplayRequestRetry as usize, now)
             && self.state == LinkState::Up
-            && self.rx.retry_replay_request(self.cfg.replay_request_copies)
+            && self.rx.retry_replay_request(
+                self.cfg.replay_request_copies,
+                self.cfg.replay_request_retries,
+            )
         {
             inc(&mut self.stats.replay_request_retries);
             self.arm_rr_retry(now);
@@ -556,7 +559,13 @@ impl<const CAP: usize> LinkRetry<CAP> {
                             .saturating_mul(u64::from(self.cfg.replay_ignore_flits)),
                     ),
                 );
-                self.replayed(s, resend, ReplayCause::ReplayRequest);
+                if resend == 0 {
+                    // The peer has everything we sent: nothing to replay; the next flit is
+                    // still explicit and marked ReplayStart, which re-anchors it.
+                    inc(&mut self.stats.empty_replays);
+                } else {
+                    self.replayed(s, resend, ReplayCause::ReplayRequest);
+                }
             }
             RrOutcome::Ignored => inc(&mut self.stats.replay_requests_ignored),
             RrOutcome::OutOfWindow => inc(&mut self.stats.replay_requests_out_of_window),

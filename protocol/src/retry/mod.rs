@@ -77,6 +77,9 @@ pub struct Config {
     /// Resend the Replay Request if the replay has not arrived after this long (podlink's
     /// addition; `None`: rely on the peer's ack timeout).
     pub replay_request_retry: Option<Duration>,
+    /// … at most this many times per gap; then the peer's ack timeout is the backstop (a
+    /// peer with nothing unacknowledged has nothing to replay).
+    pub replay_request_retries: u8,
     /// Interval between NOP flits in the `Nop` state.
     pub nop_interval: Duration,
     /// Let Ack / Replay Request command flits carry payload (then only the low 3 bits of
@@ -99,6 +102,7 @@ impl Default for Config {
             flit_time: Duration::from_ps(6_400),
             ambiguous_threshold: 7,
             replay_request_retry: Some(Duration::from_us(1)),
+            replay_request_retries: 8,
             nop_interval: Duration::from_us(1),
             piggyback: true,
         }
@@ -235,8 +239,10 @@ pub struct Stats {
     pub replay_requests_ignored: u64,
     /// Replay Requests outside the window (ignored).
     pub replay_requests_out_of_window: u64,
-    /// Rewinds (any cause).
+    /// Rewinds (any cause) that resent at least one flit.
     pub replays: u64,
+    /// Accepted Replay Requests for the next unsent flit (nothing to resend).
+    pub empty_replays: u64,
     /// Ack timeouts.
     pub ack_timeouts: u64,
     /// Entries into `Fault`.

@@ -46,6 +46,7 @@ pub(crate) struct Rx {
     ambiguous: bool,
     awaiting_replay: bool,
     rr_left: u8,
+    rr_retries: u8,
     since_ack: u16,
     ack_now: bool,
     received_any: bool,
@@ -63,6 +64,7 @@ impl Rx {
             ambiguous: false,
             awaiting_replay: false,
             rr_left: 0,
+            rr_retries: 0,
             since_ack: 0,
             ack_now: false,
             received_any: false,
@@ -128,15 +130,19 @@ impl Rx {
         }
         self.awaiting_replay = true;
         self.rr_left = copies;
+        self.rr_retries = 0;
         true
     }
 
-    /// The replay-request retry timer fired: send the request again if still waiting.
-    pub(crate) fn retry_replay_request(&mut self, copies: u8) -> bool {
-        if self.awaiting_replay {
-            self.rr_left = copies;
+    /// The replay-request retry timer fired: send the request again if still waiting and
+    /// fewer than `max` retries were made for it.
+    pub(crate) fn retry_replay_request(&mut self, copies: u8, max: u8) -> bool {
+        if !self.awaiting_replay || self.rr_retries >= max {
+            return false;
         }
-        self.awaiting_replay
+        self.rr_retries = self.rr_retries.saturating_add(1);
+        self.rr_left = copies;
+        true
     }
 
     /// The full sequence number of a command flit's payload from its low 3 bits, if it

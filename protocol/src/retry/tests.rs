@@ -607,3 +607,65 @@ fn full_buffer_back_pressure() {
     assert_eq!(a.handle_flit(t(0), &[0u8; FLIT_LEN]), None);
     assert_eq!(a.stats().rx_while_down, 1);
 }
+
+#[test]
+fn empty_replays_do_not_count_toward_the_limit() {
+    // An ambiguous receiver asks for the next unsent flit; a peer with nothing new to send
+    // must not be driven into Fault by the request's retries.
+    let cfg = Config {
+        replay_limit: 2,
+        ..Config::default()
+    };
+    let (mut a, _) = up_pair(cfg);
+    submit_range(&mut a, 0..2);
+    let mut now = t(10);
+    out(&mut a, now).unwrap();
+    out(&mut a, now).unwrap();
+    let mut f = [0u8; FLIT_LEN];
+    let h = command_header(RxCommand::ReplayRequest(SeqNum::new(3).unwrap()), false, 0);
+    flit::emit(&mut f, &h, None, DlCrc::Bzip2).unwrap();
+    for _ in 0..10 {
+        now += Duration::from_us(1);
+        a.handle_timeout(now);
+        assert!(a.handle_flit(now, &f).is_none());
+    }
+    assert_eq!(a.state(), LinkState::Up);
+    assert_eq!(a.stats().empty_replays, 10);
+    assert_eq!(a.stats().replays, 0);
+    assert_eq!(a.buffered(), 0); // the request acknowledged 1 and 2
+                                 // The next new flit is explicit and marked ReplayStart.
+    a.submit(&body(7)).unwrap();
+    let f = out(&mut a, now).unwrap();
+    assert_eq!(
+        header(&f),
+        DlFlitHeader::Explicit(DlExplicitHeader {
+            op: 1,
+            payload: true,
+            flit_seq_no: 3
+        })
+    );
+}
+
+#[test]
+fn replay_request_retries_are_capped() {
+    let cfg = Config {
+        replay_request_retries: 2,
+        ..Config::default()
+    };
+    let (mut a, mut b) = up_pair(cfg);
+    submit_range(&mut a, 0..3);
+    let mut sink = Vec::new();
+    let now = t(10);
+    let _lost = out(&mut a, now).unwrap();
+    let f = out(&mut a, now).unwrap();
+    deliver(&mut b, now, &f, &mut sink);
+    while out(&mut b, now).is_some() {}
+    for _ in 0..5 {
+        if let Some(d) = b.poll_timeout() {
+            b.handle_timeout(d);
+            while out(&mut b, d).is_some() {}
+        }
+    }
+    assert_eq!(b.stats().replay_request_retries, 2);
+    assert!(b.awaiting_replay());
+}

@@ -257,11 +257,14 @@ impl<const CAP: usize> Tx<CAP> {
         RrOutcome::Rewound { freed: d, resend }
     }
 
-    /// Resend every unacknowledged flit (ack timeout); counts as a replay.
+    /// Resend every unacknowledged flit; counts toward the replay limit unless there is
+    /// nothing to resend (a request for the next unsent flit replays nothing).
     pub(crate) fn rewind(&mut self) -> u16 {
         self.next = 0;
         self.replay_start = true;
-        self.replays_since_progress = self.replays_since_progress.saturating_add(1);
+        if self.sent > 0 {
+            self.replays_since_progress = self.replays_since_progress.saturating_add(1);
+        }
         self.sent
     }
 
