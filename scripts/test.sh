@@ -17,6 +17,15 @@ if ! rustup target list --installed | grep -qx "$RISCV"; then
 fi
 rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+APT_UPDATED=0
+apt_install() {
+  [ "$APT_UPDATED" = 1 ] || { apt-get update; APT_UPDATED=1; }
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@"
+}
+# The image's backports qemu-utils conflicts with Debian's qemu-system-misc; the plain install
+# replaces it (podlink needs no qemu-img).
+command -v qemu-system-riscv32 >/dev/null 2>&1 || apt_install qemu-system-misc
+command -v llvm-size >/dev/null 2>&1 || apt_install llvm
 HAVE_NIGHTLY=0
 if rustup toolchain list | grep -q '^nightly'; then HAVE_NIGHTLY=1; fi
 if [ "$HAVE_NIGHTLY" = 1 ] && ! command -v cargo-fuzz >/dev/null 2>&1; then
@@ -38,6 +47,9 @@ cargo check -p podlink-protocol --no-default-features
 
 step "no_std build of podlink-protocol for $RISCV"
 cargo build -p podlink-protocol --no-default-features --target "$RISCV"
+
+step "switch firmware under QEMU (self-test, PERF targets)"
+./switch-fw/run-qemu.sh
 
 step "fuzz smoke run (${FUZZ_SECONDS}s per target)"
 if [ "$HAVE_NIGHTLY" = 1 ]; then

@@ -91,3 +91,36 @@ fn message_kind_mismatch_is_refused() {
     )
     .is_err());
 }
+
+#[test]
+fn tl_flit_items_round_trip() {
+    let data = cli::to_hex(&(0..256).map(|i| (i % 251) as u8 + 1).collect::<Vec<_>>());
+    let input = json!({"items": [
+        {"kind": "tl_uncompressed_request", "cmd": 41, "tag": 5, "len": 63, "addr": 64,
+         "srcaccid": 1, "dstaccid": 2, "numbeats": 3, "attr": 255, "data": data},
+        {"kind": "tl_uncompressed_request", "cmd": 3, "tag": 6, "len": 15, "addr": 128,
+         "srcaccid": 1, "dstaccid": 2},
+        {"kind": "credits", "req_cmd": 2, "rsp_cmd": 0, "req_data": 4, "rsp_data": 0},
+        {"kind": "message", "message": "tl_msg_initial_credit_release_complete"}
+    ]});
+    let bytes = cli::encode("tl_flit", &obj(input.clone())).unwrap();
+    assert_eq!(bytes.len() % 64, 0);
+    assert!(bytes.len() >= 5 * 64, "256 B of data alone is 4 flits");
+    let out = cli::decode("tl_flit", &bytes).unwrap();
+    let items = out["items"].as_array().unwrap();
+    assert_eq!(items.len(), 4, "{out:?}");
+    assert_eq!(items[0]["data"], input["items"][0]["data"]);
+    assert_eq!(items[0]["kind"], json!("tl_uncompressed_request"));
+    assert_eq!(items[1]["tag"], json!(6));
+    assert_eq!(items[2]["kind"], json!("credits"));
+    assert_eq!(items[2]["req_data"], json!(4));
+    assert_eq!(
+        items[3]["message"],
+        json!("tl_msg_initial_credit_release_complete")
+    );
+    assert_eq!(out["in_transfer"], json!(false));
+    // A write-full without its data is refused.
+    let bad = json!({"items": [{"kind": "tl_uncompressed_request", "cmd": 41, "len": 63}]});
+    assert!(cli::encode("tl_flit", &obj(bad)).is_err());
+    assert!(cli::decode("tl_flit", &bytes[..63]).is_err());
+}

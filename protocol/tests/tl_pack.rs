@@ -3,7 +3,7 @@
 //! * Random streams of requests, responses, credit returns and messages, packed into TL flits
 //!   and unpacked, come back exactly, in order (poisoned beats come back as zeros).
 //! * Every flit the packer emits obeys the packing rules, as checked by an independent checker
-//!   written here from `spec-notes/wire-tl.md` (it does not use the crate's `DataShape`).
+//!   written here from `spec-notes/wire.md` (it does not use the crate's `DataShape`).
 //! * Encoder and decoder address caches stay in step over random address streams, through the
 //!   packer and unpacker, and every compressed request obeys the compression rules.
 //! * Random bytes never make the unpacker panic.
@@ -289,7 +289,7 @@ fn build((sel, mut r, bytes, be): Seed) -> Owned {
     }
 }
 
-/// Independent statement of the data rules (`spec-notes/wire-tl.md#data-half-flit-count`):
+/// Independent statement of the data rules (`spec-notes/wire.md#data-half-flit-count`):
 /// (data bytes of a transfer, half-flits that follow its control field).
 fn rule(field: &TlField) -> (usize, usize) {
     match field {

@@ -4,6 +4,7 @@ use super::dl_kinds as dk;
 use super::json::{
     check_keys, json_u64, struct_from_json, struct_to_json, CliError, CliResult, JsonField,
 };
+use super::tl_kinds;
 use crate::json_struct;
 use podlink_protocol::wire::{
     self, crc::CRC32_BZIP2, DlCommandHeader, DlExplicitHeader, DlSegmentHeader, Ftype, TlField,
@@ -129,7 +130,13 @@ fn tl_decode(ftype: Ftype, bytes: &[u8]) -> CliResult<Obj> {
     }
     let f = TlField::parse(bytes)?;
     exact("TL field", bytes, f.buffer_len())?;
-    let mut m = match &f {
+    Ok(tl_field_to_json(&f).1)
+}
+
+/// (kind name, fields including `ftype`) of a TL control field.
+pub(super) fn tl_field_to_json(f: &TlField) -> (&'static str, Obj) {
+    let ftype = f.ftype();
+    let mut m = match f {
         TlField::FlowControl(x) => struct_to_json(x),
         TlField::UncompressedRequest(x) => struct_to_json(x),
         TlField::UncompressedResponse(x) => struct_to_json(x),
@@ -145,7 +152,17 @@ fn tl_decode(ftype: Ftype, bytes: &[u8]) -> CliResult<Obj> {
         m.insert("spare".into(), Value::from(0));
     }
     m.insert("ftype".into(), Value::from(ftype as u8));
-    Ok(m)
+    (ftype.name(), m)
+}
+
+/// A TL control field from its kind name and fields.
+pub(super) fn tl_field_from_json(kind: &str, m: &Obj) -> CliResult<TlField> {
+    let k = KINDS
+        .iter()
+        .find(|k| k.name == kind && k.name.starts_with("tl_") && k.name != "tl_flit")
+        .ok_or_else(|| CliError::UnknownKind(kind.to_string()))?;
+    let bytes = (k.encode)(m)?;
+    Ok(TlField::parse(&bytes)?)
 }
 
 fn check_ftype(m: &Obj, ftype: Ftype) -> CliResult<()> {
@@ -233,6 +250,12 @@ pub static KINDS: &[Kind] = &[
     tl_kind!("tl_compressed_request", "TL compressed request (FTYPE 3, 8 B)", CompressedRequest, CompressedRequest, &["ftype"]),
     tl_kind!("tl_compressed_response_single_beat_read", "TL compressed single-beat read response (FTYPE 4, 4 B)", CompressedReadResponse, CompressedReadResponse, &["ftype", "spare"]),
     tl_kind!("tl_compressed_response_write_or_multibeat_read", "TL compressed write / multi-beat read response (FTYPE 5, 4 B)", CompressedWriteResponse, CompressedWriteResponse, &["ftype", "spare"]),
+    Kind {
+        name: "tl_flit",
+        about: "TL flits, 64 B each: {items:[{kind: tl_* field | credits | message, ..., data, byte_enables, poisoned}]}",
+        decode: tl_kinds::decode,
+        encode: tl_kinds::encode,
+    },
     Kind {
         name: "dl_explicit_flit_header",
         about: "DL explicit flit header (3 B)",

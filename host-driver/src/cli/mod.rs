@@ -5,6 +5,7 @@
 mod dl_kinds;
 pub mod json;
 mod kinds;
+mod tl_kinds;
 
 pub use self::json::{parse_hex, parse_object, to_hex, CliError, CliResult};
 pub use self::kinds::{Kind, KINDS};

@@ -1,4 +1,4 @@
-//! Address compression (`spec-notes/wire-tl.md#address-compression`).
+//! Address compression (`spec-notes/wire.md#address-compression`).
 //!
 //! Each direction of a link has a pair of [`AddrCache`]s, one at the sender (encoder) and one
 //! at the receiver (decoder), each holding up to four 1 MB regions. An uncompressed request

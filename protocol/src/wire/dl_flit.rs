@@ -1,4 +1,4 @@
-//! The 640-byte DL flit (`spec-notes/wire-dl.md#dl-flit`).
+//! The 640-byte DL flit (`spec-notes/wire.md#dl-flit`).
 //!
 //! Layout (the public model's order; byte offsets):
 //!

@@ -1,5 +1,5 @@
 //! DL messages: 4-byte words carried in a segment's alternative sector
-//! (`spec-notes/wire-dl.md#dl-messages`).
+//! (`spec-notes/wire.md#dl-messages`).
 //!
 //! Every standard message word ends (bits 8..0) with `mtype:3 mclass:4 rsvd:1 compressed:1`;
 //! the 23 bits above are laid out per message, MSB first:

@@ -1,4 +1,4 @@
-//! The Ethernet profile frame (ETH-X / SUE style; `spec-notes/wire-eth.md`).
+//! The Ethernet profile frame (ETH-X / SUE style; `spec-notes/wire.md`).
 //!
 //! ```text
 //!  0      6      12   14           22                    22+64n   (len-4)
@@ -114,7 +114,7 @@ impl fmt::Display for EthAddr {
     }
 }
 
-/// How accelerator IDs map to MAC addresses (`spec-notes/wire-eth.md#addressing`).
+/// How accelerator IDs map to MAC addresses (`spec-notes/wire.md#addressing`).
 ///
 /// An accelerator's MAC is a pod-wide 4-byte prefix followed by the 10-bit accelerator ID
 /// as a big-endian 16-bit number (top 6 bits zero): `pp:pp:pp:pp:0h:ll`. The destination

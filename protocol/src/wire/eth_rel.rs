@@ -1,4 +1,4 @@
-//! The Ethernet profile's reliability header (`spec-notes/wire-eth.md#reliability-header`).
+//! The Ethernet profile's reliability header (`spec-notes/wire.md#reliability-header`).
 //!
 //! Eight bytes after the EtherType, podlink's own layout (public parsers disagree on where
 //! version and op sit), MSB-first like every podlink header:

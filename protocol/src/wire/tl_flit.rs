@@ -1,5 +1,5 @@
 //! 64 B TL flits, their half-flit kinds, TL messages and the packing rules
-//! (`spec-notes/wire-tl.md`).
+//! (`spec-notes/wire.md`).
 //!
 //! A TL flit is two 32 B half-flits (lower = bytes 0..32, sent first; upper = bytes 32..64),
 //! each made of eight 4 B sectors. A half-flit is one of:
@@ -236,7 +236,7 @@ pub fn is_nop(half: &[u8]) -> bool {
     half.iter().all(|&b| b == 0)
 }
 
-/// A TL message, carried in a message half-flit (`spec-notes/wire-tl.md#tl-messages`).
+/// A TL message, carried in a message half-flit (`spec-notes/wire.md#tl-messages`).
 ///
 /// podlink's encoding (the public facts give none), MSB-first in sector 0, the other seven
 /// sectors reserved (zero): `marker:4 (0xF) rsvd:4 mtype:8 beats:4 rsvd:1 tag:11`.
@@ -406,7 +406,7 @@ pub const fn merge_credits(a: FlowControl, b: FlowControl) -> FlowControl {
     }
 }
 
-/// The data that follows a control field (`spec-notes/wire-tl.md#data-half-flit-count`).
+/// The data that follows a control field (`spec-notes/wire.md#data-half-flit-count`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct DataShape {
     /// Meaningful data bytes (the last beat is padded with zeros to 64 B).

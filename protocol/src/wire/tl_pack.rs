@@ -1,4 +1,4 @@
-//! TL items and the streaming TL packer (`spec-notes/wire-tl.md#packing`).
+//! TL items and the streaming TL packer (`spec-notes/wire.md#packing`).
 //!
 //! The transaction engine pushes [`Item`]s (requests and responses with their data, credit
 //! returns, TL messages) into a [`TlPacker`] and the link layer polls 64 B TL flits out of it.

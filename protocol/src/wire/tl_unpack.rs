@@ -1,4 +1,4 @@
-//! The streaming TL unpacker (`spec-notes/wire-tl.md#packing`): 64 B TL flits back into
+//! The streaming TL unpacker (`spec-notes/wire.md#packing`): 64 B TL flits back into
 //! [`Item`]s, checking every packing rule.
 //!
 //! It keeps, across flits, the control half-flit being read and the transfer whose data
