@@ -378,6 +378,11 @@ impl<const VCS: usize> CbfcReceiver<VCS> {
         }
     }
 
+    /// Re-advertise every VC at the next [`CbfcReceiver::poll_update`] (e.g. after link up).
+    pub fn refresh_all(&mut self) {
+        self.dirty = [true; VCS];
+    }
+
     /// The next overrun event, if any.
     #[must_use]
     pub fn poll_event(&mut self) -> Option<CbfcOverrun> {

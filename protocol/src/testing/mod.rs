@@ -14,9 +14,11 @@
 
 #![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
 
+mod eth_end;
 mod retry_end;
 mod ualink_end;
 
+pub use self::eth_end::{EthEnd, VcLogs};
 pub use self::retry_end::{check_body, fill_body, DeliveryLog, RetryEnd};
 pub use self::ualink_end::{check_tl, fill_tl, UaEnd};
 
@@ -37,11 +39,14 @@ pub trait Endpoint {
     fn handle_link(&mut self, now: Instant, up: bool);
 }
 
-/// Timing of a [`LinkPair`].
+/// Timing of a [`LinkPair`]: a frame of `len` bytes occupies its end's transmitter for
+/// `frame_time + len × ps_per_byte`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PairConfig {
-    /// Serialization time of one frame: each end sends at most one frame per `frame_time`.
+    /// Fixed serialization time per frame (gaps, preamble).
     pub frame_time: Duration,
+    /// Serialization time per byte, in picoseconds.
+    pub ps_per_byte: u64,
 }
 
 impl Default for PairConfig {
@@ -49,8 +54,17 @@ impl Default for PairConfig {
         // One 640 B flit on a x4 200G port.
         PairConfig {
             frame_time: Duration::from_ps(6_400),
+            ps_per_byte: 0,
         }
     }
+}
+
+impl PairConfig {
+    /// An 800 Gb/s Ethernet port: 10 ps per byte plus 20 bytes of preamble and gap.
+    pub const ETHERNET_800G: PairConfig = PairConfig {
+        frame_time: Duration::from_ps(200),
+        ps_per_byte: 10,
+    };
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -191,8 +205,8 @@ impl<A: Endpoint, B: Endpoint, const SLOTS: usize, const MTU: usize> LinkPair<A,
             b.handle_timeout(now);
             pace_b.idle = false;
         }
-        transmit(a, pace_a, a_to_b, buf, now, cfg.frame_time);
-        transmit(b, pace_b, b_to_a, buf, now, cfg.frame_time);
+        transmit(a, pace_a, a_to_b, buf, now, cfg);
+        transmit(b, pace_b, b_to_a, buf, now, cfg);
         true
     }
 
@@ -237,14 +251,18 @@ fn transmit<E: Endpoint, const SLOTS: usize, const MTU: usize>(
     wire: &mut Wire<SLOTS, MTU>,
     buf: &mut [u8; MTU],
     now: Instant,
-    frame_time: Duration,
+    cfg: &PairConfig,
 ) {
     if pace.idle || pace.free_at > now {
         return;
     }
     match e.poll_transmit(now, buf) {
         Some(n) => {
-            let done = now.saturating_add(frame_time);
+            let bytes = u64::try_from(n).unwrap_or(u64::MAX);
+            let ser = cfg
+                .frame_time
+                .saturating_add(Duration::from_ps(bytes.saturating_mul(cfg.ps_per_byte)));
+            let done = now.saturating_add(ser);
             if let Some(frame) = buf.get(..n) {
                 let _ = wire.send(done, frame);
             }
