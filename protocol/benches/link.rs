@@ -1,6 +1,7 @@
 //! Link-layer throughput (criterion; stable harness): TL flits per second through a pair of
-//! composed UALink-profile links in virtual time, and DL flits per second through a pair of
-//! bare retry machines, each on a clean wire and at a flit error rate of 1e-3.
+//! composed UALink-profile links and a pair of Ethernet-profile links in virtual time, and DL
+//! flits per second through a pair of bare retry machines, each on a clean wire and at a
+//! flit (frame) error rate of 1e-3.
 //!
 //! Run: `cargo bench -p podlink-protocol --bench link`. This measures the protocol code (and
 //! the harness's wires), not a real link: virtual time costs nothing.
@@ -9,11 +10,13 @@ use core::hint::black_box;
 use core::time::Duration as StdDuration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use podlink_protocol::link::{UaLink, UaLinkConfig};
+use podlink_protocol::link::{EthLink, EthLinkConfig, UaLink, UaLinkConfig};
 use podlink_protocol::phy::{FaultConfig, FaultInjector, Probability, Wire};
 use podlink_protocol::retry::{Config, LinkRetry, LinkState, FLIT_LEN};
-use podlink_protocol::testing::{Endpoint, LinkPair, PairConfig, RetryEnd, UaEnd};
+use podlink_protocol::testing::{Endpoint, EthEnd, LinkPair, PairConfig, RetryEnd, UaEnd};
 use podlink_protocol::time::{Duration, Instant};
+use podlink_protocol::wire::eth::MAX_FRAME_LEN;
+use podlink_protocol::wire::AccelId;
 
 fn config() -> Criterion {
     Criterion::default()
@@ -30,9 +33,9 @@ fn faults(flit_error_rate: f64) -> FaultConfig {
     }
 }
 
-fn run<A: Endpoint, B: Endpoint>(
-    p: &mut LinkPair<A, B, 64, FLIT_LEN>,
-    done: impl FnMut(&mut LinkPair<A, B, 64, FLIT_LEN>) -> bool,
+fn run<A: Endpoint, B: Endpoint, const M: usize>(
+    p: &mut LinkPair<A, B, 64, M>,
+    done: impl FnMut(&mut LinkPair<A, B, 64, M>) -> bool,
 ) {
     p.set_link(true);
     assert!(p.drive_until(Instant::from_ps(u64::MAX / 2), done));
@@ -45,8 +48,12 @@ fn ualink(c: &mut Criterion) {
     for fer in [0.0, 1e-3] {
         g.bench_with_input(BenchmarkId::new("tl_flits", fer), &fer, |b, &fer| {
             b.iter(|| {
-                let wire =
-                    |s| Wire::new(FaultInjector::new(faults(fer), s), Duration::from_ns(100));
+                let wire = |s| {
+                    Wire::<64, FLIT_LEN>::new(
+                        FaultInjector::new(faults(fer), s),
+                        Duration::from_ns(100),
+                    )
+                };
                 let mut p = Box::new(LinkPair::new(
                     UaEnd::new(UaLink::<255, 128>::new(UaLinkConfig::default()), N),
                     UaEnd::new(UaLink::<255, 128>::new(UaLinkConfig::default()), 0),
@@ -72,8 +79,12 @@ fn retry(c: &mut Criterion) {
     for fer in [0.0, 1e-3] {
         g.bench_with_input(BenchmarkId::new("dl_flits", fer), &fer, |b, &fer| {
             b.iter(|| {
-                let wire =
-                    |s| Wire::new(FaultInjector::new(faults(fer), s), Duration::from_ns(100));
+                let wire = |s| {
+                    Wire::<64, FLIT_LEN>::new(
+                        FaultInjector::new(faults(fer), s),
+                        Duration::from_ns(100),
+                    )
+                };
                 let mut p = Box::new(LinkPair::new(
                     RetryEnd::new(LinkRetry::<255>::new(Config::default()), N),
                     RetryEnd::new(LinkRetry::<255>::new(Config::default()), 0),
@@ -92,9 +103,46 @@ fn retry(c: &mut Criterion) {
     g.finish();
 }
 
+fn ethernet(c: &mut Criterion) {
+    const N: u64 = 20_000;
+    let mut g = c.benchmark_group("ethernet_pair");
+    g.throughput(Throughput::Elements(N));
+    let id = |v| AccelId::new(v).unwrap();
+    let cfg = |l, r| EthLinkConfig {
+        local: id(l),
+        peer: id(r),
+        ..EthLinkConfig::default()
+    };
+    for fer in [0.0, 1e-3] {
+        g.bench_with_input(BenchmarkId::new("tl_flits", fer), &fer, |b, &fer| {
+            b.iter(|| {
+                let wire = |s| {
+                    Wire::<64, MAX_FRAME_LEN>::new(
+                        FaultInjector::new(faults(fer), s),
+                        Duration::from_ns(200),
+                    )
+                };
+                let mut p = Box::new(LinkPair::new(
+                    EthEnd::<8, 64, 128>::new(EthLink::new(cfg(1, 2), Instant::ZERO), id(2), 4, N),
+                    EthEnd::<8, 64, 128>::new(EthLink::new(cfg(2, 1), Instant::ZERO), id(1), 4, 0),
+                    wire(1),
+                    wire(2),
+                    PairConfig::ETHERNET_800G,
+                ));
+                run(&mut p, |p| {
+                    p.b.logs.delivered() == N && p.a.link.is_idle()
+                        || p.a.link.state() == LinkState::Fault
+                });
+                black_box(p.b.logs.delivered())
+            })
+        });
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = config();
-    targets = ualink, retry
+    targets = ualink, retry, ethernet
 }
 criterion_main!(benches);
