@@ -643,3 +643,192 @@ impl<const FRAMES: usize, const MAXF: usize, const TXQ: usize> EthLink<FRAMES, M
         Some(n)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::eth::MAX_FRAME_LEN;
+    use std::boxed::Box;
+    use std::vec::Vec;
+
+    type L = EthLink<4, 8, 64>;
+
+    struct Got(Vec<[u8; TL_FLIT_LEN]>);
+    impl TlSink for Got {
+        fn tl_flit(&mut self, f: &[u8; TL_FLIT_LEN]) {
+            self.0.push(*f);
+        }
+    }
+
+    fn id(v: u16) -> AccelId {
+        AccelId::new(v).unwrap()
+    }
+
+    fn link(local: u16, peer: u16, max_flits: usize) -> Box<L> {
+        let cfg = EthLinkConfig {
+            local: id(local),
+            peer: id(peer),
+            max_flits,
+            retransmit_limit: 2,
+            ..EthLinkConfig::default()
+        };
+        let mut l = Box::new(L::new(cfg, Instant::ZERO));
+        l.handle_link_up(Instant::ZERO);
+        l
+    }
+
+    fn frames(l: &mut L, now: Instant) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut buf = [0u8; MAX_FRAME_LEN];
+        while let Some(n) = l.poll_transmit(now, &mut buf) {
+            out.push(buf[..n].to_vec());
+        }
+        out
+    }
+
+    fn op(f: &[u8]) -> Option<RelOp> {
+        if eth_cbfc::is_cbfc(f) {
+            return None;
+        }
+        Frame::new_checked(f)
+            .and_then(|fr| Repr::parse(&fr))
+            .map(|r| r.rel.op)
+            .ok()
+    }
+
+    /// Exchange credit frames so both ends can send.
+    fn pair() -> (Box<L>, Box<L>) {
+        let (mut a, mut b) = (link(1, 2, 2), link(2, 1, 2));
+        let t = Instant::ZERO;
+        let mut sink = Got(Vec::new());
+        for f in frames(&mut a, t) {
+            b.handle_frame(t, &f, &mut sink);
+        }
+        for f in frames(&mut b, t) {
+            a.handle_frame(t, &f, &mut sink);
+        }
+        assert_eq!(a.credits(Vc::new(0).unwrap()), 512);
+        (a, b)
+    }
+
+    fn submit(l: &mut L, vc: u8, n: u8) {
+        for i in 0..n {
+            l.submit_tl_flit(id(2), Vc::new(vc).unwrap(), &[i + 1; TL_FLIT_LEN])
+                .unwrap();
+        }
+    }
+
+    #[test]
+    fn frames_per_destination_and_coalesced_acks() {
+        let (mut a, mut b) = pair();
+        let t = Instant::ZERO;
+        submit(&mut a, 0, 8); // 4 frames of 2 flits
+        a.submit_tl_flit(id(3), Vc::new(0).unwrap(), &[9; TL_FLIT_LEN])
+            .unwrap();
+        let fs = frames(&mut a, t);
+        assert_eq!(fs.len(), 4); // the ring holds 4 frames: the fifth waits
+        let mut got = Got(Vec::new());
+        for f in &fs {
+            b.handle_frame(t, f, &mut got);
+        }
+        assert_eq!(got.0.len(), 8);
+        let back = frames(&mut b, t);
+        assert_eq!(back.iter().filter(|f| op(f) == Some(RelOp::Ack)).count(), 1);
+        for f in &back {
+            a.handle_frame(t, f, &mut got);
+        }
+        assert_eq!(a.stats().acks_accepted, 1);
+        // Room again: the flit for accelerator 3 goes in a frame of its own.
+        let fs = frames(&mut a, t);
+        assert_eq!(fs.len(), 1);
+        let r = Repr::parse(&Frame::new_checked(&fs[0][..]).unwrap()).unwrap();
+        assert_eq!(r.dst_accel(&MacScheme::DEFAULT), Some(id(3)));
+        assert_eq!(r.flits.len(), 1);
+    }
+
+    #[test]
+    fn gap_gets_one_nack_and_go_back() {
+        let (mut a, mut b) = pair();
+        let t = Instant::ZERO;
+        submit(&mut a, 1, 8);
+        let fs = frames(&mut a, t);
+        let mut got = Got(Vec::new());
+        for f in fs.iter().skip(1) {
+            b.handle_frame(t, f, &mut got); // PSN 0 lost
+        }
+        assert!(got.0.is_empty());
+        assert_eq!(b.stats().out_of_order, 3);
+        let back = frames(&mut b, t);
+        assert_eq!(
+            back.iter().filter(|f| op(f) == Some(RelOp::Nack)).count(),
+            1
+        );
+        for f in &back {
+            a.handle_frame(t, f, &mut got);
+        }
+        assert_eq!(a.stats().nacks_received, 1);
+        let again = frames(&mut a, t);
+        assert_eq!(again.len(), 4);
+        assert_eq!(a.stats().frames_resent, 4);
+        for f in &again {
+            b.handle_frame(t, f, &mut got);
+        }
+        assert_eq!(got.0.len(), 8);
+        // Duplicates are dropped and acknowledged.
+        b.handle_frame(t, &again[0], &mut got);
+        assert_eq!(b.stats().duplicates, 1);
+        assert_eq!(got.0.len(), 8);
+    }
+
+    #[test]
+    fn acks_outside_the_window_and_timeouts() {
+        let (mut a, _) = pair();
+        let t = Instant::ZERO;
+        submit(&mut a, 2, 2);
+        assert_eq!(frames(&mut a, t).len(), 1);
+        let mut bogus = [0u8; MAX_FRAME_LEN];
+        let rel = RelHeader {
+            op: RelOp::Ack,
+            vc: Vc::new(2).unwrap(),
+            src: id(2),
+            ack_psn: Psn(40),
+            ..RelHeader::default()
+        };
+        let n = Repr::new(&MacScheme::DEFAULT, id(1), rel, &[])
+            .emit(&mut bogus)
+            .unwrap();
+        a.handle_frame(t, &bogus[..n], &mut Got(Vec::new()));
+        assert_eq!(a.stats().acks_out_of_window, 1);
+        // No ack: go back twice, then Fault.
+        for k in 1..=3u64 {
+            let d = a.timers.get(EthTimer::Retransmit as usize).unwrap();
+            a.handle_timeout(d);
+            assert_eq!(a.stats().retransmit_timeouts, k);
+        }
+        assert_eq!(a.state(), LinkState::Fault);
+        assert_eq!(a.stats().faults, 1);
+        assert!(matches!(
+            a.submit_tl_flit(id(2), Vc::new(0).unwrap(), &[1; TL_FLIT_LEN]),
+            Err(super::super::TxError::Fault)
+        ));
+        a.reset(Instant::from_ps(1));
+        assert_eq!(a.state(), LinkState::Idle);
+    }
+
+    #[test]
+    fn down_drops_input_and_garbage_is_counted() {
+        let (mut a, mut b) = pair();
+        let t = Instant::ZERO;
+        submit(&mut a, 0, 2);
+        let fs = frames(&mut a, t);
+        b.handle_link_down(t);
+        b.handle_frame(t, &fs[0], &mut Got(Vec::new()));
+        assert_eq!(b.stats().rx_while_down, 1);
+        b.handle_link_up(t);
+        b.handle_frame(t, &fs[0][..20], &mut Got(Vec::new()));
+        let mut bad = fs[0].clone();
+        bad[30] ^= 1;
+        b.handle_frame(t, &bad, &mut Got(Vec::new()));
+        assert_eq!((b.stats().parse_errors, b.stats().fcs_errors), (1, 1));
+    }
+}
