@@ -20,7 +20,7 @@
 //! A receiver that lost its place re-synchronises at the first segment without an
 //! alternative sector, whose header gives the offset of the first TL flit start.
 
-use super::dl_flit::{segment_range, DlFlit, FLIT_LEN, PAYLOAD_LEN, SEGMENT_COUNT};
+use super::dl_flit::{segment_range, DlFlit, FLIT_LEN, PAYLOAD_LEN, SEGMENT_COUNT, SEGMENT_SIZES};
 use super::dl_header::{FlitHeader, SegmentHeader};
 use super::dl_msg::{nom_message, DlMessage, MessageSpace, NomError};
 use super::{check_out, crc::DlCrc, Error, Result};
@@ -106,6 +106,16 @@ impl SegmentInfo {
             dl_alt_sector,
         }
     }
+}
+
+/// The header byte of a TL-only segment (no alternative sector): the same bits
+/// [`SegmentInfo::to_header`] emits, computed directly for the unpacker's fast path.
+const fn tl_segment_header_byte(carry: usize, starts: usize) -> u8 {
+    let carry = carry as u8;
+    (((starts >= 2) as u8) << 7)
+        | (((carry >> 4) & 3) << 5)
+        | (((starts >= 1) as u8) << 4)
+        | (((carry >> 2) & 3) << 2)
 }
 
 /// TL flits starting in an area of `len` bytes whose first `carry` bytes finish an earlier one.
@@ -480,6 +490,13 @@ impl DlUnpacker {
     ) -> core::result::Result<UnpackStats, UnpackError> {
         flit.check_len()
             .map_err(|error| UnpackError { segment: 0, error })?;
+        // Fast path: a flit of TL data only, whose five segment headers are exactly those the
+        // stream position implies, is one contiguous run of TL bytes.
+        if self.synced && flit.segment_header_bytes() == self.expected_tl_headers() {
+            let mut stats = UnpackStats::default();
+            self.feed(flit.payload(), sink, &mut stats);
+            return Ok(stats);
+        }
         // Check the whole flit first (no TL bytes are moved), so that an error delivers nothing.
         self.clone()
             .walk::<T, NullSink, false>(flit, &mut NullSink)?;
@@ -600,12 +617,28 @@ impl DlUnpacker {
     /// Hand one complete TL flit to the sink, or drop and count it if it is a NOP.
     #[inline]
     fn deliver<S: UnpackSink + ?Sized>(f: &[u8; TL_FLIT_LEN], sink: &mut S, st: &mut UnpackStats) {
-        if f.iter().all(|b| *b == 0) {
+        // A NOP is all zeros; a real flit almost always differs in its first word.
+        let (head, _) = f.split_first_chunk::<8>().unwrap_or((&[1; 8], &[]));
+        if u64::from_ne_bytes(*head) == 0 && f.iter().all(|b| *b == 0) {
             st.nop_flits = st.nop_flits.saturating_add(1);
         } else {
             st.tl_flits = st.tl_flits.saturating_add(1);
             sink.tl_flit(f);
         }
+    }
+
+    /// The segment headers of a flit that carries only TL data, continuing from the current
+    /// stream position.
+    fn expected_tl_headers(&self) -> [u8; SEGMENT_COUNT] {
+        let mut out = [0u8; SEGMENT_COUNT];
+        let mut have = self.have;
+        for (i, o) in out.iter_mut().enumerate() {
+            let size = SEGMENT_SIZES.get(i).copied().unwrap_or(0);
+            let carry = TL_FLIT_LEN.saturating_sub(have) % TL_FLIT_LEN;
+            *o = tl_segment_header_byte(carry, starts_in(carry, size));
+            have = have.saturating_add(size) % TL_FLIT_LEN;
+        }
+        out
     }
 
     fn carry_or_full(&self) -> usize {
@@ -1087,5 +1120,43 @@ mod tests {
         assert_eq!(&f[..3], &[0x10, 0x01, 0x00]);
         p.reset();
         assert_eq!(p.carry_bytes(), 0);
+    }
+}
+
+#[cfg(test)]
+mod fast_path_tests {
+    use super::*;
+    use crate::wire::dl_header::ExplicitHeader;
+
+    struct Src(u8);
+    impl PackSource for Src {
+        fn next_tl_flit(&mut self, out: &mut [u8; TL_FLIT_LEN]) -> bool {
+            self.0 = self.0.wrapping_add(1) | 1;
+            *out = [self.0; TL_FLIT_LEN];
+            true
+        }
+    }
+
+    #[test]
+    fn packed_tl_only_flits_take_the_fast_path() {
+        let mut p = DlPacker::new();
+        let mut un = DlUnpacker::new();
+        let mut src = Src(0);
+        for i in 0..20u16 {
+            let mut buf = [0u8; FLIT_LEN];
+            let h = FlitHeader::Explicit(ExplicitHeader {
+                op: 0,
+                payload: true,
+                flit_seq_no: i + 1,
+            });
+            p.pack_flit(&mut src, &h, DlCrc::Bzip2, &mut buf).unwrap();
+            let f = DlFlit::new_unchecked(&buf[..]);
+            assert_eq!(
+                f.segment_header_bytes(),
+                un.expected_tl_headers(),
+                "flit {i}"
+            );
+            un.unpack(&f, &mut NullSink).unwrap();
+        }
     }
 }
