@@ -39,6 +39,6 @@ pub mod phy;
 pub mod retry;
 pub mod testing;
 pub mod time;
-pub mod txn;
 mod timer;
+pub mod txn;
 pub mod wire;

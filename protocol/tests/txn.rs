@@ -399,3 +399,38 @@ mod props {
         }
     }
 }
+
+#[test]
+fn model_over_clean_links() {
+    let cfg = ModelConfig {
+        seed: 61,
+        ops: 400,
+        requesters: 2,
+        completers: 2,
+        partitions: 2,
+        ..ModelConfig::default()
+    };
+    let r = model::run_linked(cfg, 0.0);
+    assert!(r.is_clean(), "{}\n{:#?}", r.to_json(), r.details);
+    assert!(r.partition_denied > 0);
+}
+
+#[test]
+fn model_over_lossy_links() {
+    for (seed, rate) in [(71, 1e-3), (72, 1e-2)] {
+        let cfg = ModelConfig {
+            seed,
+            ops: 400,
+            requesters: 2,
+            completers: 2,
+            ..ModelConfig::default()
+        };
+        let r = model::run_linked(cfg, rate);
+        assert!(
+            r.is_clean(),
+            "rate {rate}: {}\n{:#?}",
+            r.to_json(),
+            r.details
+        );
+    }
+}

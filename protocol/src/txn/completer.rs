@@ -134,11 +134,14 @@ struct Pending {
     beats: u8,
     next: u8,
     poisoned: u8,
+    /// The request's credits, returned when the last response field leaves.
+    req_pool: Pool,
+    req_beats: u8,
     data: [u8; MAX_DATA_BYTES],
 }
 
 impl Pending {
-    const fn new(tag: Tag, dst: AccelId, vc: Vc, rd_wr: bool) -> Self {
+    const fn new(tag: Tag, dst: AccelId, vc: Vc, rd_wr: bool, credit: (Pool, u8)) -> Self {
         Pending {
             tag,
             dst,
@@ -148,6 +151,8 @@ impl Pending {
             beats: 0,
             next: 0,
             poisoned: 0,
+            req_pool: credit.0,
+            req_beats: credit.1,
             data: [0; MAX_DATA_BYTES],
         }
     }
@@ -159,6 +164,10 @@ impl Pending {
 /// against the memory target at once and queues the response); send what
 /// [`poll_transmit`](Self::poll_transmit) writes; drain [`poll_event`](Self::poll_event).
 /// The completer has no timers.
+///
+/// A request's credits go back to the requester when its last response field leaves: the
+/// response slot is the buffer the request credit stands for. Grant the peer at most `Q`
+/// request-command credits and the completer is never busy.
 pub struct Completer<const Q: usize> {
     config: CompleterConfig,
     partitions: PartitionTable,
@@ -215,8 +224,10 @@ impl<const Q: usize> Completer<Q> {
         self.decoder.clear();
     }
 
-    /// A received request: check, execute against `target`, queue the response, and
-    /// return the request's credits through `credits`.
+    /// A received request: check, execute against `target` and queue the response. The
+    /// request's credits are returned through `credits` at once if no response follows (a
+    /// misrouted request), else by [`poll_transmit`](Self::poll_transmit) with the last
+    /// response field.
     ///
     /// Requests must be offered in the order they arrived (compressed requests depend on
     /// the address cache that earlier requests loaded).
@@ -245,12 +256,7 @@ impl<const Q: usize> Completer<Q> {
         }
         let shape = t.check();
         let beats = shape.map_or(t.data.len().div_ceil(BEAT_BYTES), |s| s.beats);
-        credits.release(
-            Flow::Request,
-            vc,
-            Pool::from_bit(pool),
-            beats.min(MAX_BEATS) as u8,
-        );
+        let credit = (Pool::from_bit(pool), beats.min(MAX_BEATS) as u8);
         self.stats.requests += 1;
         let req = match self.decoder.decode_request(&t.field) {
             Ok(r) => r,
@@ -258,13 +264,14 @@ impl<const Q: usize> Completer<Q> {
                 if let crate::wire::ExpandError::WayNotLoaded(way) = e {
                     self.push_event(CompleterEvent::AddrCacheMiss { src, way });
                 }
-                let mut p = Pending::new(tag, src, vc, !t.data.is_empty());
+                let mut p = Pending::new(tag, src, vc, !t.data.is_empty(), credit);
                 p.status = self.malformed();
                 self.refuse(p);
                 return Ok(());
             }
         };
         if req.dstaccid != self.config.local {
+            credits.release(Flow::Request, vc, credit.0, credit.1);
             self.stats.misrouted += 1;
             self.push_event(CompleterEvent::Misrouted {
                 src,
@@ -272,7 +279,7 @@ impl<const Q: usize> Completer<Q> {
             });
             return Ok(());
         }
-        let mut p = Pending::new(tag, src, vc, write_type(req.cmd));
+        let mut p = Pending::new(tag, src, vc, write_type(req.cmd), credit);
         p.status = if !self.partitions.is_member(src, self.config.partition) {
             Status::PARTITION_DENIED
         } else if shape.is_err() {
@@ -442,6 +449,7 @@ impl<const Q: usize> Completer<Q> {
         let poisoned = (p.poisoned >> p.next) & ((1u8 << chunk) - 1);
         p.next += chunk;
         if last {
+            credits.release(Flow::Request, p.vc, p.req_pool, p.req_beats);
             let _ = self.queue.remove(pos);
         }
         self.stats.responses_sent += 1;
@@ -793,13 +801,14 @@ mod tests {
         let r = request(Opcode::Read, 0, 4);
         c.handle_request(Instant::ZERO, &r.as_transfer(), &mut m, &mut g)
             .unwrap();
-        assert_eq!(g.req_released, 5 + 1);
+        assert_eq!(g.req_released, 0, "request credits wait for the response");
         // The read response needs 5 credits: the write response passes it.
         let o = c.poll_transmit(Instant::ZERO, &mut g).unwrap();
         let TlField::UncompressedResponse(r) = o.field else {
             unreachable!()
         };
         assert!(r.rd_wr && r.pool);
+        assert_eq!(g.req_released, 5);
         assert!(c.poll_transmit(Instant::ZERO, &mut g).is_none());
         g.rsp_allowed = 5;
         assert_eq!(

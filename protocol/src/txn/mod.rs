@@ -47,6 +47,7 @@ mod buf;
 mod completer;
 mod credit;
 mod enables;
+mod endpoint;
 mod partition;
 mod queue;
 mod request;
@@ -62,6 +63,7 @@ pub use self::completer::{
 };
 pub use self::credit::{CreditGate, Flow, Pool, Unlimited};
 pub use self::enables::{ByteEnables, REGION_BYTES};
+pub use self::endpoint::{Endpoint, EndpointConfig, EndpointEvent, EndpointStats, ReadSink};
 pub use self::partition::PartitionTable;
 pub use self::request::{OpKind, Operation, Request, SubmitError, ADDR_LIMIT};
 pub use self::requester::{

@@ -148,6 +148,8 @@ pub struct Report {
     pub compressed: u64,
     /// TL flits sent (packed transport; not printed).
     pub flits: u64,
+    /// Linked mode: DL flits that arrived corrupted and were replayed (not printed).
+    pub link_errors: u64,
     /// Human-readable notes on the first mismatches.
     pub details: Vec<String>,
 }
@@ -243,6 +245,26 @@ impl CreditGate for ReturnTo<'_> {
     }
 }
 
+/// A completer's sending gate: response credits from its own loop; a request's credits,
+/// released with its last response, are held until the harness knows the requester.
+struct CplGate<'a> {
+    tx: &'a mut CreditLoop,
+    released: Option<(Vc, u8)>,
+}
+
+impl CreditGate for CplGate<'_> {
+    fn try_consume(&mut self, flow: Flow, vc: Vc, beats: u8) -> Option<Pool> {
+        self.tx.try_consume(flow, vc, beats)
+    }
+    fn release(&mut self, flow: Flow, vc: Vc, _: Pool, beats: u8) {
+        assert_eq!(flow, Flow::Request);
+        assert!(
+            self.released.replace((vc, beats)).is_none(),
+            "one release per response"
+        );
+    }
+}
+
 /// One operation as the model knows it.
 #[derive(Clone, Debug)]
 pub struct OpRec {
@@ -266,6 +288,8 @@ pub struct OpRec {
     pub got_mask: Vec<bool>,
     pub completions: u32,
     pub result: Option<Result<Option<u64>, TxnError>>,
+    /// Linked mode: the status the model expects (computed at submission).
+    pub expected_status: Option<Status>,
 }
 
 impl OpRec {
@@ -374,6 +398,12 @@ impl Model {
 
     /// A random operation for requester `req` (not yet submitted: `id` is filled later).
     pub fn generate(&mut self, req: usize) -> OpRec {
+        self.generate_in(req, None)
+    }
+
+    /// A random operation; with `window` = (lo, hi, mapped end) every non-hot address lies in
+    /// `lo..hi`, and unmapped operations lie wholly beyond the mapped end.
+    pub fn generate_in(&mut self, req: usize, window: Option<(u64, u64, u64)>) -> OpRec {
         let cfg = &self.cfg;
         let rng = &mut self.rng;
         let mine: Vec<usize> = (0..cfg.completers)
@@ -387,10 +417,11 @@ impl Model {
         let vc = Vc::new(rng.below(4) as u8).unwrap();
         let unmapped = rng.chance(0.03);
         let span = |rng: &mut Rng, max_len: u64| -> u64 {
-            if unmapped {
-                MEM as u64 - 128 + rng.below(512)
-            } else {
-                64 + rng.below(MEM as u64 - 64 - max_len)
+            match (window, unmapped) {
+                (Some((_, _, end)), true) => end + rng.below(4096),
+                (Some((lo, hi, _)), false) => lo + rng.below(hi - lo - max_len),
+                (None, true) => MEM as u64 - 128 + rng.below(512),
+                (None, false) => 64 + rng.below(MEM as u64 - 64 - max_len),
             }
         };
         let mut rec = OpRec {
@@ -414,6 +445,7 @@ impl Model {
             got_mask: Vec::new(),
             completions: 0,
             result: None,
+            expected_status: None,
         };
         match rng.below(100) {
             0..=21 => {
@@ -999,7 +1031,11 @@ pub fn run_direct(cfg: ModelConfig) -> Report {
         // Responses out.
         for (j, (c, _, credits)) in cpls.iter_mut().enumerate() {
             for _ in 0..4 {
-                let Some(t) = c.poll_transmit(now, credits) else {
+                let mut gate = CplGate {
+                    tx: credits,
+                    released: None,
+                };
+                let Some(t) = c.poll_transmit(now, &mut gate) else {
                     break;
                 };
                 if let Err(e) = t.check() {
@@ -1018,6 +1054,10 @@ pub fn run_direct(cfg: ModelConfig) -> Report {
                 }
                 let i = usize::from(dst.get()) - 1;
                 to_req[j][i].send(&t);
+                if let Some((vc, beats)) = gate.released {
+                    sides[i].credits.give(vc, beats);
+                    releases += 1;
+                }
             }
         }
         // Deliver a random selection.
@@ -1115,3 +1155,365 @@ pub fn run_direct(cfg: ModelConfig) -> Report {
 
 /// Keep a few names used only by some includers.
 pub fn _unused(_: Tag, _: Opcode, _: &mut dyn MemoryTarget) {}
+
+// ---------------------------------------------------------------------------------------------
+// Linked mode: endpoints over lossy links.
+
+use podlink_protocol::phy::{FaultConfig, FaultInjector, Probability, Wire};
+use podlink_protocol::retry::FLIT_LEN as DL_FLIT_LEN;
+use podlink_protocol::testing::{LinkPair, PairConfig};
+use podlink_protocol::txn::{
+    ByteEnables, Endpoint, EndpointConfig, ReadData, ReadSink, TargetError,
+};
+use core::cell::RefCell;
+use std::rc::Rc;
+
+/// Bytes of each requester's private window on each completer.
+pub const WINDOW: u64 = 2048;
+/// The first window starts here (below: the hot counters).
+pub const WINDOW_BASE: u64 = 256;
+
+/// A completer's memory, shared by all its ports.
+#[derive(Clone)]
+pub struct SharedMem(pub Rc<RefCell<Vec<u8>>>);
+
+impl SharedMem {
+    fn range(&self, addr: u64, len: usize) -> Result<core::ops::Range<usize>, TargetError> {
+        let a = usize::try_from(addr).map_err(|_| TargetError::NotMapped)?;
+        let end = a.checked_add(len).ok_or(TargetError::NotMapped)?;
+        if end > self.0.borrow().len() {
+            return Err(TargetError::NotMapped);
+        }
+        Ok(a..end)
+    }
+}
+
+impl MemoryTarget for SharedMem {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), TargetError> {
+        let r = self.range(addr, buf.len())?;
+        buf.copy_from_slice(&self.0.borrow()[r]);
+        Ok(())
+    }
+    fn write(&mut self, addr: u64, data: &[u8], en: &ByteEnables) -> Result<(), TargetError> {
+        let r = self.range(addr, data.len())?;
+        let mut m = self.0.borrow_mut();
+        for (i, (d, s)) in m[r].iter_mut().zip(data).enumerate() {
+            if en.get(i) {
+                *d = *s;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ReadSink for SharedMem {
+    fn read_data(&mut self, _: ReadData<'_>) {}
+}
+
+/// A requester port's host: serves no memory, collects read data.
+#[derive(Default)]
+pub struct Collector {
+    pub reads: Vec<(OpId, u32, Vec<u8>)>,
+}
+
+impl MemoryTarget for Collector {
+    fn read(&mut self, _: u64, _: &mut [u8]) -> Result<(), TargetError> {
+        Err(TargetError::NotMapped)
+    }
+    fn write(&mut self, _: u64, _: &[u8], _: &ByteEnables) -> Result<(), TargetError> {
+        Err(TargetError::NotMapped)
+    }
+}
+
+impl ReadSink for Collector {
+    fn read_data(&mut self, d: ReadData<'_>) {
+        self.reads.push((d.op, d.offset, d.data.to_vec()));
+    }
+}
+
+pub type ReqEnd = Endpoint<Collector, 64, 32, 64, 16, 128, 64>;
+pub type CplEnd = Endpoint<SharedMem, 16, 4, 16, 32, 128, 64>;
+pub type Pair = LinkPair<ReqEnd, CplEnd, 64, DL_FLIT_LEN>;
+
+/// Link faults for a flit error rate: each DL flit is hit by a 16-bit burst with
+/// probability `rate` (the lossy_link example's model).
+pub fn faults(rate: f64) -> FaultConfig {
+    FaultConfig {
+        burst_rate: Probability::from_f64(rate),
+        burst_len: 16,
+        ..FaultConfig::default()
+    }
+}
+
+/// One requester–completer link with its endpoints.
+pub fn make_pair(cfg: &ModelConfig, i: usize, j: usize, mem: SharedMem, rate: f64) -> Box<Pair> {
+    let mut rc = RequesterConfig::new(accel_of_requester(i));
+    rc.partition = partition_of_requester(cfg, i);
+    rc.ordering = cfg.ordering;
+    rc.compress_requests = cfg.compress;
+    let mut cc = CompleterConfig::new(accel_of_completer(j));
+    cc.partition = partition_of_completer(cfg, j);
+    cc.beats_per_response = cfg.beats_per_response;
+    cc.compress_responses = cfg.compress;
+    let mut a_cfg = EndpointConfig::new(rc, CompleterConfig::new(accel_of_requester(i)));
+    a_cfg.partitions = PartitionTable::empty();
+    let mut b_cfg = EndpointConfig::new(RequesterConfig::new(accel_of_completer(j)), cc);
+    b_cfg.partitions = partition_table(cfg);
+    let seed = cfg.seed ^ ((i as u64) << 32 | j as u64).wrapping_mul(0x9e37_79b9);
+    let wire = |s: u64| Wire::new(FaultInjector::new(faults(rate), s), Duration::from_ns(100));
+    let mut p = Box::new(LinkPair::new(
+        Endpoint::new(a_cfg, Collector::default()),
+        Endpoint::new(b_cfg, mem),
+        wire(seed),
+        wire(seed.wrapping_mul(31).wrapping_add(7)),
+        PairConfig::default(),
+    ));
+    p.set_link(true);
+    p
+}
+
+/// Run the model with every requester–completer pair on its own lossy link (flit error
+/// rate `rate`). Each requester owns a private window on every completer, and each pair uses
+/// one VC, so the results of plain operations follow from submission order; the hot counters
+/// are shared and checked by sum and by unique CAS winners.
+pub fn run_linked(cfg: ModelConfig, rate: f64) -> Report {
+    // Endpoints and wires are large value types: build them on a roomy stack.
+    std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(move || run_linked_here(cfg, rate))
+        .expect("spawn")
+        .join()
+        .expect("the linked run panicked")
+}
+
+fn run_linked_here(cfg: ModelConfig, rate: f64) -> Report {
+    let mut model = Model::new(cfg.clone());
+    let mem_len = WINDOW_BASE + WINDOW * cfg.requesters as u64;
+    model.ref_mem = vec![vec![0; mem_len as usize]; cfg.completers];
+    let mems: Vec<SharedMem> = (0..cfg.completers)
+        .map(|_| SharedMem(Rc::new(RefCell::new(vec![0; mem_len as usize]))))
+        .collect();
+    let mut pairs: Vec<Vec<Box<Pair>>> = (0..cfg.requesters)
+        .map(|i| {
+            (0..cfg.completers)
+                .map(|j| make_pair(&cfg, i, j, mems[j].clone(), rate))
+                .collect()
+        })
+        .collect();
+    // (pair, op id) → model index.
+    let mut index: HashMap<(usize, usize, OpId), usize> = HashMap::new();
+    let mut pending: Vec<Option<OpRec>> = vec![None; cfg.requesters];
+    let mut submitted = vec![0usize; cfg.requesters];
+    let mut t = Instant::ZERO;
+    let slice = Duration::from_ns(200);
+    let deadline = Instant::ZERO + Duration::from_ms(200);
+    loop {
+        for i in 0..cfg.requesters {
+            let lo = WINDOW_BASE + WINDOW * i as u64;
+            let window = Some((lo, lo + WINDOW, mem_len));
+            while submitted[i] < cfg.quota(i) {
+                let mut rec = match pending[i].take() {
+                    Some(r) => r,
+                    None => model.generate_in(i, window),
+                };
+                rec.vc = Vc::new(((i + rec.dst) % 4) as u8).unwrap();
+                let p = &mut pairs[i][rec.dst];
+                if p.a.requester().ops_open() >= cfg.max_open {
+                    pending[i] = Some(rec);
+                    break;
+                }
+                let now = p.now();
+                let request = Request {
+                    dst: accel_of_completer(rec.dst),
+                    vc: rec.vc,
+                    op: rec.operation(),
+                };
+                match p.a.submit(now, &request) {
+                    Ok(id) => {
+                        rec.id = id;
+                        model.expect_sequential(&mut rec);
+                        index.insert((i, rec.dst, id), model.ops.len());
+                        model.ops.push(rec);
+                        model.report.ops += 1;
+                        submitted[i] += 1;
+                        p.wake();
+                    }
+                    Err(SubmitError::QueueFull { .. } | SubmitError::OpTableFull) => {
+                        pending[i] = Some(rec);
+                        break;
+                    }
+                    Err(e) => panic!("generator made an invalid op {rec:?}: {e}"),
+                }
+            }
+        }
+        t += slice;
+        let mut busy = false;
+        for (i, row) in pairs.iter_mut().enumerate() {
+            for (j, p) in row.iter_mut().enumerate() {
+                p.drive(t);
+                p.advance_to(t);
+                for (id, off, data) in p.a.host_mut().reads.drain(..) {
+                    if let Some(&k) = index.get(&(i, j, id)) {
+                        let rec = &mut model.ops[k];
+                        if rec.cross {
+                            model.report.cross_partition_leaks += 1;
+                        }
+                        let o = off as usize;
+                        if o + data.len() <= rec.got.len() {
+                            rec.got[o..o + data.len()].copy_from_slice(&data);
+                            rec.got_mask[o..o + data.len()]
+                                .iter_mut()
+                                .for_each(|m| *m = true);
+                        }
+                    }
+                }
+                while let Some(c) = p.a.poll_completion() {
+                    match index.get(&(i, j, c.id)) {
+                        Some(&k) => model.check_linked(k, c.result),
+                        None => model.report.mismatch(format!("unknown completion {c:?}")),
+                    }
+                }
+                while p.a.poll_event().is_some() {}
+                while p.b.poll_event().is_some() {}
+                busy |= !p.a.is_idle() || !p.b.is_idle();
+            }
+        }
+        let all_in = (0..cfg.requesters).all(|i| submitted[i] == cfg.quota(i));
+        if (all_in && !busy) || t > deadline {
+            break;
+        }
+    }
+    for row in &pairs {
+        for p in row {
+            model.report.link_errors +=
+                p.a.link().retry().stats().crc_errors + p.b.link().retry().stats().crc_errors;
+            let s = p.a.requester().stats();
+            if s.responses_dropped != 0 {
+                model
+                    .report
+                    .mismatch(format!("requester dropped responses: {s:?}"));
+            }
+            let (ea, eb) = (p.a.stats(), p.b.stats());
+            if ea.overruns
+                + eb.overruns
+                + ea.busy_drops
+                + eb.busy_drops
+                + ea.packer_refusals
+                + eb.packer_refusals
+                != 0
+            {
+                model
+                    .report
+                    .mismatch(format!("endpoint trouble: {ea:?} {eb:?}"));
+            }
+        }
+    }
+    let snapshot: Vec<Vec<u8>> = mems.iter().map(|m| m.0.borrow().clone()).collect();
+    // The hot counters' order is not modelled here: they are checked by sum and CAS winners.
+    for (r, m) in model.ref_mem.iter_mut().zip(&snapshot) {
+        r[..WINDOW_BASE as usize].copy_from_slice(&m[..WINDOW_BASE as usize]);
+    }
+    let views: Vec<&[u8]> = snapshot.iter().map(|v| &v[..]).collect();
+    model.finish(&views);
+    model.report
+}
+
+impl Model {
+    /// Linked mode: apply a private-window operation to the model at submission and record
+    /// what it must return.
+    fn expect_sequential(&mut self, rec: &mut OpRec) {
+        let mem = &mut self.ref_mem[rec.dst];
+        let end = rec.addr as usize + rec.len;
+        if rec.cross {
+            rec.expected_status = Some(Status::PARTITION_DENIED);
+            return;
+        }
+        if end > mem.len() {
+            rec.expected_status = Some(Status::ADDRESS_NOT_MAPPED);
+            return;
+        }
+        rec.expected_status = Some(Status::OK);
+        let a = rec.addr as usize;
+        match rec.kind {
+            OpKind::Read => rec.expected_read.copy_from_slice(&mem[a..end]),
+            OpKind::Write => {
+                for k in 0..rec.len {
+                    if rec.enabled(k) {
+                        mem[a + k] = rec.data[k];
+                    }
+                }
+            }
+            OpKind::WriteFull | OpKind::Message => mem[a..end].copy_from_slice(&rec.data),
+            OpKind::AtomicR | OpKind::AtomicNR => {
+                if !rec.hot {
+                    let at = rec.atomic.unwrap();
+                    let n = at.size.bytes();
+                    let mut b = [0u8; 8];
+                    b[..n].copy_from_slice(&mem[a..a + n]);
+                    let old = u64::from_le_bytes(b);
+                    mem[a..a + n].copy_from_slice(&at.apply(old).to_le_bytes()[..n]);
+                    rec.expected_old = Some(old);
+                }
+            }
+        }
+    }
+
+    /// Linked mode: check a completion against the sequential expectation.
+    fn check_linked(&mut self, k: usize, result: Result<Option<u64>, TxnError>) {
+        let rec = &mut self.ops[k];
+        rec.completions += 1;
+        if rec.completions > 1 {
+            self.report.duplicated += 1;
+            return;
+        }
+        self.report.completed += 1;
+        rec.result = Some(result);
+        let (req, dst) = (rec.req, rec.dst);
+        if let (true, Some(a), Ok(Some(old))) = (rec.hot, rec.atomic, result) {
+            if a.op == AtomicOp::CompareSwap {
+                self.cas_guess[req][dst] = if old == a.compare { old + 1 } else { old };
+            }
+        }
+        let rec = &self.ops[k];
+        let want = rec.expected_status.unwrap_or(Status::OK);
+        let bad = match result {
+            Err(TxnError::Timeout) => {
+                self.report.timeouts += 1;
+                None
+            }
+            Err(TxnError::Status(s)) if s == want && !s.is_ok() => {
+                if s == Status::PARTITION_DENIED {
+                    self.report.partition_denied += 1;
+                }
+                None
+            }
+            Err(e) => Some(format!("error {e}, expected {want:?}")),
+            Ok(_) if !want.is_ok() => {
+                if rec.cross {
+                    self.report.cross_partition_leaks += 1;
+                }
+                Some(format!("Ok, expected {want:?}"))
+            }
+            Ok(v) => match rec.kind {
+                OpKind::Read if rec.got_mask.iter().any(|m| !m) => {
+                    Some("read bytes missing".into())
+                }
+                OpKind::Read if rec.got != rec.expected_read => Some("read data differs".into()),
+                OpKind::AtomicR if !rec.hot && v != rec.expected_old => {
+                    Some(format!("atomic old {v:?}, model {:?}", rec.expected_old))
+                }
+                OpKind::AtomicR if v.is_none() => Some("no old value".into()),
+                OpKind::AtomicR | OpKind::Read => None,
+                _ if v.is_some() => Some("a value from a non-returning op".into()),
+                _ => None,
+            },
+        };
+        if let Some(b) = bad {
+            let what = format!(
+                "req {} op {:?} {:?} dst {} addr {:#x} len {}: {b}",
+                rec.req, rec.id, rec.kind, rec.dst, rec.addr, rec.len
+            );
+            self.report.mismatch(what);
+        }
+    }
+}

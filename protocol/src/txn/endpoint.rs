@@ -1,0 +1,679 @@
+//! One accelerator port: requester + completer + TL packing + TL credits + the UALink-profile
+//! link (`spec-notes/transactions.md#endpoint`).
+//!
+//! ```text
+//!  submit ─▶ Requester ─┐                 ┌─▶ TlPacker ─▶ UaLink ─▶ DL flits out
+//!            Completer ─┼─ CreditSender ──┤
+//!  credit returns ──────┘                 │
+//!                                          │
+//!  DL flits in ─▶ UaLink ─▶ TlUnpacker ─▶ CreditReceiver ─┬─▶ Completer ─▶ MemoryTarget
+//!                                                          └─▶ Requester ─▶ ReadSink
+//! ```
+//!
+//! The host driver and the simulator instantiate one per accelerator port and feed it DL
+//! flits, time and operations; it implements [`testing::Endpoint`](crate::testing::Endpoint)
+//! so that a [`LinkPair`](crate::testing::LinkPair) can drive two of them over a faulty wire.
+
+use heapless::Deque;
+
+use super::buf::TransferBuf;
+use super::completer::{Completer, CompleterEvent};
+use super::partition::PartitionTable;
+use super::request::{Request, SubmitError};
+use super::requester::{Completion, OpId, ReadData, Requester, RequesterEvent};
+use super::target::MemoryTarget;
+use super::{CompleterConfig, CreditGate, Flow, Pool, RequesterConfig};
+use crate::flow::{
+    CreditClass, CreditOutput, CreditReceiver, CreditSender, CreditTarget, Credits, FlowEvent,
+    ReceiverConfig,
+};
+use crate::link::{TlSink, UaLink, UaLinkConfig, UaLinkEvent};
+use crate::retry::LinkState;
+use crate::time::{Duration, Instant};
+use crate::wire::dl_stream::TL_FLIT_LEN;
+use crate::wire::tl_flit::{BEAT_LEN, MAX_BEATS};
+use crate::wire::{TlField, TlItem, TlMessage, TlPacker, TlPushError, TlTransfer, TlUnpacker, Vc};
+
+const EVENTS: usize = 32;
+
+/// Where an endpoint delivers read data (the requester side's results).
+pub trait ReadSink {
+    /// Bytes of a read operation arrived (valid only if the operation completes `Ok`).
+    fn read_data(&mut self, data: ReadData<'_>);
+}
+
+/// Settings of an [`Endpoint`].
+#[derive(Debug, Clone)]
+pub struct EndpointConfig {
+    /// The requester.
+    pub requester: RequesterConfig,
+    /// The completer.
+    pub completer: CompleterConfig,
+    /// Accelerator → partition, for the completer.
+    pub partitions: PartitionTable,
+    /// The link.
+    pub link: UaLinkConfig,
+    /// Buffers this end grants its peer, per class, all in the shared pool
+    /// (request-command credits are capped at the completer's response slots).
+    pub credits: Credits,
+    /// Return credits at once when a class has this many pending.
+    pub credit_return_threshold: u16,
+    /// … otherwise this long after the first pending credit.
+    pub credit_return_delay: Duration,
+}
+
+impl EndpointConfig {
+    /// Defaults for `requester` and `completer`: 64 request / 64 response commands, 256
+    /// request / 256 response data beats, returns after 8 credits or 100 ns.
+    pub fn new(requester: RequesterConfig, completer: CompleterConfig) -> Self {
+        EndpointConfig {
+            requester,
+            completer,
+            partitions: PartitionTable::default(),
+            link: UaLinkConfig::default(),
+            credits: Credits([64, 64, 256, 256]),
+            credit_return_threshold: 8,
+            credit_return_delay: Duration::from_ns(100),
+        }
+    }
+}
+
+/// Something worth knowing from one of the endpoint's parts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EndpointEvent {
+    /// From the link (state changes, replays, Fault).
+    Link(UaLinkEvent),
+    /// From the requester.
+    Requester(RequesterEvent),
+    /// From the completer.
+    Completer(CompleterEvent),
+    /// From TL credit flow control (a peer overrun or over-return).
+    Flow(FlowEvent),
+    /// The TL unpacker met a broken TL stream: nothing more is received until
+    /// [`Endpoint::reset`] (fatal for the port).
+    TlStreamBroken(crate::wire::Error),
+}
+
+/// Counters of an [`Endpoint`] (its parts keep their own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EndpointStats {
+    /// TL flits handed to the link.
+    pub tl_flits_sent: u64,
+    /// TL flits received from the link.
+    pub tl_flits_received: u64,
+    /// Transfers dropped because the peer sent them without credits.
+    pub overruns: u64,
+    /// Requests dropped because the completer was busy (peer granted too many credits).
+    pub busy_drops: u64,
+    /// TL flits dropped after the TL stream broke.
+    pub broken_stream_flits: u64,
+    /// Items the TL packer refused as invalid (a local bug; dropped).
+    pub packer_refusals: u64,
+    /// Credit releases the credit receiver refused (more freed than in use).
+    pub bad_releases: u64,
+    /// Events discarded because the event queue was full.
+    pub events_lost: u64,
+}
+
+/// The credits of one port, seen through the transaction layer's [`CreditGate`].
+///
+/// FIXME: every VC runs from the shared pool, because a TL flow-control field does not say
+/// which VC or pool it returns (`spec-notes/link.md` L12); per-VC credits need that first.
+struct Gate<'a> {
+    sender: &'a mut CreditSender,
+    receiver: &'a mut CreditReceiver,
+    now: Instant,
+    bad_releases: &'a mut u64,
+}
+
+const fn needs(flow: Flow, beats: u8) -> Credits {
+    let beats = beats as u16;
+    match flow {
+        Flow::Request => Credits::request(beats),
+        Flow::Response => Credits::response(beats),
+    }
+}
+
+const fn target(vc: Vc, pool: Pool) -> CreditTarget {
+    match pool {
+        Pool::PerVc => CreditTarget::Vc(vc),
+        Pool::Shared => CreditTarget::Shared,
+    }
+}
+
+impl CreditGate for Gate<'_> {
+    fn try_consume(&mut self, flow: Flow, vc: Vc, data_beats: u8) -> Option<Pool> {
+        match self.sender.consume_vc_or_pool(vc, needs(flow, data_beats)) {
+            Ok(CreditTarget::Shared) => Some(Pool::Shared),
+            Ok(CreditTarget::Vc(_)) => Some(Pool::PerVc),
+            Err(_) => None,
+        }
+    }
+
+    fn release(&mut self, flow: Flow, vc: Vc, pool: Pool, data_beats: u8) {
+        let t = target(vc, pool);
+        if self
+            .receiver
+            .release(self.now, t, needs(flow, data_beats))
+            .is_err()
+        {
+            *self.bad_releases = self.bad_releases.saturating_add(1);
+        }
+    }
+}
+
+/// Everything the receive path touches while the link is borrowed.
+struct Rx<'a, H, const TAGS: usize, const OPS: usize, const QUEUE: usize, const RESP: usize> {
+    requester: &'a mut Requester<TAGS, OPS, QUEUE>,
+    completer: &'a mut Completer<RESP>,
+    host: &'a mut H,
+    unpacker: &'a mut TlUnpacker,
+    sender: &'a mut CreditSender,
+    receiver: &'a mut CreditReceiver,
+    events: &'a mut Deque<EndpointEvent, EVENTS>,
+    stats: &'a mut EndpointStats,
+    now: Instant,
+}
+
+impl<H, const TAGS: usize, const OPS: usize, const QUEUE: usize, const RESP: usize> TlSink
+    for Rx<'_, H, TAGS, OPS, QUEUE, RESP>
+where
+    H: MemoryTarget + ReadSink,
+{
+    fn tl_flit(&mut self, flit: &[u8; TL_FLIT_LEN]) {
+        self.stats.tl_flits_received = self.stats.tl_flits_received.saturating_add(1);
+        if self.unpacker.failed().is_some() {
+            self.stats.broken_stream_flits = self.stats.broken_stream_flits.saturating_add(1);
+            return;
+        }
+        let Rx {
+            requester,
+            completer,
+            host,
+            unpacker,
+            sender,
+            receiver,
+            events,
+            stats,
+            now,
+        } = self;
+        let now = *now;
+        let r = unpacker.unpack_flit(flit, |item| match item {
+            TlItem::Credits(fc) => sender.handle_return(CreditTarget::Shared, &fc),
+            TlItem::Message(TlMessage::InitialCreditReleaseComplete) => {
+                sender.handle_initial_release_complete();
+            }
+            TlItem::Message(_) => {}
+            TlItem::Transfer(t) => {
+                let (request, vc, pool) = classify(&t.field);
+                let beats = t
+                    .check()
+                    .map_or(t.data.len().div_ceil(BEAT_LEN), |s| s.beats)
+                    .min(MAX_BEATS) as u8;
+                let flow = if request {
+                    Flow::Request
+                } else {
+                    Flow::Response
+                };
+                let (tg, need) = (target(vc, pool), needs(flow, beats));
+                if receiver.handle_consumed(tg, need).is_err() {
+                    stats.overruns = stats.overruns.saturating_add(1);
+                    return;
+                }
+                let mut gate = Gate {
+                    sender,
+                    receiver,
+                    now,
+                    bad_releases: &mut stats.bad_releases,
+                };
+                if request {
+                    if completer.handle_request(now, &t, *host, &mut gate).is_err() {
+                        gate.release(flow, vc, pool, beats);
+                        stats.busy_drops = stats.busy_drops.saturating_add(1);
+                    }
+                } else if let Some(d) = requester.handle_response(now, &t, &mut gate) {
+                    host.read_data(d);
+                }
+            }
+        });
+        if let Err(e) = r {
+            if events.push_back(EndpointEvent::TlStreamBroken(e)).is_err() {
+                stats.events_lost = stats.events_lost.saturating_add(1);
+            }
+        }
+    }
+}
+
+/// (is a request, VC, pool) of a transfer's field.
+const fn classify(f: &TlField) -> (bool, Vc, Pool) {
+    match *f {
+        TlField::UncompressedRequest(r) => (true, r.vchan, Pool::from_bit(r.pool)),
+        TlField::CompressedRequest(r) => (true, r.vchan, Pool::from_bit(r.pool)),
+        TlField::UncompressedResponse(r) => (false, r.vchan, Pool::from_bit(r.pool)),
+        TlField::CompressedReadResponse(r) => (false, r.vchan, Pool::from_bit(r.pool)),
+        TlField::CompressedWriteResponse(r) => (false, r.vchan, Pool::from_bit(r.pool)),
+        TlField::FlowControl(_) => (false, Vc::from_bits_truncate(0), Pool::PerVc),
+    }
+}
+
+/// One accelerator port over the UALink profile.
+///
+/// * `H`: the accelerator's memory (served to remote requesters) and the sink for its own
+///   read results.
+/// * `TAGS`, `OPS`, `QUEUE`: the [`Requester`]'s tag pool, operation table and request queue.
+/// * `RESP`: the [`Completer`]'s response slots (and at most this many request-command
+///   credits are granted to the peer).
+/// * `CAP`, `TXQ`: the [`UaLink`]'s replay buffer (DL flits, ≤ 255) and TL flit queue.
+///
+/// Sans-IO (`spec-notes/transactions.md#endpoint`): submit operations with
+/// [`submit`](Self::submit); send every DL flit [`poll_transmit`](Self::poll_transmit) writes
+/// (one per call); hand every received DL flit to [`handle_frame`](Self::handle_frame) (read
+/// data goes to [`ReadSink::read_data`], requests to the [`MemoryTarget`]); call
+/// [`handle_timeout`](Self::handle_timeout) at or after [`poll_timeout`](Self::poll_timeout);
+/// drain [`poll_completion`](Self::poll_completion) and [`poll_event`](Self::poll_event).
+/// Report the PHY with [`handle_link_up`](Self::handle_link_up) /
+/// [`handle_link_down`](Self::handle_link_down). `now` never decreases. On a link `Fault` or
+/// a broken TL stream, call [`reset`](Self::reset) (the peer must reset too); operations in
+/// flight then complete with a timeout.
+pub struct Endpoint<
+    H,
+    const TAGS: usize,
+    const OPS: usize,
+    const QUEUE: usize,
+    const RESP: usize,
+    const CAP: usize,
+    const TXQ: usize,
+> {
+    requester: Requester<TAGS, OPS, QUEUE>,
+    completer: Completer<RESP>,
+    host: H,
+    link: UaLink<CAP, TXQ>,
+    packer: TlPacker,
+    unpacker: TlUnpacker,
+    sender: CreditSender,
+    receiver: CreditReceiver,
+    /// A transfer taken from the requester or completer that the packer had no room for.
+    stash: Option<TransferBuf>,
+    /// A credit output the packer had no room for.
+    credit_stash: Option<CreditOutput>,
+    events: Deque<EndpointEvent, EVENTS>,
+    stats: EndpointStats,
+}
+
+impl<
+        H: MemoryTarget + ReadSink,
+        const TAGS: usize,
+        const OPS: usize,
+        const QUEUE: usize,
+        const RESP: usize,
+        const CAP: usize,
+        const TXQ: usize,
+    > Endpoint<H, TAGS, OPS, QUEUE, RESP, CAP, TXQ>
+{
+    /// A port with the link down.
+    pub fn new(cfg: EndpointConfig, host: H) -> Self {
+        let receiver = CreditReceiver::new(receiver_config(&cfg, RESP));
+        Endpoint {
+            requester: Requester::new(cfg.requester),
+            completer: Completer::new(cfg.completer, cfg.partitions),
+            host,
+            link: UaLink::new(cfg.link),
+            packer: TlPacker::new(),
+            unpacker: TlUnpacker::new(),
+            sender: CreditSender::new(),
+            receiver,
+            stash: None,
+            credit_stash: None,
+            events: Deque::new(),
+            stats: EndpointStats::default(),
+        }
+    }
+
+    // ---- getters ----
+
+    /// The requester.
+    pub const fn requester(&self) -> &Requester<TAGS, OPS, QUEUE> {
+        &self.requester
+    }
+    /// The completer.
+    pub const fn completer(&self) -> &Completer<RESP> {
+        &self.completer
+    }
+    /// The completer, to update its partition table.
+    pub fn completer_mut(&mut self) -> &mut Completer<RESP> {
+        &mut self.completer
+    }
+    /// The host (memory and read sink).
+    pub const fn host(&self) -> &H {
+        &self.host
+    }
+    /// The host, mutably.
+    pub fn host_mut(&mut self) -> &mut H {
+        &mut self.host
+    }
+    /// The link.
+    pub const fn link(&self) -> &UaLink<CAP, TXQ> {
+        &self.link
+    }
+    /// Credits this end holds toward the peer.
+    pub const fn credit_sender(&self) -> &CreditSender {
+        &self.sender
+    }
+    /// Buffers this end granted the peer.
+    pub const fn credit_receiver(&self) -> &CreditReceiver {
+        &self.receiver
+    }
+    /// Counters.
+    pub const fn stats(&self) -> &EndpointStats {
+        &self.stats
+    }
+    /// The link state.
+    pub fn state(&self) -> LinkState {
+        self.link.state()
+    }
+    /// Nothing waits to be sent or answered on this port.
+    pub fn is_idle(&self) -> bool {
+        self.requester.ops_open() == 0
+            && self.completer.pending() == 0
+            && self.stash.is_none()
+            && self.credit_stash.is_none()
+            && self.packer.is_idle()
+            && self.link.is_idle()
+    }
+
+    // ---- commands ----
+
+    /// Submit an operation (see [`Requester::submit`]).
+    ///
+    /// # Errors
+    /// [`SubmitError`]; nothing is queued then.
+    pub fn submit(&mut self, now: Instant, req: &Request<'_>) -> Result<OpId, SubmitError> {
+        self.requester.submit(now, req)
+    }
+
+    /// The PHY is up.
+    pub fn handle_link_up(&mut self, now: Instant) {
+        self.link.handle_link_up(now);
+        self.drain_link_events();
+    }
+
+    /// The PHY went down (nothing is lost: the link replays after the next link up).
+    pub fn handle_link_down(&mut self, now: Instant) {
+        self.link.handle_link_down(now);
+        self.drain_link_events();
+    }
+
+    /// Start over after a link `Fault` or a broken TL stream: empty the link, the TL packer
+    /// and unpacker, forget credits and address caches (the peer must reset too). Operations
+    /// in flight are not forgotten: they complete with a timeout.
+    pub fn reset(&mut self, now: Instant) {
+        self.link.reset(now);
+        self.packer.reset();
+        self.unpacker.reset();
+        self.sender.reset();
+        self.receiver.reset();
+        self.requester.reset_addr_cache();
+        self.completer.reset_addr_cache();
+        self.stash = None;
+        self.credit_stash = None;
+        self.drain_link_events();
+    }
+
+    // ---- inputs ----
+
+    /// A DL flit arrived.
+    pub fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
+        let Endpoint {
+            requester,
+            completer,
+            host,
+            link,
+            unpacker,
+            sender,
+            receiver,
+            events,
+            stats,
+            ..
+        } = self;
+        let mut rx = Rx {
+            requester,
+            completer,
+            host,
+            unpacker,
+            sender,
+            receiver,
+            events,
+            stats,
+            now,
+        };
+        link.handle_flit(now, frame, &mut rx);
+        self.drain_part_events();
+    }
+
+    /// Fire expired timers (link, credit returns, request timeouts).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.link.handle_timeout(now);
+        self.receiver.handle_timeout(now);
+        self.requester.handle_timeout(now);
+        self.drain_part_events();
+    }
+
+    // ---- outputs ----
+
+    /// The earliest timer deadline.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        [
+            self.link.poll_timeout(),
+            self.receiver.poll_timeout(),
+            self.requester.poll_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Write the next DL flit into `buf` (at least 640 bytes); one per call.
+    ///
+    /// Before that, moves what is ready — credit returns, then responses, then requests —
+    /// through the TL packer into the link's TL flit queue, as far as there is room.
+    #[must_use]
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        if self.link.state() != LinkState::Fault {
+            self.fill_packer(now);
+            while self.link.tx_room() > 0 {
+                let mut flit = [0u8; TL_FLIT_LEN];
+                if self.packer.poll_flit(&mut flit).is_none() {
+                    break;
+                }
+                if self.link.submit_tl_flit(&flit).is_err() {
+                    break;
+                }
+                self.stats.tl_flits_sent = self.stats.tl_flits_sent.saturating_add(1);
+                self.fill_packer(now);
+            }
+        }
+        let r = self.link.poll_transmit(now, buf);
+        self.drain_part_events();
+        r
+    }
+
+    /// The next finished operation.
+    #[must_use]
+    pub fn poll_completion(&mut self) -> Option<Completion> {
+        self.requester.poll_completion()
+    }
+
+    /// The next event.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<EndpointEvent> {
+        self.drain_part_events();
+        self.events.pop_front()
+    }
+
+    /// Push into the packer until it is full or nothing is ready. Bounded by the packer's
+    /// capacity: every turn pushes one item.
+    fn fill_packer(&mut self, now: Instant) {
+        loop {
+            if let Some(c) = self.credit_stash {
+                if !self.push_credit(c) {
+                    return;
+                }
+                self.credit_stash = None;
+            }
+            if let Some(b) = &self.stash {
+                match self.packer.push(&TlItem::Transfer(b.as_transfer())) {
+                    Err(TlPushError::Full) => return,
+                    Err(TlPushError::Invalid(_)) => {
+                        self.stats.packer_refusals = self.stats.packer_refusals.saturating_add(1);
+                    }
+                    Ok(()) => {}
+                }
+                self.stash = None;
+            }
+            if let Some(c) = self.receiver.poll_return() {
+                if !self.push_credit(c) {
+                    self.credit_stash = Some(c);
+                    return;
+                }
+                continue;
+            }
+            let Endpoint {
+                requester,
+                completer,
+                packer,
+                sender,
+                receiver,
+                stash,
+                stats,
+                ..
+            } = self;
+            let mut gate = Gate {
+                sender,
+                receiver,
+                now,
+                bad_releases: &mut stats.bad_releases,
+            };
+            let t = match completer.poll_transmit(now, &mut gate) {
+                Some(t) => t,
+                None => match requester.poll_transmit(now, &mut gate) {
+                    Some(t) => t,
+                    None => return,
+                },
+            };
+            if !push_transfer(packer, &t, stats) {
+                *stash = Some(TransferBuf::new(&t));
+                return;
+            }
+        }
+    }
+
+    /// Push a credit output; `false` when the packer is full.
+    fn push_credit(&mut self, c: CreditOutput) -> bool {
+        let item = match c {
+            // FIXME: the field does not carry `target` (always the shared pool here, L12).
+            CreditOutput::Return { fc, .. } => TlItem::Credits(fc),
+            CreditOutput::InitialReleaseComplete => {
+                TlItem::Message(TlMessage::InitialCreditReleaseComplete)
+            }
+        };
+        match self.packer.push(&item) {
+            Ok(()) => true,
+            Err(TlPushError::Full) => false,
+            Err(TlPushError::Invalid(_)) => {
+                self.stats.packer_refusals = self.stats.packer_refusals.saturating_add(1);
+                true
+            }
+        }
+    }
+
+    fn push_event(&mut self, e: EndpointEvent) {
+        if self.events.push_back(e).is_err() {
+            self.stats.events_lost = self.stats.events_lost.saturating_add(1);
+        }
+    }
+
+    fn drain_link_events(&mut self) {
+        while let Some(e) = self.link.poll_event() {
+            self.push_event(EndpointEvent::Link(e));
+        }
+    }
+
+    /// Move the parts' events into the endpoint's queue, oldest part first.
+    fn drain_part_events(&mut self) {
+        self.drain_link_events();
+        while let Some(e) = self.sender.poll_event() {
+            self.push_event(EndpointEvent::Flow(e));
+        }
+        while let Some(e) = self.receiver.poll_event() {
+            self.push_event(EndpointEvent::Flow(e));
+        }
+        while let Some(e) = self.requester.poll_event() {
+            self.push_event(EndpointEvent::Requester(e));
+        }
+        while let Some(e) = self.completer.poll_event() {
+            self.push_event(EndpointEvent::Completer(e));
+        }
+    }
+}
+
+/// Push a transfer; `false` when the packer is full (an invalid one is counted and dropped).
+fn push_transfer(packer: &mut TlPacker, t: &TlTransfer<'_>, stats: &mut EndpointStats) -> bool {
+    match packer.push(&TlItem::Transfer(*t)) {
+        Ok(()) => true,
+        Err(TlPushError::Full) => false,
+        Err(TlPushError::Invalid(_)) => {
+            stats.packer_refusals = stats.packer_refusals.saturating_add(1);
+            true
+        }
+    }
+}
+
+/// The credit receiver's settings: everything in the shared pool, request commands capped at
+/// the completer's response slots.
+fn receiver_config(cfg: &EndpointConfig, resp: usize) -> ReceiverConfig {
+    let mut pool = cfg.credits;
+    let cap = u16::try_from(resp).unwrap_or(u16::MAX);
+    pool.set(CreditClass::ReqCmd, pool.get(CreditClass::ReqCmd).min(cap));
+    let mut capacity = [Credits::ZERO; CreditTarget::COUNT];
+    if let Some(c) = capacity.get_mut(CreditTarget::Shared.index()) {
+        *c = pool;
+    }
+    ReceiverConfig {
+        capacity,
+        return_threshold: cfg.credit_return_threshold.max(1),
+        return_delay: cfg.credit_return_delay,
+    }
+}
+
+impl<
+        H: MemoryTarget + ReadSink,
+        const TAGS: usize,
+        const OPS: usize,
+        const QUEUE: usize,
+        const RESP: usize,
+        const CAP: usize,
+        const TXQ: usize,
+    > crate::testing::Endpoint for Endpoint<H, TAGS, OPS, QUEUE, RESP, CAP, TXQ>
+{
+    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        Endpoint::poll_transmit(self, now, buf)
+    }
+    fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
+        Endpoint::handle_frame(self, now, frame);
+    }
+    fn poll_timeout(&mut self) -> Option<Instant> {
+        Endpoint::poll_timeout(self)
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        Endpoint::handle_timeout(self, now);
+    }
+    fn handle_link(&mut self, now: Instant, up: bool) {
+        if up {
+            self.handle_link_up(now);
+        } else {
+            self.handle_link_down(now);
+        }
+    }
+}
