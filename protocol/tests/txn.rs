@@ -434,3 +434,74 @@ fn model_over_lossy_links() {
         );
     }
 }
+
+mod endpoint_dead_link {
+    use super::model::{self, ModelConfig};
+    use podlink_protocol::time::{Duration, Instant};
+    use podlink_protocol::txn::{Operation, Request, TxnError};
+    use podlink_protocol::wire::Vc;
+    use std::collections::HashMap;
+
+    /// Traffic flows, then the link goes down for good: every open operation — sent,
+    /// queued in the link, or still in the requester — completes exactly once, with a
+    /// timeout, and the port ends idle.
+    #[test]
+    fn every_open_op_times_out_once() {
+        std::thread::Builder::new()
+            .stack_size(256 << 20)
+            .spawn(|| {
+                let cfg = ModelConfig::default();
+                let mem =
+                    model::SharedMem(std::rc::Rc::new(std::cell::RefCell::new(vec![0; 8192])));
+                let mut p = model::make_pair(&cfg, 0, 0, mem, 0.0);
+                let dst = model::accel_of_completer(0);
+                let mut ids = Vec::new();
+                let mut submit = |p: &mut Box<model::Pair>, k: u64| {
+                    let now = p.now();
+                    let op = Operation::Read {
+                        addr: 256 + 64 * (k % 100),
+                        len: 200,
+                    };
+                    ids.push(
+                        p.a.submit(
+                            now,
+                            &Request {
+                                dst,
+                                vc: Vc::default(),
+                                op,
+                            },
+                        )
+                        .unwrap(),
+                    );
+                    p.wake();
+                };
+                for k in 0..10 {
+                    submit(&mut p, k);
+                }
+                p.drive(Instant::ZERO + Duration::from_us(3));
+                let mut done: HashMap<_, u32> = HashMap::new();
+                let mut ok = 0;
+                while let Some(c) = p.a.poll_completion() {
+                    ok += u32::from(c.result.is_ok());
+                    *done.entry(c.id).or_default() += 1;
+                }
+                assert_eq!(ok, 10, "the link works at first");
+                for k in 10..30 {
+                    submit(&mut p, k);
+                }
+                p.set_link(false);
+                p.drive(Instant::ZERO + Duration::from_ms(20));
+                while let Some(c) = p.a.poll_completion() {
+                    assert_eq!(c.result, Err(TxnError::Timeout));
+                    *done.entry(c.id).or_default() += 1;
+                }
+                assert_eq!(done.len(), 30);
+                assert!(done.values().all(|&n| n == 1));
+                assert_eq!(p.a.requester().ops_open(), 0);
+                assert_eq!(p.a.requester().in_flight(), 0);
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+}

@@ -1159,13 +1159,13 @@ pub fn _unused(_: Tag, _: Opcode, _: &mut dyn MemoryTarget) {}
 // ---------------------------------------------------------------------------------------------
 // Linked mode: endpoints over lossy links.
 
+use core::cell::RefCell;
 use podlink_protocol::phy::{FaultConfig, FaultInjector, Probability, Wire};
 use podlink_protocol::retry::FLIT_LEN as DL_FLIT_LEN;
 use podlink_protocol::testing::{LinkPair, PairConfig};
 use podlink_protocol::txn::{
     ByteEnables, Endpoint, EndpointConfig, ReadData, ReadSink, TargetError,
 };
-use core::cell::RefCell;
 use std::rc::Rc;
 
 /// Bytes of each requester's private window on each completer.
