@@ -452,7 +452,7 @@ mod endpoint_dead_link {
             .spawn(|| {
                 let cfg = ModelConfig::default();
                 let mem =
-                    model::SharedMem(std::rc::Rc::new(std::cell::RefCell::new(vec![0; 8192])));
+                    model::SharedMem(std::rc::Rc::new(core::cell::RefCell::new(vec![0; 8192])));
                 let mut p = model::make_pair(&cfg, 0, 0, mem, 0.0);
                 let dst = model::accel_of_completer(0);
                 let mut ids = Vec::new();
