@@ -610,7 +610,7 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
 
     /// Fire every expired timer: unanswered requests, operations stuck in the queue, and
     /// the end of tag quarantines. Spurious calls do nothing. Work is bounded by
-    /// `TAGS + OPS`.
+    /// `TAGS + QUEUE`; [`poll_timeout`](Self::poll_timeout) is O(1).
     pub fn handle_timeout(&mut self, now: Instant) {
         while let Some(tag) = self.tags.expired(now) {
             let op = self
@@ -634,29 +634,39 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
             self.fail_op(op, TxnError::Timeout);
         }
         self.tags.expire_quarantine(now);
-        for i in 0..OPS {
-            let Some(&o) = self.ops.get(i) else { break };
-            if o.live && o.queued > 0 && o.queue_deadline <= now {
-                self.stats.queue_timeouts += 1;
-                self.push_event(RequesterEvent::TimedOut {
-                    op: o.id,
-                    tag: None,
-                });
-                self.fail_op(i as u16, TxnError::Timeout);
+        // The oldest queued request belongs to the op with the earliest queue deadline.
+        while let Some(op) = self.queue.get(0).map(|p| p.op) {
+            let Some(&o) = self.ops.get(usize::from(op)) else {
+                break;
+            };
+            if o.queue_deadline > now {
+                break;
+            }
+            self.stats.queue_timeouts += 1;
+            self.push_event(RequesterEvent::TimedOut {
+                op: o.id,
+                tag: None,
+            });
+            // Cancels every queued request of the op, so the loop moves on.
+            self.fail_op(op, TxnError::Timeout);
+            if self.queue.get(0).map(|p| p.op) == Some(op) {
+                // Unreachable (a queued request always has a live op); never loop forever.
+                let _ = self.queue.remove(0);
             }
         }
+    }
+
+    /// The earliest queue deadline: that of the oldest queued request's operation (requests
+    /// are queued in submission order and deadlines are submission time + a constant).
+    fn queue_deadline(&self) -> Option<Instant> {
+        let op = self.queue.get(0)?.op;
+        self.ops.get(usize::from(op)).map(|o| o.queue_deadline)
     }
 
     /// When [`handle_timeout`](Self::handle_timeout) next has work, if ever.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let queued = self
-            .ops
-            .iter()
-            .filter(|o| o.live && o.queued > 0)
-            .map(|o| o.queue_deadline)
-            .min();
-        match (self.tags.next_deadline(), queued) {
+        match (self.tags.next_deadline(), self.queue_deadline()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
