@@ -1,22 +1,28 @@
-//! Arbitrary TL fields, data, timeouts and submissions into a requester and a completer
-//! wired back to back (the transaction half of an endpoint).
+//! Arbitrary TL fields, TL flits, DL flits, timeouts, link flaps and submissions into a
+//! `txn::Endpoint`.
 //!
-//! Invariants: nothing panics; every operation completes at most once; the requester never
-//! has more requests in flight than tags; once time has passed every deadline and the wire
-//! is drained, every submitted operation has completed exactly once.
+//! The endpoint talks to a fuzzer-controlled peer: a bare `UaLink` that carries whatever TL
+//! flits the fuzzer makes — raw 64-byte flits, or TL fields with arbitrary data packed by a
+//! `TlPacker` — so the endpoint's TL unpacker, credit accounting, requester and completer see
+//! arbitrary but link-valid input. Raw DL flits are injected too.
 //!
-//! FIXME: drive a `txn::Endpoint` (with its `Link`) once the link layer is composed in.
+//! Invariants: nothing panics; every operation completes at most once and only operations
+//! that were submitted complete; the requester never has more requests in flight than tags;
+//! once time has passed every deadline, every submitted operation has completed exactly once.
 #![no_main]
 
 use std::collections::HashSet;
 
 use libfuzzer_sys::fuzz_target;
+use podlink_protocol::link::{TlSink, UaLink, UaLinkConfig};
+use podlink_protocol::retry::FLIT_LEN;
 use podlink_protocol::time::{Duration, Instant};
 use podlink_protocol::txn::{
-    Atomic, AtomicOp, AtomicSize, Completer, CompleterConfig, OpId, Operation, OrderingMode,
-    PartitionTable, Request, Requester, RequesterConfig, TransferBuf, Unlimited, WindowMemory,
+    Atomic, AtomicOp, AtomicSize, ByteEnables, CompleterConfig, Endpoint, EndpointConfig,
+    MemoryTarget, OpId, Operation, OrderingMode, PartitionTable, ReadData, ReadSink, Request,
+    RequesterConfig, TargetError, WindowMemory,
 };
-use podlink_protocol::wire::{AccelId, PartitionId, TlField, TlItem, TlPacker, TlUnpacker, Vc};
+use podlink_protocol::wire::{AccelId, PartitionId, TlField, TlItem, TlPacker, Vc};
 
 const TAGS: usize = 8;
 
@@ -42,10 +48,38 @@ impl Input<'_> {
     }
 }
 
+struct Host {
+    mem: WindowMemory<4096>,
+    read_bytes: usize,
+}
+
+impl MemoryTarget for Host {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), TargetError> {
+        self.mem.read(addr, buf)
+    }
+    fn write(&mut self, addr: u64, data: &[u8], en: &ByteEnables) -> Result<(), TargetError> {
+        self.mem.write(addr, data, en)
+    }
+}
+
+impl ReadSink for Host {
+    fn read_data(&mut self, d: ReadData<'_>) {
+        self.read_bytes += d.data.len();
+    }
+}
+
+/// The peer discards what the endpoint sends (it only keeps the link going).
+struct Discard;
+impl TlSink for Discard {
+    fn tl_flit(&mut self, _: &[u8; 64]) {}
+}
+
+type End = Endpoint<Host, TAGS, 8, 16, 4, 32, 16>;
+type Peer = UaLink<32, 16>;
+
 struct World {
-    req: Box<Requester<TAGS, 8, 16>>,
-    cpl: Box<Completer<4>>,
-    mem: Box<WindowMemory<4096>>,
+    end: Box<End>,
+    peer: Box<Peer>,
     now: Instant,
     submitted: HashSet<OpId>,
     completed: HashSet<OpId>,
@@ -54,31 +88,30 @@ struct World {
 
 impl World {
     fn drain(&mut self) {
-        while let Some(c) = self.req.poll_completion() {
+        while let Some(c) = self.end.poll_completion() {
             assert!(self.submitted.contains(&c.id), "completion of an unknown op");
             assert!(self.completed.insert(c.id), "op completed twice");
         }
-        while self.req.poll_event().is_some() {}
-        while self.cpl.poll_event().is_some() {}
-        assert!(self.req.in_flight() <= TAGS);
+        while self.end.poll_event().is_some() {}
+        while self.peer.poll_event().is_some() {}
+        assert!(self.end.requester().in_flight() <= TAGS);
     }
 
-    fn pump(&mut self, rounds: usize) {
+    /// Exchange DL flits both ways for a few rounds.
+    fn exchange(&mut self, rounds: usize) {
+        let mut buf = [0u8; FLIT_LEN];
         for _ in 0..rounds {
-            let mut progress = false;
-            if let Some(t) = self.req.poll_transmit(self.now, &mut Unlimited) {
-                assert!(t.check().is_ok(), "the requester sends well-formed transfers");
-                // A busy completer drops the request: the requester times out.
-                let _ = self.cpl.handle_request(self.now, &t, self.mem.as_mut(), &mut Unlimited);
-                progress = true;
+            let mut moved = false;
+            if let Some(n) = self.end.poll_transmit(self.now, &mut buf) {
+                self.peer.handle_flit(self.now, &buf[..n], &mut Discard);
+                moved = true;
             }
-            if let Some(t) = self.cpl.poll_transmit(self.now, &mut Unlimited) {
-                assert!(t.check().is_ok(), "the completer sends well-formed transfers");
-                let _ = self.req.handle_response(self.now, &t, &mut Unlimited);
-                progress = true;
+            if let Some(n) = self.peer.poll_transmit(self.now, &mut buf) {
+                self.end.handle_frame(self.now, &buf[..n]);
+                moved = true;
             }
             self.drain();
-            if !progress {
+            if !moved {
                 break;
             }
         }
@@ -86,40 +119,13 @@ impl World {
 
     fn tick(&mut self, ns: u64) {
         self.now += Duration::from_ns(ns);
-        if self.req.poll_timeout().is_some_and(|t| t <= self.now) {
-            self.req.handle_timeout(self.now);
+        if self.end.poll_timeout().is_some_and(|t| t <= self.now) {
+            self.end.handle_timeout(self.now);
+        }
+        if self.peer.poll_timeout().is_some_and(|t| t <= self.now) {
+            self.peer.handle_timeout(self.now);
         }
         self.drain();
-    }
-}
-
-/// An arbitrary transfer: a field parsed from 16 bytes with arbitrary data, or whatever a
-/// TL unpacker makes of one arbitrary 64 B flit.
-fn arbitrary_transfers(inp: &mut Input<'_>) -> Vec<TransferBuf> {
-    if inp.u8() & 1 == 0 {
-        let raw: [u8; 16] = inp.bytes();
-        let Ok(field) = TlField::parse(&raw) else {
-            return vec![];
-        };
-        let mut b = TransferBuf::default();
-        b.field = field;
-        let len = usize::from(inp.u16() % 300);
-        let fill = inp.u8();
-        b.set_data(&vec![fill; len]);
-        b.poisoned = inp.u8();
-        if inp.u8() & 1 != 0 {
-            b.byte_enables = Some(inp.bytes());
-        }
-        vec![b]
-    } else {
-        let flit: [u8; 64] = inp.bytes();
-        let mut out = vec![];
-        let _ = TlUnpacker::new().unpack_flit(&flit, |item| {
-            if let TlItem::Transfer(t) = item {
-                out.push(TransferBuf::new(&t));
-            }
-        });
-        out
     }
 }
 
@@ -127,30 +133,43 @@ fuzz_target!(|data: &[u8]| {
     let mut inp = Input(data);
     let (a, b) = (AccelId::new(1).unwrap(), AccelId::new(2).unwrap());
     let mut rc = RequesterConfig::new(a);
-    rc.request_timeout = Duration::from_us(1);
-    rc.queue_timeout = Duration::from_us(2);
+    rc.request_timeout = Duration::from_us(2);
+    rc.queue_timeout = Duration::from_us(4);
     rc.tag_quarantine = Duration::from_ns(u64::from(inp.u8()) * 10);
+    rc.compress_requests = inp.u8() & 1 != 0;
     if inp.u8() & 1 != 0 {
         rc.ordering = OrderingMode::Strict;
     }
-    let mut cc = CompleterConfig::new(b);
+    let mut cc = CompleterConfig::new(a);
     cc.beats_per_response = inp.u8();
+    cc.compress_responses = inp.u8() & 1 != 0;
+    let mut cfg = EndpointConfig::new(rc, cc);
     let mut table = PartitionTable::all_in(PartitionId::default());
     if inp.u8() & 1 != 0 {
-        table.set(a, PartitionId::new(1));
+        table.set(b, PartitionId::new(1));
     }
+    cfg.partitions = table;
     let mut w = World {
-        req: Box::new(Requester::new(rc)),
-        cpl: Box::new(Completer::new(cc, table)),
-        mem: Box::new(WindowMemory::new(0)),
+        end: Box::new(Endpoint::new(
+            cfg,
+            Host {
+                mem: WindowMemory::new(0),
+                read_bytes: 0,
+            },
+        )),
+        peer: Box::new(UaLink::new(UaLinkConfig::default())),
         now: Instant::ZERO,
         submitted: HashSet::new(),
         completed: HashSet::new(),
         data: core::array::from_fn(|i| i as u8),
     };
-    let mut mem_poisoned = false;
-    while !inp.is_empty() {
-        match inp.u8() % 7 {
+    w.end.handle_link_up(w.now);
+    w.peer.handle_link_up(w.now);
+    w.exchange(16);
+    let mut steps = 0;
+    while !inp.is_empty() && steps < 2000 {
+        steps += 1;
+        match inp.u8() % 8 {
             0 => {
                 let dst = if inp.u8() & 7 == 0 { AccelId::new(3).unwrap() } else { b };
                 let vc = Vc::from_bits_truncate(inp.u8());
@@ -167,78 +186,85 @@ fuzz_target!(|data: &[u8]| {
                 let op = match inp.u8() % 6 {
                     0 => Operation::Read { addr, len: u32::from(len) },
                     1 => Operation::Write { addr, data: d, enables: Some(&en) },
-                    2 => Operation::WriteFull { addr: addr & !63, data: &w.data[..usize::from(len & !63)] },
+                    2 => Operation::WriteFull {
+                        addr: addr & !63,
+                        data: &w.data[..usize::from(len & !63)],
+                    },
                     3 => Operation::Message { addr: addr & !255, data: &w.data[..64] },
                     k => Operation::Atomic { addr, atomic, returning: k == 4 },
                 };
-                if let Ok(id) = w.req.submit(w.now, &Request { dst, vc, op }) {
+                if let Ok(id) = w.end.submit(w.now, &Request { dst, vc, op }) {
                     assert!(w.submitted.insert(id), "op id reused while open");
                 }
             }
             1 => {
-                for b in arbitrary_transfers(&mut inp) {
-                    let _ = w.req.handle_response(w.now, &b.as_transfer(), &mut Unlimited);
-                    w.drain();
-                }
+                // A raw TL flit from the peer.
+                let flit: [u8; 64] = inp.bytes();
+                let _ = w.peer.submit_tl_flit(&flit);
             }
             2 => {
-                for b in arbitrary_transfers(&mut inp) {
-                    let _ = w.cpl.handle_request(w.now, &b.as_transfer(), w.mem.as_mut(), &mut Unlimited);
+                // A TL field with arbitrary data, packed by a TL packer at the peer.
+                let raw: [u8; 16] = inp.bytes();
+                let Ok(field) = TlField::parse(&raw) else { continue };
+                let len = usize::from(inp.u16() % 300);
+                let fill = inp.u8();
+                let body = vec![fill; len];
+                let be: [u8; 32] = inp.bytes();
+                let poisoned = inp.u8() & 0xf;
+                let mut t = podlink_protocol::wire::TlTransfer::new(field, &body);
+                t.poisoned = poisoned;
+                if inp.u8() & 1 != 0 {
+                    t.byte_enables = Some(&be);
+                }
+                let mut packer: TlPacker = TlPacker::new();
+                if packer.push(&TlItem::Transfer(t)).is_ok() {
+                    let mut f = [0u8; 64];
+                    while packer.poll_flit(&mut f).is_some() {
+                        let _ = w.peer.submit_tl_flit(&f);
+                    }
                 }
             }
             3 => {
-                let n = usize::from(inp.u8() % 16);
-                w.pump(n);
+                // A raw DL flit (mostly refused by the CRC or the sequence check).
+                let mut f = [0u8; FLIT_LEN];
+                for (i, x) in f.iter_mut().enumerate().take(64) {
+                    *x = inp.u8().wrapping_add(i as u8);
+                }
+                w.end.handle_frame(w.now, &f);
+                w.drain();
             }
-            4 => {
+            4 | 5 => {
+                let n = usize::from(inp.u8() % 32);
+                w.exchange(n);
+            }
+            6 => {
                 let ns = u64::from(inp.u16());
                 w.tick(ns);
             }
-            5 => {
-                // A request goes through a TL packer and unpacker; its response comes back
-                // once as sent and once mangled.
-                if let Some(t) = w.req.poll_transmit(w.now, &mut Unlimited) {
-                    let mut packer: TlPacker = TlPacker::new();
-                    packer.push(&TlItem::Transfer(t)).expect("a valid transfer");
-                    let mut unpacker = TlUnpacker::new();
-                    let mut got = vec![];
-                    let mut flit = [0u8; 64];
-                    while packer.poll_flit(&mut flit).is_some() {
-                        unpacker
-                            .unpack_flit(&flit, |item| {
-                                if let TlItem::Transfer(t) = item {
-                                    got.push(TransferBuf::new(&t));
-                                }
-                            })
-                            .expect("the packer's flits unpack");
-                    }
-                    assert_eq!(got.len(), 1);
-                    let _ = w.cpl.handle_request(w.now, &got[0].as_transfer(), w.mem.as_mut(), &mut Unlimited);
-                    if let Some(t) = w.cpl.poll_transmit(w.now, &mut Unlimited) {
-                        let mut b = TransferBuf::new(&t);
-                        let _ = w.req.handle_response(w.now, &b.as_transfer(), &mut Unlimited);
-                        if let TlField::UncompressedResponse(ref mut r) = b.field {
-                            r.offset = inp.u8() & 3;
-                            r.status = inp.u8() & 15;
-                        }
-                        let _ = w.req.handle_response(w.now, &b.as_transfer(), &mut Unlimited);
-                    }
-                    w.drain();
-                }
-            }
             _ => {
-                if !mem_poisoned {
-                    mem_poisoned = w.mem.poison(u64::from(inp.u16()) % 4096);
+                // Link flap, or a reset of both ends.
+                if inp.u8() & 1 == 0 {
+                    w.end.handle_link_down(w.now);
+                    w.peer.handle_link_down(w.now);
+                    w.tick(100);
+                    w.end.handle_link_up(w.now);
+                    w.peer.handle_link_up(w.now);
+                } else {
+                    w.end.reset(w.now);
+                    w.peer.reset(w.now);
+                    w.end.handle_link_up(w.now);
+                    w.peer.handle_link_up(w.now);
                 }
+                w.drain();
             }
         }
     }
-    // Liveness: drain the wire, let every deadline pass.
+    // Liveness: keep the links going and let every deadline pass.
     for _ in 0..64 {
-        w.pump(64);
-        w.tick(10_000);
+        w.exchange(64);
+        w.tick(20_000);
     }
     w.drain();
-    assert_eq!(w.req.ops_open(), 0, "every op completed");
+    assert_eq!(w.end.requester().ops_open(), 0, "every op completed");
     assert_eq!(w.submitted, w.completed);
 });
