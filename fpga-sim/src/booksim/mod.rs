@@ -1,0 +1,2 @@
+//! BookSim-comparable mode (placeholder while being built).
+pub mod rng;
