@@ -124,6 +124,9 @@ pub fn cli_main<S: AsRef<str>>(args: &[S]) -> ExitCode {
             flits_per_s / BOOKSIM_FLITS_PER_SEC,
             BOOKSIM_FLITS_PER_SEC
         );
+        if let Some(rs) = sim.router_stats(0) {
+            println!("bench: router 0: {rs:?}");
+        }
     }
     ExitCode::SUCCESS
 }

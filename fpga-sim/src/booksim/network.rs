@@ -9,9 +9,7 @@
 
 use super::config::Topology;
 use super::rng::KnuthInt;
-use crate::router::{
-    Credit, Flit, IqRouter, Route, RouterConfig, RouterConfigError, RoutingFunction,
-};
+use crate::router::{Flit, IqRouter, Route, RouterConfig, RouterConfigError, RoutingFunction};
 
 /// One end of a channel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,33 +25,54 @@ pub enum End {
     },
 }
 
-/// Fixed-latency channels, all of one kind, as a ring of slots per channel.
+/// Fixed-latency channels, all of one kind: per arrival slot, the list of deliveries due.
+/// Reading a cycle's deliveries costs time proportional to what arrives, not to the number
+/// of channels.
 pub struct Channels<T: Copy> {
-    depth: usize,
-    slots: Vec<Option<T>>,
+    depth: u64,
+    lists: Vec<Vec<(u32, T)>>,
 }
 
 impl<T: Copy> Channels<T> {
-    /// `count` channels of `latency` cycles.
-    pub fn new(count: usize, latency: usize) -> Self {
+    /// Channels of `latency` cycles, expecting about `per_cycle` deliveries per cycle.
+    pub fn new(per_cycle: usize, latency: usize) -> Self {
         Channels {
-            depth: latency + 1,
-            slots: vec![None; count * (latency + 1)],
+            depth: latency as u64 + 1,
+            lists: (0..=latency)
+                .map(|_| Vec::with_capacity(per_cycle))
+                .collect(),
         }
     }
 
-    /// Send on channel `c` in cycle `t` (at most once per channel per cycle).
+    /// The slot of cycle `t` (compute once per cycle).
     #[inline]
-    pub fn send(&mut self, c: usize, t: u64, v: T) {
-        let i = c * self.depth + (t as usize % self.depth);
-        self.slots[i] = Some(v);
+    pub fn slot(&self, t: u64) -> usize {
+        (t % self.depth) as usize
     }
 
-    /// Receive what channel `c` delivers in cycle `t`.
+    /// Send on channel `c` in the cycle whose slot is `slot`.
     #[inline]
-    pub fn recv(&mut self, c: usize, t: u64) -> Option<T> {
-        let i = c * self.depth + (t as usize % self.depth);
-        self.slots[i].take()
+    pub fn send(&mut self, slot: usize, c: usize, v: T) {
+        self.lists[slot].push((c as u32, v));
+    }
+
+    /// Take the deliveries due in the cycle whose slot is `slot` (give the list back with
+    /// [`Channels::restore`] before sending in that cycle).
+    #[inline]
+    pub fn take(&mut self, slot: usize) -> Vec<(u32, T)> {
+        std::mem::take(&mut self.lists[slot])
+    }
+
+    /// Return a list taken with [`Channels::take`], emptied, to reuse its storage.
+    #[inline]
+    pub fn restore(&mut self, slot: usize, mut list: Vec<(u32, T)>) {
+        list.clear();
+        self.lists[slot] = list;
+    }
+
+    /// Whether anything is in flight.
+    pub fn is_empty(&self) -> bool {
+        self.lists.iter().all(Vec::is_empty)
     }
 }
 
@@ -73,7 +92,13 @@ pub struct Wiring {
     pub router_out: Vec<Vec<u32>>,
     /// VCs per channel.
     pub vcs: u8,
+    /// Routing table: output port of router `r` for destination `d` at `r * nodes + d`,
+    /// `UP` for "any up port" (fat tree); empty when too large (computed instead).
+    table: Vec<u16>,
 }
+
+/// Routing-table entry meaning "a random up port".
+const UP: u16 = u16::MAX;
 
 impl Wiring {
     /// Channel on which terminal `n` injects.
@@ -86,6 +111,37 @@ impl Wiring {
     #[inline]
     pub fn eject(&self, n: usize) -> usize {
         self.nodes + n
+    }
+
+    /// The output port `dest_tag` / `nca` picks at router `router` for `dest`, or `None` for
+    /// "any up port" (fat tree, destination not below this router).
+    pub fn port_for(&self, router: u32, dest: usize) -> Option<usize> {
+        match self.topology {
+            Topology::Fly { k, n } => {
+                // dest_tag_fly: the stage's digit of the destination.
+                let per_stage = powi(k, n - 1);
+                let stage = router as usize / per_stage;
+                Some((dest / powi(k, n - 1 - stage as u32)) % k as usize)
+            }
+            Topology::FatTree { k, n } => {
+                // fattree_nca: down when the destination is below, else up.
+                let per_level = powi(k, n - 1);
+                let pos = router as usize % per_level;
+                let depth = router as usize / per_level;
+                let rpn = powi(k, n - depth as u32 - 1);
+                let nb = pos / rpn;
+                let coverage = powi(k, n - depth as u32);
+                if dest >= nb * coverage && dest < (nb + 1) * coverage {
+                    Some(if depth == n as usize - 1 {
+                        dest % k as usize
+                    } else {
+                        (dest - nb * coverage) / powi(k, n - (depth as u32 + 1))
+                    })
+                } else {
+                    None
+                }
+            }
+        }
     }
 
     /// Hops (routers) from `src` to `dest`.
@@ -163,6 +219,7 @@ pub fn build(
         router_in: radix_in.iter().map(|&r| vec![u32::MAX; r]).collect(),
         router_out: radix_out.iter().map(|&r| vec![u32::MAX; r]).collect(),
         vcs: base.vcs as u8,
+        table: Vec::new(),
     };
     let connect_in = |w: &mut Wiring, c: usize, r: usize, port: usize| {
         w.dst[c] = End::Router {
@@ -265,6 +322,15 @@ pub fn build(
             }
         }
     }
+    if routers.len() * nodes <= 1 << 22 {
+        let mut table = Vec::with_capacity(routers.len() * nodes);
+        for r in 0..routers.len() {
+            for d in 0..nodes {
+                table.push(w.port_for(r as u32, d).map_or(UP, |p| p as u16));
+            }
+        }
+        w.table = table;
+    }
     debug_assert!(w.src.iter().chain(&w.dst).all(|e| *e != unset));
     debug_assert!(w
         .router_in
@@ -286,37 +352,26 @@ pub struct BookSimRouting<'a> {
 
 impl BookSimRouting<'_> {
     /// Route at router `router` (not at injection).
+    #[inline]
     pub fn route_at(&mut self, router: u32, in_port: usize, f: &Flit) -> Route {
-        let vc_hi = self.wiring.vcs - 1;
+        let _ = in_port;
+        let w = self.wiring;
         let dest = f.dest as usize;
-        let port = match self.wiring.topology {
-            Topology::Fly { k, n } => {
-                // dest_tag_fly: the stage's digit of the destination.
-                let per_stage = powi(k, n - 1);
-                let stage = router as usize / per_stage;
-                (dest / powi(k, n - 1 - stage as u32)) % k as usize
-            }
-            Topology::FatTree { k, n } => {
-                // fattree_nca: down when the destination is below, else a random up port.
-                let per_level = powi(k, n - 1);
-                let pos = router as usize % per_level;
-                let depth = router as usize / per_level;
-                let rpn = powi(k, n - depth as u32 - 1);
-                let nb = pos / rpn;
-                let coverage = powi(k, n - depth as u32);
-                if dest >= nb * coverage && dest < (nb + 1) * coverage {
-                    if depth == n as usize - 1 {
-                        dest % k as usize
-                    } else {
-                        (dest - nb * coverage) / powi(k, n - (depth as u32 + 1))
-                    }
-                } else {
-                    let _ = in_port;
-                    k as usize + self.rng.int(k - 1) as usize
-                }
-            }
+        let entry = if w.table.is_empty() {
+            w.port_for(router, dest).map_or(UP, |p| p as u16)
+        } else {
+            w.table[router as usize * w.nodes + dest]
         };
-        Route::new(port as u16, 0, vc_hi)
+        let port = if entry == UP {
+            // A random up port, drawn when BookSim draws it (route computation).
+            let k = match w.topology {
+                Topology::Fly { k, .. } | Topology::FatTree { k, .. } => k,
+            };
+            (k + self.rng.int(k - 1)) as u16
+        } else {
+            entry
+        };
+        Route::new(port, 0, w.vcs - 1)
     }
 }
 
@@ -332,11 +387,6 @@ impl RoutingFunction for BookSimRouting<'_> {
             End::Node(_) => None,
         }
     }
-}
-
-/// Credits of one VC, as a terminal returns them.
-pub fn credit_for(vc: u8) -> Credit {
-    Credit::for_vc(vc)
 }
 
 #[cfg(test)]
@@ -405,9 +455,14 @@ mod tests {
     #[test]
     fn channels_deliver_latency_plus_one_later() {
         let mut ch: Channels<u32> = Channels::new(2, 1);
-        ch.send(1, 10, 7);
-        assert_eq!(ch.recv(1, 11), None);
-        assert_eq!(ch.recv(1, 12), Some(7));
-        assert_eq!(ch.recv(1, 12), None);
+        let s10 = ch.slot(10);
+        let l = ch.take(s10);
+        ch.restore(s10, l);
+        ch.send(s10, 1, 7);
+        let s11 = ch.slot(11);
+        assert!(ch.take(s11).is_empty());
+        let s12 = ch.slot(12);
+        assert_eq!(ch.take(s12), vec![(1, 7)]);
+        assert!(ch.is_empty());
     }
 }

@@ -24,20 +24,42 @@ fn mod_diff(x: i64, y: i64) -> i64 {
     (x - y) & (MM - 1)
 }
 
+/// `mod_diff` on 32-bit lanes (values below 2^30): wrapping subtraction then the mask gives
+/// the same result as the 64-bit form, with twice the lanes per vector.
+#[inline]
+fn mod_diff32(x: u32, y: u32) -> u32 {
+    x.wrapping_sub(y) & (MM as u32 - 1)
+}
+
 fn mod_sum(x: f64, y: f64) -> f64 {
+    // (x + y) mod 1 for x, y in [0, 1): subtracting 0.0 or 1.0 is exact either way.
     let s = x + y;
-    if s >= 1.0 {
-        s - 1.0
-    } else {
-        s
+    s - if s >= 1.0 { 1.0 } else { 0.0 }
+}
+
+/// `aa[j] = op(aa[j - KK], aa[j - LL])` for `j` in `KK..n`, in blocks of `LL` independent
+/// elements so the compiler can vectorise each block.
+#[inline]
+fn lagged_fill<T: Copy>(aa: &mut [T], op: impl Fn(T, T) -> T) {
+    let n = aa.len();
+    let mut j = KK;
+    while j < n {
+        let len = LL.min(n - j);
+        let (done, todo) = aa.split_at_mut(j);
+        let far = &done[j - KK..j - KK + len];
+        let near = &done[j - LL..j - LL + len];
+        for ((d, &a), &b) in todo[..len].iter_mut().zip(far).zip(near) {
+            *d = op(a, b);
+        }
+        j += len;
     }
 }
 
 /// Knuth's 30-bit integer generator (`ran_start`, `ran_array`, `ran_arr_next`).
 #[derive(Clone)]
 pub struct KnuthInt {
-    x: [i64; KK],
-    buf: Vec<i64>,
+    x: [u32; KK],
+    buf: Vec<u32>,
     next: usize,
 }
 
@@ -53,19 +75,17 @@ impl KnuthInt {
         g
     }
 
-    fn array(&mut self, aa: &mut [i64]) {
+    fn array(&mut self, aa: &mut [u32]) {
         let n = aa.len();
         aa[..KK].copy_from_slice(&self.x);
-        for j in KK..n {
-            aa[j] = mod_diff(aa[j - KK], aa[j - LL]);
-        }
+        lagged_fill(aa, mod_diff32);
         let mut j = n;
         for i in 0..LL {
-            self.x[i] = mod_diff(aa[j - KK], aa[j - LL]);
+            self.x[i] = mod_diff32(aa[j - KK], aa[j - LL]);
             j += 1;
         }
         for i in LL..KK {
-            self.x[i] = mod_diff(aa[j - KK], self.x[i - LL]);
+            self.x[i] = mod_diff32(aa[j - KK], self.x[i - LL]);
             j += 1;
         }
     }
@@ -105,17 +125,21 @@ impl KnuthInt {
                 t -= 1;
             }
         }
-        self.x[KK - LL..].copy_from_slice(&x[..LL]);
-        self.x[..KK - LL].copy_from_slice(&x[LL..KK]);
+        for (j, &v) in x.iter().enumerate().take(KK) {
+            // Positions rotate by LL; every value is below 2^30.
+            let to = if j < LL { j + KK - LL } else { j - LL };
+            self.x[to] = v as u32;
+        }
+        let mut warm = [0u32; KK + KK - 1];
         for _ in 0..10 {
-            self.array(&mut x);
+            self.array(&mut warm);
         }
         self.next = USED;
     }
 
     /// The next number in `[0, 2^30)` (Knuth's `ran_arr_next`).
     #[inline]
-    pub fn next_raw(&mut self) -> i64 {
+    pub fn next_raw(&mut self) -> u32 {
         if self.next < USED {
             let v = self.buf[self.next];
             self.next += 1;
@@ -131,8 +155,12 @@ impl KnuthInt {
     /// BookSim's `RandomInt(max)`: uniform in `[0, max]`.
     #[inline]
     pub fn int(&mut self, max: u32) -> u32 {
-        // max + 1 >= 1 and the raw value is below 2^30, so the remainder fits in u32.
-        (self.next_raw() % (i64::from(max) + 1)) as u32
+        // The raw value is below 2^30, so u32 arithmetic is exact (max + 1 cannot wrap to 0
+        // for the maxima BookSim uses; guard anyway).
+        match max.checked_add(1) {
+            Some(m) => self.next_raw() % m,
+            None => self.next_raw(),
+        }
     }
 }
 
@@ -159,9 +187,7 @@ impl KnuthFloat {
     fn array(&mut self, aa: &mut [f64]) {
         let n = aa.len();
         aa[..KK].copy_from_slice(&self.u);
-        for j in KK..n {
-            aa[j] = mod_sum(aa[j - KK], aa[j - LL]);
-        }
+        lagged_fill(aa, mod_sum);
         let mut j = n;
         for i in 0..LL {
             self.u[i] = mod_sum(aa[j - KK], aa[j - LL]);
@@ -259,7 +285,7 @@ mod tests {
     #[test]
     fn knuth_integer_check_value() {
         let mut g = KnuthInt::new(310_952);
-        let mut a = vec![0i64; 2009];
+        let mut a = vec![0u32; 2009];
         for _ in 0..=2009 {
             g.array(&mut a[..1009]);
         }

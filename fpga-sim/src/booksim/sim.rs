@@ -274,6 +274,7 @@ impl Sim {
         let (wiring, routers) = build(cfg.topology, &cfg.router)?;
         let nodes = wiring.nodes;
         let chans = wiring.src.len();
+        let _ = chans;
         let vcs = cfg.router.vcs;
         let sources = (0..nodes)
             .map(|_| Source {
@@ -288,8 +289,8 @@ impl Sim {
         sched.at(Instant::ZERO, ());
         Ok(Sim {
             rng: BookSimRng::new(cfg.seed),
-            flits: Channels::new(chans, 1),
-            credits: Channels::new(chans, 1),
+            flits: Channels::new(2 * nodes, 1),
+            credits: Channels::new(2 * nodes, 1),
             sources,
             packets: Vec::with_capacity(nodes * 4),
             free: Vec::with_capacity(nodes * 4),
@@ -319,6 +320,11 @@ impl Sim {
     /// The configuration.
     pub fn config(&self) -> &BooksimConfig {
         &self.cfg
+    }
+
+    /// Counters of router `r`.
+    pub fn router_stats(&self, r: usize) -> Option<crate::router::RouterStats> {
+        self.routers.get(r).map(IqRouter::stats)
     }
 
     /// Work done so far.
@@ -370,59 +376,68 @@ impl Sim {
                 eprintln!("WARNING: Possible network deadlock.");
             }
         }
-        // Terminals read what the network delivered.
+        // Terminals and routers read what their channels deliver this cycle.
         let counting = self.counting();
-        for n in 0..self.wiring.nodes {
-            if let Some(f) = self.flits.recv(self.wiring.eject(n), g) {
-                self.ejected.push((n as u32, f));
-                if counting {
-                    self.cur.accepted_flits[n] += 1;
-                    if f.is_tail() {
-                        self.cur.accepted_packets[n] += 1;
+        let slot = self.flits.slot(g);
+        let arrivals = self.flits.take(slot);
+        for &(c, f) in &arrivals {
+            match self.wiring.dst[c as usize] {
+                End::Node(n) => {
+                    self.ejected.push((n, f));
+                    if counting {
+                        self.cur.accepted_flits[n as usize] += 1;
+                        if f.is_tail() {
+                            self.cur.accepted_packets[n as usize] += 1;
+                        }
                     }
                 }
-            }
-            if let Some(c) = self.credits.recv(self.wiring.inject(n), g) {
-                self.credits_in_channels -= 1;
-                let cycle = self.time;
-                self.sources[n]
-                    .buf
-                    .process_credit(c)
-                    .map_err(|err| SimError::Terminal {
-                        node: n as u32,
-                        cycle,
-                        err,
-                    })?;
-            }
-        }
-        // Routers read their channels.
-        for (r, router) in self.routers.iter_mut().enumerate() {
-            let rerr = |err| SimError::Router {
-                router: r as u32,
-                cycle: self.time,
-                err,
-            };
-            for (i, &c) in self.wiring.router_in[r].iter().enumerate() {
-                if let Some(f) = self.flits.recv(c as usize, g) {
-                    router.handle_flit(i, f).map_err(rerr)?;
-                }
-            }
-            for (o, &c) in self.wiring.router_out[r].iter().enumerate() {
-                if let Some(cr) = self.credits.recv(c as usize, g) {
-                    self.credits_in_channels -= 1;
-                    router.handle_credit(g, o, cr).map_err(rerr)?;
+                End::Router { router, port } => {
+                    self.routers[router as usize]
+                        .handle_flit(port as usize, f)
+                        .map_err(|err| SimError::Router {
+                            router,
+                            cycle: self.time,
+                            err,
+                        })?;
                 }
             }
         }
+        self.flits.restore(slot, arrivals);
+        let arrivals = self.credits.take(slot);
+        for &(c, cr) in &arrivals {
+            self.credits_in_channels -= 1;
+            match self.wiring.src[c as usize] {
+                End::Node(n) => {
+                    self.sources[n as usize]
+                        .buf
+                        .process_credit(cr)
+                        .map_err(|err| SimError::Terminal {
+                            node: n,
+                            cycle: self.time,
+                            err,
+                        })?;
+                }
+                End::Router { router, port } => {
+                    self.routers[router as usize]
+                        .handle_credit(g, port as usize, cr)
+                        .map_err(|err| SimError::Router {
+                            router,
+                            cycle: self.time,
+                            err,
+                        })?;
+                }
+            }
+        }
+        self.credits.restore(slot, arrivals);
         if !self.empty_network {
             self.generate();
         }
-        self.inject(g)?;
+        self.inject(slot)?;
         // Sinks return credits and retire flits.
         let ejected = std::mem::take(&mut self.ejected);
         for &(n, f) in &ejected {
             self.credits
-                .send(self.wiring.eject(n as usize), g, Credit::for_vc(f.vc));
+                .send(slot, self.wiring.eject(n as usize), Credit::for_vc(f.vc));
             self.credits_in_channels += 1;
             self.retire(n, f)?;
         }
@@ -446,11 +461,11 @@ impl Sim {
                 })?;
             let (flits, credits) = (&mut self.flits, &mut self.credits);
             let (outs, ins) = (&self.wiring.router_out[r], &self.wiring.router_in[r]);
-            router.poll_flits(|o, f| flits.send(outs[o] as usize, g, f));
+            router.poll_flits(|o, f| flits.send(slot, outs[o] as usize, f));
             let sent = &mut self.credits_in_channels;
             router.poll_credits(|i, c| {
                 *sent += 1;
-                credits.send(ins[i] as usize, g, c)
+                credits.send(slot, ins[i] as usize, c)
             });
         }
         self.time += 1;
@@ -526,7 +541,7 @@ impl Sim {
 
     /// Each source with a flit ready sends it if its VC has credit; a head first claims the
     /// next free VC after the one it used last.
-    fn inject(&mut self, g: u64) -> Result<(), SimError> {
+    fn inject(&mut self, slot: usize) -> Result<(), SimError> {
         let vcs = self.cfg.router.vcs as i32;
         let counting = self.counting();
         for n in 0..self.wiring.nodes {
@@ -585,7 +600,7 @@ impl Sim {
                     self.cur.sent_packets[n] += 1;
                 }
             }
-            self.flits.send(self.wiring.inject(n), g, f);
+            self.flits.send(slot, self.wiring.inject(n), f);
         }
         Ok(())
     }

@@ -212,8 +212,12 @@ impl SeparableInputFirst {
                 self.matched_in.push(c.input);
                 self.matched_out.push(o);
                 if iter == 0 {
-                    self.in_ptr[c.input as usize] = (o + 1) % self.n_out;
-                    self.out_ptr[o as usize] = (c.input + 1) % self.n_in;
+                    self.in_ptr[c.input as usize] = if o + 1 == self.n_out { 0 } else { o + 1 };
+                    self.out_ptr[o as usize] = if c.input + 1 == self.n_in {
+                        0
+                    } else {
+                        c.input + 1
+                    };
                 }
             }
         }

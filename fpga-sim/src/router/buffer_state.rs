@@ -20,6 +20,8 @@ pub struct BufferState {
     vc_occ: Vec<u32>,
     in_use_by: Vec<u32>,
     tail_sent: Vec<bool>,
+    avail: u64,
+    full: u64,
 }
 
 impl BufferState {
@@ -32,19 +34,33 @@ impl BufferState {
             vc_occ: vec![0; vcs],
             in_use_by: vec![FREE; vcs],
             tail_sent: vec![false; vcs],
+            avail: if vcs >= 64 { !0 } else { (1u64 << vcs) - 1 },
+            full: 0,
         }
+    }
+
+    /// Bit `v` set when VC `v` is available (no packet holds it).
+    #[inline]
+    pub fn avail_mask(&self) -> u64 {
+        self.avail
+    }
+
+    /// Bit `v` set when VC `v` has no free slot.
+    #[inline]
+    pub fn full_mask(&self) -> u64 {
+        self.full
     }
 
     /// Whether no packet holds VC `vc`.
     #[inline]
     pub fn is_available_for(&self, vc: usize) -> bool {
-        self.in_use_by[vc] == FREE
+        self.avail & (1u64 << vc) != 0
     }
 
     /// Whether VC `vc` has no free slot.
     #[inline]
     pub fn is_full_for(&self, vc: usize) -> bool {
-        self.vc_occ[vc] >= self.vc_buf_size
+        self.full & (1u64 << vc) != 0
     }
 
     /// Whether VC `vc` holds no flit (all its credits are back).
@@ -71,6 +87,7 @@ impl BufferState {
             return Err(RouterError::VcTaken { vc: vc as u8 });
         }
         self.in_use_by[vc] = tag;
+        self.avail &= !(1u64 << vc);
         self.tail_sent[vc] = false;
         Ok(())
     }
@@ -82,11 +99,15 @@ impl BufferState {
             return Err(RouterError::NoCredit { vc: f.vc });
         }
         self.vc_occ[vc] += 1;
+        if self.vc_occ[vc] >= self.vc_buf_size {
+            self.full |= 1u64 << vc;
+        }
         self.occupancy += 1;
         if f.is_tail() {
             self.tail_sent[vc] = true;
             if !self.wait_for_tail_credit {
                 self.in_use_by[vc] = FREE;
+                self.avail |= 1u64 << vc;
             }
         }
         Ok(())
@@ -105,9 +126,11 @@ impl BufferState {
                 return Err(RouterError::CreditForIdleVc { vc: vc as u8 });
             }
             self.vc_occ[vc] -= 1;
+            self.full &= !(1u64 << vc);
             self.occupancy -= 1;
             if self.wait_for_tail_credit && self.vc_occ[vc] == 0 && self.tail_sent[vc] {
                 self.in_use_by[vc] = FREE;
+                self.avail |= 1u64 << vc;
             }
         }
         Ok(())
@@ -135,6 +158,8 @@ mod tests {
         b.process_credit(Credit(0b10)).unwrap();
         b.process_credit(Credit(0b10)).unwrap();
         assert!(b.is_empty_for(1));
+        assert_eq!(b.full_mask(), 0);
+        assert_eq!(b.avail_mask(), 0b11);
         assert_eq!(
             b.process_credit(Credit(0b10)),
             Err(RouterError::CreditUnderflow { vc: 1 })

@@ -28,12 +28,11 @@
 //! A stage with a delay above one works in batches: VCs that join while a batch is in flight
 //! wait for it to finish (BookSim's behaviour).
 
-use std::collections::VecDeque;
-
 use super::alloc::{supersedes, Request, SeparableInputFirst};
 use super::buffer_state::BufferState;
 use super::config::{RouterConfig, RouterConfigError};
 use super::flit::{Credit, Flit, Route};
+use super::ring::Ring;
 use super::RouterError;
 
 /// Decides where head flits go.
@@ -76,20 +75,42 @@ struct InputVc {
 }
 
 #[derive(Clone, Copy)]
+struct IvcInfo {
+    input: u32,
+    vc: u32,
+    exp_in: u32,
+}
+
+/// A bid for an output VC: the bidding input VC and its priority (`ivc == NONE`: no bid).
+#[derive(Clone, Copy)]
+struct Bid {
+    ivc: u32,
+    pri: i32,
+}
+
+const NONE: u32 = u32::MAX;
+
+/// Bits `lo..=hi`.
+#[inline]
+fn range_mask(lo: u8, hi: u8) -> u64 {
+    (!0u64 >> (63 - u32::from(hi))) & (!0u64 << u32::from(lo))
+}
+
+#[derive(Clone, Copy, Default)]
 struct StageItem {
     time: i64,
     ivc: u32,
     result: i32,
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct XbarItem {
     time: i64,
     flit: Flit,
     out: u32,
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct CreditItem {
     time: i64,
     credit: Credit,
@@ -105,6 +126,10 @@ pub struct RouterStats {
     pub flits_switched: u64,
     /// Internal steps run.
     pub internal_steps: u64,
+    /// VC-allocation attempts (a head flit bidding for an output VC).
+    pub vc_alloc_attempts: u64,
+    /// Switch-allocation attempts (a flit bidding for the crossbar).
+    pub sw_alloc_attempts: u64,
 }
 
 /// An input-queued VC router with credit-based flow control.
@@ -134,20 +159,40 @@ pub struct IqRouter {
     in_mask: Vec<u64>,
     in_any: bool,
 
-    route_q: VecDeque<StageItem>,
-    va_q: VecDeque<StageItem>,
-    sa_q: VecDeque<StageItem>,
-    xbar_q: VecDeque<XbarItem>,
-    proc_credits: VecDeque<CreditItem>,
+    route_q: Ring<StageItem>,
+    va_q: Ring<StageItem>,
+    sa_q: Ring<StageItem>,
+    xbar_q: Ring<XbarItem>,
+    proc_credits: Ring<CreditItem>,
 
-    out_buf: Vec<VecDeque<Flit>>,
+    out_buf: Vec<Ring<Flit>>,
     out_pending: usize,
-    credit_buf: Vec<VecDeque<Credit>>,
+    out_mask: Vec<u64>,
+    credit_buf: Vec<Ring<Credit>>,
     credit_pending: usize,
+    credit_mask: Vec<u64>,
     step_credit: Vec<u64>,
     step_credit_inputs: Vec<u32>,
 
-    vc_alloc: SeparableInputFirst,
+    /// Per input VC: (input, vc, expanded switch input).
+    ivc_info: Vec<IvcInfo>,
+    /// Expanded switch output -> output port.
+    exp_out_port: Vec<u32>,
+    /// Input port -> its slice of the expanded outputs (`input % output_speedup`).
+    in_mod_os: Vec<u32>,
+    alloc_iters: usize,
+    /// VC allocation: per input VC the round-robin pointer over output VCs, and the grant of
+    /// this step (`port << 6 | vc`, or `NONE`).
+    va_in_ptr: Vec<u32>,
+    va_grant: Vec<u32>,
+    va_granted: Vec<u32>,
+    /// Per output VC: round-robin pointer over input VCs and the best bid of this step.
+    va_out_ptr: Vec<u32>,
+    va_out_best: Vec<Bid>,
+    va_touched: Vec<(u32, u32)>,
+    /// Per output port: output VCs granted this step (for iterations after the first).
+    va_taken: Vec<u64>,
+    va_taken_ports: Vec<u32>,
     sw_alloc: SeparableInputFirst,
     sw_rr_offset: Vec<u32>,
 
@@ -202,20 +247,39 @@ impl IqRouter {
             in_flit: vec![Flit::default(); n_in],
             in_mask: vec![0; n_in.div_ceil(64)],
             in_any: false,
-            route_q: VecDeque::with_capacity(ivcs),
-            va_q: VecDeque::with_capacity(ivcs),
-            sa_q: VecDeque::with_capacity(ivcs),
-            xbar_q: VecDeque::with_capacity(xbar_cap),
-            proc_credits: VecDeque::with_capacity(n_out * (cfg.credit_delay as usize + 2)),
-            out_buf: (0..n_out)
-                .map(|_| VecDeque::with_capacity(out_cap))
-                .collect(),
+            route_q: Ring::with_capacity(ivcs),
+            va_q: Ring::with_capacity(ivcs),
+            sa_q: Ring::with_capacity(ivcs),
+            xbar_q: Ring::with_capacity(xbar_cap),
+            proc_credits: Ring::with_capacity(n_out * (cfg.credit_delay as usize + 2)),
+            out_buf: (0..n_out).map(|_| Ring::with_capacity(out_cap)).collect(),
             out_pending: 0,
-            credit_buf: (0..n_in).map(|_| VecDeque::with_capacity(4)).collect(),
+            out_mask: vec![0; n_out.div_ceil(64)],
+            credit_buf: (0..n_in).map(|_| Ring::with_capacity(4)).collect(),
             credit_pending: 0,
+            credit_mask: vec![0; n_in.div_ceil(64)],
             step_credit: vec![0; n_in],
             step_credit_inputs: Vec::with_capacity(n_in),
-            vc_alloc: SeparableInputFirst::new(ivcs, n_out * v, v, cfg.alloc_iters),
+            ivc_info: (0..ivcs)
+                .map(|i| IvcInfo {
+                    input: (i / v) as u32,
+                    vc: (i % v) as u32,
+                    exp_in: ((i / v) * cfg.input_speedup + (i % v) % cfg.input_speedup) as u32,
+                })
+                .collect(),
+            exp_out_port: (0..exp_out)
+                .map(|e| (e / cfg.output_speedup) as u32)
+                .collect(),
+            in_mod_os: (0..n_in).map(|i| (i % cfg.output_speedup) as u32).collect(),
+            alloc_iters: cfg.alloc_iters,
+            va_in_ptr: vec![0; ivcs],
+            va_grant: vec![NONE; ivcs],
+            va_granted: Vec::with_capacity(ivcs),
+            va_out_ptr: vec![0; n_out * v],
+            va_out_best: vec![Bid { ivc: NONE, pri: 0 }; n_out * v],
+            va_touched: Vec::with_capacity(n_out * v),
+            va_taken: vec![0; n_out],
+            va_taken_ports: Vec::with_capacity(n_out),
             sw_alloc: SeparableInputFirst::new(exp_in, exp_out, v, cfg.alloc_iters),
             sw_rr_offset: (0..exp_in)
                 .map(|i| (i % cfg.input_speedup) as u32)
@@ -261,7 +325,7 @@ impl IqRouter {
     pub fn flits_inside(&self) -> usize {
         self.vcs.iter().map(|v| v.len as usize).sum::<usize>()
             + self.xbar_q.len()
-            + self.out_buf.iter().map(VecDeque::len).sum::<usize>()
+            + self.out_buf.iter().map(Ring::len).sum::<usize>()
     }
 
     /// Read phase: a flit arrived at `input` on VC `flit.vc`.
@@ -323,12 +387,19 @@ impl IqRouter {
         if self.out_pending == 0 {
             return;
         }
-        for (o, q) in self.out_buf.iter_mut().enumerate() {
-            if let Some(f) = q.pop_front() {
+        for w in 0..self.out_mask.len() {
+            let mut m = self.out_mask[w];
+            while m != 0 {
+                let o = w * 64 + m.trailing_zeros() as usize;
+                m &= m - 1;
+                let q = &mut self.out_buf[o];
+                if let Some(f) = q.pop_front() {
+                    send(o, f);
+                }
                 if q.is_empty() {
                     self.out_pending -= 1;
+                    self.out_mask[w] &= !(1u64 << (o % 64));
                 }
-                send(o, f);
             }
         }
     }
@@ -338,12 +409,19 @@ impl IqRouter {
         if self.credit_pending == 0 {
             return;
         }
-        for (i, q) in self.credit_buf.iter_mut().enumerate() {
-            if let Some(c) = q.pop_front() {
+        for w in 0..self.credit_mask.len() {
+            let mut m = self.credit_mask[w];
+            while m != 0 {
+                let i = w * 64 + m.trailing_zeros() as usize;
+                m &= m - 1;
+                let q = &mut self.credit_buf[i];
+                if let Some(c) = q.pop_front() {
+                    send(i, c);
+                }
                 if q.is_empty() {
                     self.credit_pending -= 1;
+                    self.credit_mask[w] &= !(1u64 << (i % 64));
                 }
-                send(i, c);
             }
         }
     }
@@ -371,7 +449,10 @@ impl IqRouter {
         if !self.route_q.is_empty() {
             evaluate_times(&mut self.route_q, now + self.routing_delay - 1);
         }
-        self.vc_alloc.clear();
+        for &ivc in &self.va_granted {
+            self.va_grant[ivc as usize] = NONE;
+        }
+        self.va_granted.clear();
         if !self.va_q.is_empty() {
             self.va_evaluate(now);
         }
@@ -381,7 +462,8 @@ impl IqRouter {
         }
         if !self.xbar_q.is_empty() {
             let t = now + self.crossbar_delay - 1;
-            for it in self.xbar_q.iter_mut() {
+            for k in 0..self.xbar_q.len() {
+                let it = self.xbar_q.get_mut(k);
                 if it.time >= 0 {
                     break;
                 }
@@ -411,6 +493,7 @@ impl IqRouter {
             let q = &mut self.credit_buf[i as usize];
             if q.is_empty() {
                 self.credit_pending += 1;
+                self.credit_mask[i as usize / 64] |= 1u64 << (i % 64);
             }
             q.push_back(Credit(self.step_credit[i as usize]));
             self.step_credit[i as usize] = 0;
@@ -452,7 +535,8 @@ impl IqRouter {
         if st.len as usize >= b {
             return Err(RouterError::BufferOverflow { input, vc: f.vc });
         }
-        let slot = (st.head as usize + st.len as usize) % b;
+        let slot = st.head as usize + st.len as usize;
+        let slot = if slot >= b { slot - b } else { slot };
         self.bufs[ivc * b + slot] = f;
         self.vcs[ivc].len += 1;
         match st.state {
@@ -517,7 +601,7 @@ impl IqRouter {
             self.route_q.pop_front();
             let ivc = it.ivc as usize;
             let f = self.front(ivc);
-            let r = routing.route(self.id, ivc / self.v, &f);
+            let r = routing.route(self.id, self.ivc_info[ivc].input as usize, &f);
             self.vcs[ivc].route = self.check_route(r)?;
             self.vcs[ivc].state = VcState::VcAlloc;
             let item = StageItem {
@@ -534,39 +618,99 @@ impl IqRouter {
     }
 
     fn va_evaluate(&mut self, now: i64) {
-        let v = self.v;
-        for k in 0..self.va_q.len() {
-            let it = self.va_q[k];
-            if it.time >= 0 {
-                break;
-            }
-            let ivc = it.ivc as usize;
-            let route = self.vcs[ivc].route;
-            let out_pri = i32::from(self.front(ivc).pri);
-            let dest = &self.next_buf[route.port as usize];
-            let mut elig = false;
-            for ovc in route.vc_lo..=route.vc_hi {
-                if !dest.is_available_for(ovc as usize) {
+        let v = self.v as u32;
+        let (n_ov, n_iv) = (self.n_out as u32 * v, self.n_in as u32 * v);
+        for iter in 0..self.alloc_iters {
+            // Input stage: each unmatched input VC picks one available output VC of its
+            // route, the first at or after its round-robin pointer.
+            for k in 0..self.va_q.len() {
+                let it = *self.va_q.get(k);
+                if it.time >= 0 {
+                    break;
+                }
+                let ivc = it.ivc as usize;
+                if iter == 0 {
+                    self.stats.vc_alloc_attempts += 1;
+                } else if self.va_grant[ivc] != NONE || it.result < UNDECIDED {
                     continue;
                 }
-                elig = true;
-                self.vc_alloc.add(
+                let route = self.vcs[ivc].route;
+                let port = route.port as usize;
+                let mut avail =
+                    self.next_buf[port].avail_mask() & range_mask(route.vc_lo, route.vc_hi);
+                if iter > 0 {
+                    avail &= !self.va_taken[port];
+                }
+                if avail == 0 {
+                    if iter == 0 {
+                        self.va_q.get_mut(k).result = STALL;
+                    }
+                    continue;
+                }
+                let base = port as u32 * v;
+                let off = self.va_in_ptr[ivc].wrapping_sub(base);
+                let bit = if off < v {
+                    let upper = avail & (!0u64 << off);
+                    if upper != 0 {
+                        upper.trailing_zeros()
+                    } else {
+                        avail.trailing_zeros()
+                    }
+                } else {
+                    avail.trailing_zeros()
+                };
+                let ov = base + bit;
+                let pri = i32::from(self.front(ivc).pri);
+                // Output stage: the output VC keeps the best bid.
+                let best = &mut self.va_out_best[ov as usize];
+                if best.ivc == NONE {
+                    *best = Bid { ivc: it.ivc, pri };
+                    self.va_touched.push((ov, (port as u32) << 6 | bit));
+                } else if supersedes(
                     it.ivc,
-                    Request {
-                        out: (route.port as usize * v + ovc as usize) as u32,
-                        label: 0,
-                        in_pri: 0,
-                        out_pri,
-                    },
+                    pri,
+                    best.ivc,
+                    best.pri,
+                    self.va_out_ptr[ov as usize],
+                    n_iv,
+                ) {
+                    *best = Bid { ivc: it.ivc, pri };
+                }
+            }
+            if self.va_touched.is_empty() {
+                break;
+            }
+            for t in 0..self.va_touched.len() {
+                let (ov, packed) = self.va_touched[t];
+                let win = std::mem::replace(
+                    &mut self.va_out_best[ov as usize],
+                    Bid { ivc: NONE, pri: 0 },
                 );
+                self.va_grant[win.ivc as usize] = packed;
+                self.va_granted.push(win.ivc);
+                if iter == 0 {
+                    self.va_in_ptr[win.ivc as usize] = if ov + 1 == n_ov { 0 } else { ov + 1 };
+                    self.va_out_ptr[ov as usize] =
+                        if win.ivc + 1 == n_iv { 0 } else { win.ivc + 1 };
+                }
+                if self.alloc_iters > 1 {
+                    let port = (packed >> 6) as usize;
+                    if self.va_taken[port] == 0 {
+                        self.va_taken_ports.push(port as u32);
+                    }
+                    self.va_taken[port] |= 1u64 << (packed & 63);
+                }
             }
-            if !elig {
-                self.va_q[k].result = STALL;
-            }
+            self.va_touched.clear();
         }
-        self.vc_alloc.allocate();
+        for &p in &self.va_taken_ports {
+            self.va_taken[p as usize] = 0;
+        }
+        self.va_taken_ports.clear();
+
         let t = now + self.vc_alloc_delay - 1;
-        for it in self.va_q.iter_mut() {
+        for k in 0..self.va_q.len() {
+            let it = self.va_q.get_mut(k);
             if it.time >= 0 {
                 break;
             }
@@ -574,20 +718,19 @@ impl IqRouter {
             if it.result < UNDECIDED {
                 continue;
             }
-            it.result = match self.vc_alloc.output_assigned(it.ivc) {
-                Some(o) => o as i32,
-                None => STALL,
-            };
+            let g = self.va_grant[it.ivc as usize];
+            it.result = if g == NONE { STALL } else { g as i32 };
         }
         if self.vc_alloc_delay <= 1 {
             return;
         }
-        for it in self.va_q.iter_mut() {
+        for k in 0..self.va_q.len() {
+            let it = self.va_q.get_mut(k);
             if now < it.time {
                 break;
             }
             if it.result >= 0 {
-                let (port, ovc) = (it.result as usize / v, it.result as usize % v);
+                let (port, ovc) = (it.result as usize >> 6, it.result as usize & 63);
                 if !self.next_buf[port].is_available_for(ovc) {
                     it.result = STALL;
                 }
@@ -596,7 +739,6 @@ impl IqRouter {
     }
 
     fn va_update(&mut self, now: i64) -> Result<(), RouterError> {
-        let v = self.v;
         while let Some(&it) = self.va_q.front() {
             if it.time < 0 || now < it.time {
                 break;
@@ -609,7 +751,7 @@ impl IqRouter {
                 result: UNDECIDED,
             };
             if it.result >= 0 {
-                let (port, ovc) = (it.result as usize / v, it.result as usize % v);
+                let (port, ovc) = (it.result as usize >> 6, it.result as usize & 63);
                 self.next_buf[port].take_buffer(ovc, it.ivc)?;
                 let st = &mut self.vcs[ivc];
                 st.out_port = port as u16;
@@ -634,10 +776,11 @@ impl IqRouter {
     }
 
     /// Add (or improve) the switch request of VC `ivc` for output `output`.
+    #[inline]
     fn sa_add_request(&mut self, ivc: usize, output: usize) {
-        let (input, vc) = (ivc / self.v, ivc % self.v);
-        let exp_in = (input * self.in_speedup + vc % self.in_speedup) as u32;
-        let exp_out = (output * self.out_speedup + input % self.out_speedup) as u32;
+        let info = self.ivc_info[ivc];
+        let (vc, exp_in) = (info.vc as usize, info.exp_in);
+        let exp_out = output as u32 * self.out_speedup as u32 + self.in_mod_os[info.input as usize];
         let mut prio = i32::from(self.front(ivc).pri);
         if self.speculative && self.vcs[ivc].state == VcState::VcAlloc {
             prio += i32::MIN;
@@ -670,17 +813,18 @@ impl IqRouter {
     fn sa_evaluate(&mut self, now: i64) {
         let v = self.v;
         for k in 0..self.sa_q.len() {
-            let it = self.sa_q[k];
+            let it = *self.sa_q.get(k);
             if it.time >= 0 {
                 break;
             }
+            self.stats.sw_alloc_attempts += 1;
             let ivc = it.ivc as usize;
             let st = self.vcs[ivc];
             if st.state == VcState::Active {
                 let port = st.out_port as usize;
                 if self.next_buf[port].is_full_for(st.out_vc as usize) || self.out_queue_full(port)
                 {
-                    self.sa_q[k].result = STALL;
+                    self.sa_q.get_mut(k).result = STALL;
                     continue;
                 }
                 self.sa_add_request(ivc, port);
@@ -705,7 +849,7 @@ impl IqRouter {
                 }
             }
             if (self.spec_check_elig && !elig) || (self.spec_check_cred && !cred) {
-                self.sa_q[k].result = STALL;
+                self.sa_q.get_mut(k).result = STALL;
             } else {
                 self.sa_add_request(ivc, port);
             }
@@ -713,56 +857,57 @@ impl IqRouter {
         self.sw_alloc.allocate();
         let t = now + self.sw_alloc_delay - 1;
         for k in 0..self.sa_q.len() {
-            let it = self.sa_q[k];
+            let it = *self.sa_q.get(k);
             if it.time >= 0 {
                 break;
             }
-            self.sa_q[k].time = t;
+            self.sa_q.get_mut(k).time = t;
             if it.result < UNDECIDED {
                 continue;
             }
-            let ivc = it.ivc as usize;
-            let (input, vc) = (ivc / v, ivc % v);
-            let exp_in = (input * self.in_speedup + vc % self.in_speedup) as u32;
+            let info = self.ivc_info[it.ivc as usize];
+            let (vc, exp_in) = (info.vc as usize, info.exp_in);
             let mut result = STALL;
             if let Some(exp_out) = self.sw_alloc.output_assigned(exp_in) {
                 if let Some(r) = self.sw_alloc.request(exp_in, exp_out) {
                     if r.label == vc as i32 {
-                        self.sw_rr_offset[exp_in as usize] = ((vc + self.in_speedup) % v) as u32;
+                        let next = vc + self.in_speedup;
+                        let next = if next < v { next } else { next % v };
+                        self.sw_rr_offset[exp_in as usize] = next as u32;
                         result = exp_out as i32;
                     }
                 }
             }
-            self.sa_q[k].result = result;
+            self.sa_q.get_mut(k).result = result;
         }
         if !self.speculative && self.sw_alloc_delay <= 1 {
             return;
         }
         for k in 0..self.sa_q.len() {
-            let it = self.sa_q[k];
+            let it = *self.sa_q.get(k);
             if now < it.time {
                 break;
             }
             if it.result < 0 {
                 continue;
             }
-            let output = it.result as usize / self.out_speedup;
+            let output = self.exp_out_port[it.result as usize] as usize;
             let ivc = it.ivc as usize;
             let st = self.vcs[ivc];
             let dest = &self.next_buf[output];
             let result = if self.speculative && st.state == VcState::VcAlloc {
-                match self.vc_alloc.output_assigned(it.ivc) {
-                    None => UNDECIDED,
-                    Some(ov) if ov as usize / v != output => STALL,
-                    Some(ov) if dest.is_full_for(ov as usize % v) => STALL,
-                    Some(_) => it.result,
+                match self.va_grant[ivc] {
+                    NONE => UNDECIDED,
+                    g if (g >> 6) as usize != output => STALL,
+                    g if dest.is_full_for((g & 63) as usize) => STALL,
+                    _ => it.result,
                 }
             } else if dest.is_full_for(st.out_vc as usize) {
                 STALL
             } else {
                 it.result
             };
-            self.sa_q[k].result = result;
+            self.sa_q.get_mut(k).result = result;
         }
     }
 
@@ -771,7 +916,7 @@ impl IqRouter {
         now: i64,
         routing: &mut R,
     ) -> Result<(), RouterError> {
-        let (v, b) = (self.v, self.b);
+        let b = self.b;
         while let Some(&it) = self.sa_q.front() {
             if it.time < 0 || now < it.time {
                 break;
@@ -787,14 +932,18 @@ impl IqRouter {
                 self.sa_q.push_back(retry);
                 continue;
             }
-            let exp_out = it.result as u32;
-            let output = exp_out as usize / self.out_speedup;
-            let (input, vcn) = (ivc / v, ivc % v);
+            let output = self.exp_out_port[it.result as usize] as usize;
+            let info = self.ivc_info[ivc];
+            let (input, vcn) = (info.input as usize, info.vc as usize);
             let st = self.vcs[ivc];
             let mut f = self.bufs[ivc * b + st.head as usize];
             {
                 let s = &mut self.vcs[ivc];
-                s.head = ((s.head as usize + 1) % b) as u16;
+                s.head = if s.head as usize + 1 == b {
+                    0
+                } else {
+                    s.head + 1
+                };
                 s.len -= 1;
             }
             f.vc = st.out_vc;
@@ -839,6 +988,7 @@ impl IqRouter {
             let q = &mut self.out_buf[it.out as usize];
             if q.is_empty() {
                 self.out_pending += 1;
+                self.out_mask[it.out as usize / 64] |= 1u64 << (it.out % 64);
             }
             q.push_back(it.flit);
         }
@@ -846,8 +996,9 @@ impl IqRouter {
 }
 
 /// Stamp the not-yet-evaluated prefix of a stage queue with its completion cycle.
-fn evaluate_times(q: &mut VecDeque<StageItem>, t: i64) {
-    for it in q.iter_mut() {
+fn evaluate_times(q: &mut Ring<StageItem>, t: i64) {
+    for k in 0..q.len() {
+        let it = q.get_mut(k);
         if it.time >= 0 {
             break;
         }

@@ -44,6 +44,7 @@ mod buffer_state;
 mod config;
 mod flit;
 mod iq;
+mod ring;
 
 pub use buffer_state::BufferState;
 pub use config::{RouterConfig, RouterConfigError, MAX_VCS};
