@@ -164,11 +164,25 @@ impl KnuthInt {
     }
 }
 
+/// 2^-52: every value of the floating-point generator is an integer multiple of it.
+const ULP: f64 = 1.0 / (1u64 << 52) as f64;
+/// The fraction mask: values are kept as integers below 2^52.
+const FRAC: u64 = (1u64 << 52) - 1;
+
+/// `(x + y) mod 1` on fractions held as integer multiples of 2^-52. Knuth's generator only
+/// ever holds such multiples (its seed is one, and sums of them stay exact in a double), so
+/// integer addition modulo 2^52 gives bit-for-bit the same values as the floating-point
+/// form, and vectorises better.
+#[inline]
+fn mod_sum_int(x: u64, y: u64) -> u64 {
+    (x + y) & FRAC
+}
+
 /// Knuth's floating-point generator (`ranf_start`, `ranf_array`, `ranf_arr_next`).
 #[derive(Clone)]
 pub struct KnuthFloat {
-    u: [f64; KK],
-    buf: Vec<f64>,
+    u: [u64; KK],
+    buf: Vec<u64>,
     next: usize,
 }
 
@@ -176,25 +190,25 @@ impl KnuthFloat {
     /// A generator started with `seed` (Knuth's `ranf_start`).
     pub fn new(seed: i64) -> Self {
         let mut g = KnuthFloat {
-            u: [0.0; KK],
-            buf: vec![0.0; QUALITY],
+            u: [0; KK],
+            buf: vec![0; QUALITY],
             next: USED,
         };
         g.start(seed);
         g
     }
 
-    fn array(&mut self, aa: &mut [f64]) {
+    fn array(&mut self, aa: &mut [u64]) {
         let n = aa.len();
         aa[..KK].copy_from_slice(&self.u);
-        lagged_fill(aa, mod_sum);
+        lagged_fill(aa, mod_sum_int);
         let mut j = n;
         for i in 0..LL {
-            self.u[i] = mod_sum(aa[j - KK], aa[j - LL]);
+            self.u[i] = mod_sum_int(aa[j - KK], aa[j - LL]);
             j += 1;
         }
         for i in LL..KK {
-            self.u[i] = mod_sum(aa[j - KK], self.u[i - LL]);
+            self.u[i] = mod_sum_int(aa[j - KK], self.u[i - LL]);
             j += 1;
         }
     }
@@ -235,10 +249,14 @@ impl KnuthFloat {
                 t -= 1;
             }
         }
-        self.u[KK - LL..].copy_from_slice(&u[..LL]);
-        self.u[..KK - LL].copy_from_slice(&u[LL..KK]);
+        for (j, &v) in u.iter().enumerate().take(KK) {
+            // Positions rotate by LL; each value is an exact multiple of 2^-52 below 1.
+            let to = if j < LL { j + KK - LL } else { j - LL };
+            self.u[to] = (v / ULP) as u64;
+        }
+        let mut warm = [0u64; KK + KK - 1];
         for _ in 0..10 {
-            self.array(&mut u);
+            self.array(&mut warm);
         }
         self.next = USED;
     }
@@ -249,13 +267,13 @@ impl KnuthFloat {
         if self.next < USED {
             let v = self.buf[self.next];
             self.next += 1;
-            return v;
+            return v as f64 * ULP;
         }
         let mut buf = std::mem::take(&mut self.buf);
         self.array(&mut buf);
         self.buf = buf;
         self.next = 1;
-        self.buf[0]
+        self.buf[0] as f64 * ULP
     }
 }
 
@@ -300,16 +318,16 @@ mod tests {
     #[test]
     fn knuth_float_check_value() {
         let mut g = KnuthFloat::new(310_952);
-        let mut a = vec![0f64; 2009];
+        let mut a = vec![0u64; 2009];
         for _ in 0..2009 {
             g.array(&mut a[..1009]);
         }
-        assert_eq!(format!("{:.20}", g.u[0]), "0.36410514377569680455");
+        assert_eq!(format!("{:.20}", g.u[0] as f64 * ULP), "0.36410514377569680455");
         let mut g = KnuthFloat::new(310_952);
         for _ in 0..1009 {
             g.array(&mut a);
         }
-        assert_eq!(format!("{:.20}", g.u[0]), "0.36410514377569680455");
+        assert_eq!(format!("{:.20}", g.u[0] as f64 * ULP), "0.36410514377569680455");
     }
 
     #[test]

@@ -28,7 +28,7 @@
 //! A stage with a delay above one works in batches: VCs that join while a batch is in flight
 //! wait for it to finish (BookSim's behaviour).
 
-use super::alloc::{supersedes, Request, SeparableInputFirst};
+use super::alloc::{supersedes, SwitchAllocator};
 use super::buffer_state::BufferState;
 use super::config::{RouterConfig, RouterConfigError};
 use super::flit::{Credit, Flit, Route};
@@ -193,7 +193,7 @@ pub struct IqRouter {
     /// Per output port: output VCs granted this step (for iterations after the first).
     va_taken: Vec<u64>,
     va_taken_ports: Vec<u32>,
-    sw_alloc: SeparableInputFirst,
+    sw_alloc: SwitchAllocator,
     sw_rr_offset: Vec<u32>,
 
     active: bool,
@@ -280,7 +280,7 @@ impl IqRouter {
             va_touched: Vec::with_capacity(n_out * v),
             va_taken: vec![0; n_out],
             va_taken_ports: Vec::with_capacity(n_out),
-            sw_alloc: SeparableInputFirst::new(exp_in, exp_out, v, cfg.alloc_iters),
+            sw_alloc: SwitchAllocator::new(exp_in, exp_out, v, cfg.alloc_iters),
             sw_rr_offset: (0..exp_in)
                 .map(|i| (i % cfg.input_speedup) as u32)
                 .collect(),
@@ -785,29 +785,14 @@ impl IqRouter {
         if self.speculative && self.vcs[ivc].state == VcState::VcAlloc {
             prio += i32::MIN;
         }
-        let req = Request {
-            out: exp_out,
-            label: vc as i32,
-            in_pri: prio,
-            out_pri: prio,
-        };
-        match self.sw_alloc.request(exp_in, exp_out) {
-            Some(old) => {
-                if supersedes(
-                    vc as u32,
-                    prio,
-                    old.label as u32,
-                    old.in_pri,
-                    self.sw_rr_offset[exp_in as usize],
-                    self.v as u32,
-                ) {
-                    self.sw_alloc.replace(exp_in, req);
-                }
-            }
-            None => {
-                self.sw_alloc.add(exp_in, req);
-            }
-        }
+        self.sw_alloc.bid(
+            exp_in,
+            exp_out,
+            vc as u32,
+            prio,
+            self.sw_rr_offset[exp_in as usize],
+            self.v as u32,
+        );
     }
 
     fn sa_evaluate(&mut self, now: i64) {
@@ -868,14 +853,12 @@ impl IqRouter {
             let info = self.ivc_info[it.ivc as usize];
             let (vc, exp_in) = (info.vc as usize, info.exp_in);
             let mut result = STALL;
-            if let Some(exp_out) = self.sw_alloc.output_assigned(exp_in) {
-                if let Some(r) = self.sw_alloc.request(exp_in, exp_out) {
-                    if r.label == vc as i32 {
-                        let next = vc + self.in_speedup;
-                        let next = if next < v { next } else { next % v };
-                        self.sw_rr_offset[exp_in as usize] = next as u32;
-                        result = exp_out as i32;
-                    }
+            if let Some((exp_out, label)) = self.sw_alloc.grant(exp_in) {
+                if label == vc as u32 {
+                    let next = vc + self.in_speedup;
+                    let next = if next < v { next } else { next % v };
+                    self.sw_rr_offset[exp_in as usize] = next as u32;
+                    result = exp_out as i32;
                 }
             }
             self.sa_q.get_mut(k).result = result;
