@@ -399,7 +399,7 @@ impl DenseSeparable {
 /// input's per-output VC arbitration, then separable input-first allocation.
 pub(crate) enum SwitchAllocator {
     Dense(Box<DenseSeparable>),
-    Sparse(SeparableInputFirst),
+    Sparse(Box<SeparableInputFirst>),
 }
 
 impl SwitchAllocator {
@@ -408,13 +408,13 @@ impl SwitchAllocator {
         if n_in <= 64 && n_out <= 64 {
             SwitchAllocator::Dense(Box::new(DenseSeparable::new(n_in, n_out, iters)))
         } else {
-            SwitchAllocator::Sparse(SeparableInputFirst::new(n_in, n_out, cap, iters))
+            SwitchAllocator::Sparse(Box::new(SeparableInputFirst::new(n_in, n_out, cap, iters)))
         }
     }
 
     #[cfg(test)]
     fn new_sparse(n_in: usize, n_out: usize, cap: usize, iters: usize) -> Self {
-        SwitchAllocator::Sparse(SeparableInputFirst::new(n_in, n_out, cap, iters))
+        SwitchAllocator::Sparse(Box::new(SeparableInputFirst::new(n_in, n_out, cap, iters)))
     }
 
     pub fn clear(&mut self) {
