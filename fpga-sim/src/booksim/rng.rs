@@ -322,12 +322,18 @@ mod tests {
         for _ in 0..2009 {
             g.array(&mut a[..1009]);
         }
-        assert_eq!(format!("{:.20}", g.u[0] as f64 * ULP), "0.36410514377569680455");
+        assert_eq!(
+            format!("{:.20}", g.u[0] as f64 * ULP),
+            "0.36410514377569680455"
+        );
         let mut g = KnuthFloat::new(310_952);
         for _ in 0..1009 {
             g.array(&mut a);
         }
-        assert_eq!(format!("{:.20}", g.u[0] as f64 * ULP), "0.36410514377569680455");
+        assert_eq!(
+            format!("{:.20}", g.u[0] as f64 * ULP),
+            "0.36410514377569680455"
+        );
     }
 
     #[test]

@@ -449,7 +449,7 @@ impl Sim {
             rng: &mut self.rng.int,
         };
         for (r, router) in self.routers.iter_mut().enumerate() {
-            if router.is_idle() {
+            if router.is_idle() && !router.steps_when_idle() {
                 continue;
             }
             router

@@ -321,6 +321,13 @@ impl IqRouter {
         !self.active && !self.in_any && self.out_pending == 0 && self.credit_pending == 0
     }
 
+    /// Whether [`IqRouter::step`] must be called every cycle even when idle: with a fractional
+    /// `internal_speedup` the step accumulator advances every cycle (as in BookSim), so
+    /// skipping idle cycles would shift which cycles get the extra internal step.
+    pub fn steps_when_idle(&self) -> bool {
+        self.internal_speedup.fract() != 0.0
+    }
+
     /// Flits buffered at the inputs, in the crossbar and in the output queues.
     pub fn flits_inside(&self) -> usize {
         self.vcs.iter().map(|v| v.len as usize).sum::<usize>()
