@@ -90,13 +90,10 @@ impl Stat {
     fn add(&mut self, v: f64) {
         self.n += 1;
         self.sum += v;
-        // NaN-aware like BookSim's: the first sample replaces the NaN.
-        if self.max.is_nan() || v > self.max {
-            self.max = v;
-        }
-        if self.min.is_nan() || v < self.min {
-            self.min = v;
-        }
+        // f64::max/min return the other operand for a NaN: the first sample replaces the
+        // empty statistic's NaN, as in BookSim.
+        self.max = self.max.max(v);
+        self.min = self.min.min(v);
     }
 
     /// Mean (NaN when empty, as in BookSim).

@@ -366,6 +366,12 @@ impl IqRouter {
         if output >= self.n_out {
             return Err(RouterError::BadPort { port: output });
         }
+        self.active = true;
+        if self.credit_delay == 0 && self.internal_speedup >= 1.0 {
+            // Usable at the first internal step of this cycle, which runs before anything
+            // else reads the credit state: apply it now.
+            return self.next_buf[output].process_credit(credit);
+        }
         self.proc_credits.push_back(CreditItem {
             time: now as i64 + self.credit_delay,
             credit,
