@@ -260,7 +260,7 @@ pub struct Sim {
     credits_in_channels: i64,
     work: Work,
     error: Option<SimError>,
-    sched: Scheduler<()>,
+    sched: Option<Scheduler<()>>,
     /// Called after each sample period.
     pub on_sample: Option<SampleHook>,
 }
@@ -271,7 +271,12 @@ impl Sim {
         let (wiring, routers) = build(cfg.topology, &cfg.router)?;
         let nodes = wiring.nodes;
         let chans = wiring.src.len();
-        let _ = chans;
+        // Every packet in flight holds a buffer slot, a channel or an output-queue slot (or
+        // waits at its source): reserve for all of them so the tables never grow mid-run.
+        let slots: usize = routers.iter().map(IqRouter::inputs).sum::<usize>()
+            * cfg.router.vcs
+            * cfg.router.vc_buf_size;
+        let packet_cap = slots + 4 * chans + 2 * nodes;
         let vcs = cfg.router.vcs;
         let sources = (0..nodes)
             .map(|_| Source {
@@ -286,11 +291,11 @@ impl Sim {
         sched.at(Instant::ZERO, ());
         Ok(Sim {
             rng: BookSimRng::new(cfg.seed),
-            flits: Channels::new(2 * nodes, 1),
-            credits: Channels::new(2 * nodes, 1),
+            flits: Channels::new(chans, 1),
+            credits: Channels::new(chans, 1),
             sources,
-            packets: Vec::with_capacity(nodes * 4),
-            free: Vec::with_capacity(nodes * 4),
+            packets: Vec::with_capacity(packet_cap),
+            free: Vec::with_capacity(packet_cap),
             ejected: Vec::with_capacity(nodes),
             time: 0,
             global: 0,
@@ -306,7 +311,7 @@ impl Sim {
             credits_in_channels: 0,
             work: Work::default(),
             error: None,
-            sched,
+            sched: Some(sched),
             on_sample: None,
             wiring,
             routers,
@@ -327,7 +332,7 @@ impl Sim {
     /// Work done so far.
     pub fn work(&self) -> Work {
         Work {
-            events: self.sched.executed(),
+            events: self.sched.as_ref().map_or(0, Scheduler::executed),
             ..self.work
         }
     }
@@ -338,9 +343,11 @@ impl Sim {
             return Ok(());
         }
         let until = Instant::from_ps((self.global + n - 1) * CYCLE_PS);
-        let mut sched = std::mem::take(&mut self.sched);
-        run_until(self, &mut sched, until);
-        self.sched = sched;
+        // The scheduler lives beside the model; lend it out for the run (no allocation).
+        if let Some(mut sched) = self.sched.take() {
+            run_until(self, &mut sched, until);
+            self.sched = Some(sched);
+        }
         match self.error.take() {
             Some(e) => Err(e),
             None => Ok(()),

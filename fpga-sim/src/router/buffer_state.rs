@@ -82,6 +82,7 @@ impl BufferState {
     }
 
     /// A packet (identified by `tag`) takes VC `vc`.
+    #[inline]
     pub fn take_buffer(&mut self, vc: usize, tag: u32) -> Result<(), RouterError> {
         if self.in_use_by[vc] != FREE {
             return Err(RouterError::VcTaken { vc: vc as u8 });
@@ -93,6 +94,7 @@ impl BufferState {
     }
 
     /// A flit is sent on its VC.
+    #[inline]
     pub fn sending_flit(&mut self, f: &Flit) -> Result<(), RouterError> {
         let vc = f.vc as usize;
         if self.vc_occ[vc] >= self.vc_buf_size {
@@ -114,6 +116,7 @@ impl BufferState {
     }
 
     /// A credit comes back.
+    #[inline]
     pub fn process_credit(&mut self, c: Credit) -> Result<(), RouterError> {
         let mut mask = c.0;
         while mask != 0 {

@@ -336,6 +336,7 @@ impl IqRouter {
     }
 
     /// Read phase: a flit arrived at `input` on VC `flit.vc`.
+    #[inline]
     pub fn handle_flit(&mut self, input: usize, flit: Flit) -> Result<(), RouterError> {
         if input >= self.n_in {
             return Err(RouterError::BadPort { port: input });
@@ -357,6 +358,7 @@ impl IqRouter {
 
     /// Read phase: a credit arrived for output `output` at cycle `now`; it becomes usable
     /// `credit_delay` cycles later.
+    #[inline]
     pub fn handle_credit(
         &mut self,
         now: u64,
@@ -540,6 +542,7 @@ impl IqRouter {
         Ok(())
     }
 
+    #[inline]
     fn enqueue_flit(&mut self, input: usize, f: Flit) -> Result<(), RouterError> {
         let vcn = f.vc as usize;
         let ivc = input * self.v + vcn;
@@ -572,6 +575,7 @@ impl IqRouter {
     }
 
     /// A head flit reached the front of VC `ivc`: start routing it.
+    #[inline]
     fn start_packet(&mut self, ivc: usize, head: Flit) {
         let item = StageItem {
             time: PENDING,
