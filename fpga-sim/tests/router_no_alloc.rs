@@ -67,7 +67,7 @@ fn run_router(cycles: u64, count_from: u64) -> u64 {
             COUNTING.store(true, Ordering::Relaxed);
         }
         for i in 0..16 {
-            let vc = (i % 4) as usize;
+            let vc = i % 4;
             if credit[i][vc] > 0 {
                 let k = seq[i] % 3;
                 if k == 0 {
@@ -99,9 +99,9 @@ fn run_router(cycles: u64, count_from: u64) -> u64 {
         });
         pending_flits.clear();
         r.poll_credits(|i, c| {
-            for v in 0..4 {
+            for (v, slot) in credit[i].iter_mut().enumerate() {
                 if c.0 & (1 << v) != 0 {
-                    credit[i][v] += 1;
+                    *slot += 1;
                 }
             }
         });
