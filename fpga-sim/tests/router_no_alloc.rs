@@ -56,10 +56,10 @@ fn run_router(cycles: u64, count_from: u64) -> u64 {
         ..RouterConfig::default()
     };
     let mut r = IqRouter::new(0, &cfg).unwrap();
-    let mut credit = vec![[8u32; 4]; 16];
+    let mut credit = [[8u32; 4]; 16];
     let mut pending_credits: Vec<(u64, usize, Credit)> = Vec::with_capacity(1024);
     let mut pending_flits: Vec<(u64, usize, Flit)> = Vec::with_capacity(1024);
-    let mut seq = vec![0u32; 16];
+    let mut seq = [0u32; 16];
     let mut x = 12345u64;
     let mut sent = 0u64;
     for now in 0..cycles {
