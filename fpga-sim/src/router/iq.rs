@@ -310,6 +310,31 @@ impl IqRouter {
         self.stats
     }
 
+    /// Size the VC buffers behind output `output` (flit slots per VC) when they differ from
+    /// the router's own `vc_buf_size` (for example a link into an endpoint with deeper
+    /// buffers). Only while nothing is outstanding on that output.
+    pub fn set_downstream_vc_buf_size(
+        &mut self,
+        output: usize,
+        vc_buf_size: usize,
+        wait_for_tail_credit: bool,
+    ) -> Result<(), RouterError> {
+        let Some(b) = self.next_buf.get_mut(output) else {
+            return Err(RouterError::BadPort { port: output });
+        };
+        if b.occupancy() != 0 || b.avail_mask() != BufferState::new(self.v, 1, false).avail_mask() {
+            return Err(RouterError::OutputBusy { output });
+        }
+        if vc_buf_size == 0 || vc_buf_size > 65535 {
+            return Err(RouterError::BadBufferSize {
+                output,
+                vc_buf_size,
+            });
+        }
+        *b = BufferState::new(self.v, vc_buf_size, wait_for_tail_credit);
+        Ok(())
+    }
+
     /// Credit state of the buffers behind output `output`.
     pub fn downstream(&self, output: usize) -> Option<&BufferState> {
         self.next_buf.get(output)
@@ -1143,6 +1168,43 @@ mod tests {
         assert_eq!(
             r.step(1, &mut Direct),
             Err(RouterError::BufferOverflow { input: 0, vc: 0 })
+        );
+    }
+
+    #[test]
+    fn downstream_buffer_size_can_be_set_per_output() {
+        let mut r = IqRouter::new(0, &cfg()).unwrap();
+        r.set_downstream_vc_buf_size(1, 2, false).unwrap();
+        assert_eq!(
+            r.set_downstream_vc_buf_size(9, 2, false),
+            Err(RouterError::BadPort { port: 9 })
+        );
+        assert_eq!(
+            r.set_downstream_vc_buf_size(0, 0, false),
+            Err(RouterError::BadBufferSize {
+                output: 0,
+                vc_buf_size: 0
+            })
+        );
+        // Five single-flit packets to output 1 (no credits come back): 2 VCs x 2 slots.
+        for t in 0..5 {
+            let mut x = Flit::new(t, 1, true, true);
+            x.vc = (t % 2) as u8;
+            r.handle_flit(0, x).unwrap();
+            r.step(u64::from(t), &mut Direct).unwrap();
+            r.poll_flits(|_, _| {});
+            r.poll_credits(|_, _| {});
+        }
+        for t in 5..20 {
+            r.step(t, &mut Direct).unwrap();
+            r.poll_flits(|_, _| {});
+            r.poll_credits(|_, _| {});
+        }
+        assert_eq!(r.downstream(1).unwrap().occupancy(), 4);
+        assert_eq!(r.flits_inside(), 1);
+        assert_eq!(
+            r.set_downstream_vc_buf_size(1, 4, false),
+            Err(RouterError::OutputBusy { output: 1 })
         );
     }
 

@@ -120,6 +120,20 @@ pub enum RouterError {
         /// The VC.
         vc: u8,
     },
+    /// A downstream buffer size of zero (or above 65535).
+    #[error("output {output}: {vc_buf_size} flit slots per VC (need 1..=65535)")]
+    BadBufferSize {
+        /// The output.
+        output: usize,
+        /// The size asked for.
+        vc_buf_size: usize,
+    },
+    /// A downstream buffer was resized while flits or packets were outstanding on it.
+    #[error("output {output} has flits or packets outstanding")]
+    OutputBusy {
+        /// The output.
+        output: usize,
+    },
     /// With `wait_for_tail_credit`, a credit for a VC no packet holds.
     #[error("downstream VC {vc}: credit for an idle VC")]
     CreditForIdleVc {
