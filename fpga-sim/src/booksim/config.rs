@@ -464,6 +464,11 @@ const FIXED_KEYS: &[(&str, &str, &str)] = &[
     ("link_failures", "0", "no failed links"),
     ("measure_stats", "1", "class 0 measured"),
     ("packet_size_rate", "1", "a single packet size"),
+    (
+        "print_csv_results",
+        "0",
+        "BookSim's CSV result line is not produced",
+    ),
 ];
 
 struct Raw {
@@ -769,7 +774,7 @@ impl BooksimConfig {
             include_queuing: nonneg(&mut raw, "include_queuing", 1, 0)? != 0,
             seed,
             sim_count: nonneg(&mut raw, "sim_count", 1, 1)? as u32,
-            print_csv_results: nonneg(&mut raw, "print_csv_results", 0, 0)? != 0,
+            print_csv_results: false,
             deadlock_warn_timeout: raw.int("deadlock_warn_timeout", 256)?,
         };
 
