@@ -40,18 +40,23 @@ fn mod_sum(x: f64, y: f64) -> f64 {
 /// `aa[j] = op(aa[j - KK], aa[j - LL])` for `j` in `KK..n`, in blocks of `LL` independent
 /// elements so the compiler can vectorise each block.
 #[inline]
-fn lagged_fill<T: Copy>(aa: &mut [T], op: impl Fn(T, T) -> T) {
+fn lagged_fill<T: Copy + Default>(aa: &mut [T], op: impl Fn(T, T) -> T) {
     let n = aa.len();
     let mut j = KK;
-    while j < n {
-        let len = LL.min(n - j);
-        let (done, todo) = aa.split_at_mut(j);
-        let far = &done[j - KK..j - KK + len];
-        let near = &done[j - LL..j - LL + len];
-        for ((d, &a), &b) in todo[..len].iter_mut().zip(far).zip(near) {
-            *d = op(a, b);
+    // Full blocks through fixed-size arrays, so the loop has a constant trip count.
+    while j + LL <= n {
+        let mut far = [T::default(); LL];
+        far.copy_from_slice(&aa[j - KK..j - KK + LL]);
+        let mut near = [T::default(); LL];
+        near.copy_from_slice(&aa[j - LL..j]);
+        let out = &mut aa[j..j + LL];
+        for i in 0..LL {
+            out[i] = op(far[i], near[i]);
         }
-        j += len;
+        j += LL;
+    }
+    for i in j..n {
+        aa[i] = op(aa[i - KK], aa[i - LL]);
     }
 }
 
