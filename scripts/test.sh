@@ -17,6 +17,15 @@ if ! rustup target list --installed | grep -qx "$RISCV"; then
 fi
 rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+APT_UPDATED=0
+apt_install() {
+  [ "$APT_UPDATED" = 1 ] || { apt-get update; APT_UPDATED=1; }
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@"
+}
+# The image's backports qemu-utils conflicts with Debian's qemu-system-misc; the plain install
+# replaces it (podlink needs no qemu-img).
+command -v qemu-system-riscv32 >/dev/null 2>&1 || apt_install qemu-system-misc
+command -v llvm-size >/dev/null 2>&1 || apt_install llvm
 HAVE_NIGHTLY=0
 if rustup toolchain list | grep -q '^nightly'; then HAVE_NIGHTLY=1; fi
 if [ "$HAVE_NIGHTLY" = 1 ] && ! command -v cargo-fuzz >/dev/null 2>&1; then
@@ -32,8 +41,21 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "cargo test (workspace)"
 cargo test --workspace
 
+step "feature sets of podlink-protocol"
+cargo test -p podlink-protocol --features crc-fast --lib --tests
+cargo check -p podlink-protocol --no-default-features
+
 step "no_std build of podlink-protocol for $RISCV"
 cargo build -p podlink-protocol --no-default-features --target "$RISCV"
+
+step "protocol examples: lossless over a faulty wire (exit 0 only when nothing is lost, doubled or reordered)"
+for profile in ualink ethernet; do
+  cargo run -q --release -p podlink-protocol --example lossy_link -- \
+    --profile "$profile" --flits 20000 --flit-error-rate 0.01 --burst-len 4 --link-flaps 3 --seed 11
+done
+
+step "switch firmware under QEMU (self-test, PERF targets)"
+./switch-fw/run-qemu.sh
 
 step "fuzz smoke run (${FUZZ_SECONDS}s per target)"
 if [ "$HAVE_NIGHTLY" = 1 ]; then

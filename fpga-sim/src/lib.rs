@@ -9,4 +9,9 @@
 
 pub mod booksim;
 pub mod engine;
+pub mod pod;
+pub mod report;
+pub mod rng;
 pub mod router;
+pub mod verify;
+pub mod workload;

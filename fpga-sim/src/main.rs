@@ -1,6 +1,8 @@
 //! `podlink-sim`: the podlink pod simulator.
 
 use clap::{Parser, Subcommand};
+use podlink_sim::pod::{presets, topology::Fabric, PodFile};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -18,6 +20,16 @@ struct Args {
 enum Cmd {
     /// Run a pod (default preset when no file is given).
     Run,
+    /// List the built-in presets.
+    Presets,
+    /// Check a pod file: routes, loops, partitions, attachments, zero-load budgets.
+    Verify {
+        /// The pod file (or `--preset NAME`).
+        pod: Option<PathBuf>,
+        /// A built-in preset instead of a file.
+        #[arg(long)]
+        preset: Option<String>,
+    },
     /// BookSim-comparable mode: `booksim CONFIG [key=value ...] [--bench]`.
     #[command(disable_help_flag = true)]
     Booksim {
@@ -27,6 +39,15 @@ enum Cmd {
     },
 }
 
+/// Load a pod from a file or a preset name (default preset when neither is given).
+fn load_pod(file: Option<&PathBuf>, preset: Option<&str>) -> Result<PodFile, String> {
+    match (file, preset) {
+        (Some(_), Some(_)) => Err("give a pod file or --preset, not both".into()),
+        (Some(f), None) => PodFile::load(f).map_err(|e| e.to_string()),
+        (None, p) => presets::load(p.unwrap_or(presets::DEFAULT)).map_err(|e| e.to_string()),
+    }
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
     match args.cmd {
@@ -34,6 +55,43 @@ fn main() -> ExitCode {
         None | Some(Cmd::Run) => {
             eprintln!("podlink-sim: the pod model is not built yet");
             ExitCode::from(1)
+        }
+        Some(Cmd::Presets) => {
+            for p in presets::PRESETS {
+                let mark = if p.name == presets::DEFAULT {
+                    " (default)"
+                } else {
+                    ""
+                };
+                println!("{:<18} {}{mark}", p.name, p.about);
+            }
+            ExitCode::SUCCESS
+        }
+        Some(Cmd::Verify { pod, preset }) => {
+            let pod = match load_pod(pod.as_ref(), preset.as_deref()) {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("podlink-sim: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let fabric = Fabric::build(&pod);
+            let findings = podlink_sim::verify::verify(&pod, &fabric);
+            if findings.is_empty() {
+                println!(
+                    "{}: OK ({} accelerators, {} switches, {} switch ports)",
+                    pod.name,
+                    fabric.accels,
+                    fabric.switches.len(),
+                    fabric.switch_ports()
+                );
+                ExitCode::SUCCESS
+            } else {
+                for f in &findings {
+                    println!("{}: {}: {}", pod.name, f.check, f.message);
+                }
+                ExitCode::from(1)
+            }
         }
     }
 }

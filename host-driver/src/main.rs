@@ -171,6 +171,18 @@ fn demo() -> ExitCode {
             r#"{"op":2,"payload":0,"ack_req_seq":291,"flit_seq_lo":3}"#,
         ),
         ("crc32", r#"{"input_hex":"313233343536373839"}"#),
+        (
+            "tl_flit",
+            r#"{"items":[{"kind":"tl_uncompressed_request","cmd":3,"tag":42,"len":15,"addr":16,"srcaccid":3,"dstaccid":9},{"kind":"credits","req_cmd":4,"rsp_cmd":4,"req_data":16,"rsp_data":16}]}"#,
+        ),
+        (
+            "dl_flit",
+            r#"{"seq":1,"tl_flits":["10c015000f0000000000000020018120010410100000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"],"messages":[{"kind":"dl_msg_device_id","valid":1,"type":1,"id":3}]}"#,
+        ),
+        (
+            "eth_frame",
+            r#"{"dst":9,"src":3,"op":"data","vc":1,"partition":1,"psn":1,"ack_psn":0,"tl_flits":["10c015000f0000000000000020018120010410100000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"]}"#,
+        ),
     ];
     println!("podlink demo: each item encoded to wire bytes, then decoded back\n");
     for (kind, json) in examples {
@@ -186,7 +198,11 @@ fn demo() -> ExitCode {
             Ok((hex, back)) => {
                 println!("{kind}");
                 println!("  fields  {json}");
-                println!("  encoded {hex}");
+                if hex.len() > 96 {
+                    println!("  encoded {}... ({} bytes)", &hex[..96], hex.len() / 2);
+                } else {
+                    println!("  encoded {hex}");
+                }
                 println!("  decoded {back}\n");
             }
             Err(e) => {

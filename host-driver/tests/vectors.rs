@@ -201,3 +201,27 @@ fn bad_input_is_one_line_on_stderr_and_exit_2_others_go_through() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown kind"));
 }
+
+#[test]
+fn demo_runs_every_layer() {
+    let out = Command::new(env!("CARGO_BIN_EXE_podlink"))
+        .arg("demo")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = String::from_utf8(out.stdout).unwrap();
+    for kind in [
+        "tl_uncompressed_request",
+        "tl_flit",
+        "dl_flit",
+        "eth_frame",
+        "crc32",
+    ] {
+        assert!(s.contains(kind), "demo shows {kind}");
+    }
+}

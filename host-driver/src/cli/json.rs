@@ -160,6 +160,27 @@ macro_rules! json_struct {
     };
 }
 
+/// Implement [`JsonStruct`] with explicit JSON names (for fields such as `r#type`).
+#[macro_export]
+macro_rules! json_struct_named {
+    ($ty:ty { $($f:ident = $n:literal),* $(,)? }) => {
+        impl $crate::cli::json::JsonStruct for $ty {
+            const FIELDS: &'static [&'static str] = &[$($n),*];
+            fn write_json(&self, m: &mut serde_json::Map<String, serde_json::Value>) {
+                use $crate::cli::json::JsonField;
+                $( m.insert($n.to_string(), self.$f.to_json()); )*
+            }
+            fn read_json(&mut self, m: &serde_json::Map<String, serde_json::Value>) -> $crate::cli::json::CliResult<()> {
+                use $crate::cli::json::JsonField;
+                $( if let Some(v) = m.get($n) {
+                    self.$f = JsonField::from_json(v, $n)?;
+                } )*
+                Ok(())
+            }
+        }
+    };
+}
+
 /// Check that every key of `m` is one of `allowed`.
 pub fn check_keys(m: &Map<String, Value>, allowed: &[&[&str]]) -> CliResult<()> {
     for k in m.keys() {

@@ -1,8 +1,10 @@
 //! The table of kinds.
 
+use super::dl_kinds as dk;
 use super::json::{
     check_keys, json_u64, struct_from_json, struct_to_json, CliError, CliResult, JsonField,
 };
+use super::tl_kinds;
 use crate::json_struct;
 use podlink_protocol::wire::{
     self, crc::CRC32_BZIP2, DlCommandHeader, DlExplicitHeader, DlSegmentHeader, Ftype, TlField,
@@ -107,7 +109,7 @@ json_struct!(DlSegmentHeader {
 });
 
 /// Refuse input longer than the fixed-size item.
-pub(crate) fn exact(kind: &str, bytes: &[u8], len: usize) -> CliResult<()> {
+pub(super) fn exact(kind: &str, bytes: &[u8], len: usize) -> CliResult<()> {
     if bytes.len() > len {
         return Err(CliError::Trailing {
             kind: kind.to_string(),
@@ -128,7 +130,13 @@ fn tl_decode(ftype: Ftype, bytes: &[u8]) -> CliResult<Obj> {
     }
     let f = TlField::parse(bytes)?;
     exact("TL field", bytes, f.buffer_len())?;
-    let mut m = match &f {
+    Ok(tl_field_to_json(&f).1)
+}
+
+/// (kind name, fields including `ftype`) of a TL control field.
+pub(super) fn tl_field_to_json(f: &TlField) -> (&'static str, Obj) {
+    let ftype = f.ftype();
+    let mut m = match f {
         TlField::FlowControl(x) => struct_to_json(x),
         TlField::UncompressedRequest(x) => struct_to_json(x),
         TlField::UncompressedResponse(x) => struct_to_json(x),
@@ -144,7 +152,17 @@ fn tl_decode(ftype: Ftype, bytes: &[u8]) -> CliResult<Obj> {
         m.insert("spare".into(), Value::from(0));
     }
     m.insert("ftype".into(), Value::from(ftype as u8));
-    Ok(m)
+    (ftype.name(), m)
+}
+
+/// A TL control field from its kind name and fields.
+pub(super) fn tl_field_from_json(kind: &str, m: &Obj) -> CliResult<TlField> {
+    let k = KINDS
+        .iter()
+        .find(|k| k.name == kind && k.name.starts_with("tl_") && k.name != "tl_flit")
+        .ok_or_else(|| CliError::UnknownKind(kind.to_string()))?;
+    let bytes = (k.encode)(m)?;
+    Ok(TlField::parse(&bytes)?)
 }
 
 fn check_ftype(m: &Obj, ftype: Ftype) -> CliResult<()> {
@@ -233,6 +251,12 @@ pub static KINDS: &[Kind] = &[
     tl_kind!("tl_compressed_response_single_beat_read", "TL compressed single-beat read response (FTYPE 4, 4 B)", CompressedReadResponse, CompressedReadResponse, &["ftype", "spare"]),
     tl_kind!("tl_compressed_response_write_or_multibeat_read", "TL compressed write / multi-beat read response (FTYPE 5, 4 B)", CompressedWriteResponse, CompressedWriteResponse, &["ftype", "spare"]),
     Kind {
+        name: "tl_flit",
+        about: "TL flits, 64 B each: {items:[{kind: tl_* field | credits | message, ..., data, byte_enables, poisoned}]}",
+        decode: tl_kinds::decode,
+        encode: tl_kinds::encode,
+    },
+    Kind {
         name: "dl_explicit_flit_header",
         about: "DL explicit flit header (3 B)",
         decode: |b| {
@@ -273,6 +297,84 @@ pub static KINDS: &[Kind] = &[
             h.emit(&mut buf)?;
             Ok(buf)
         },
+    },
+    Kind {
+        name: "dl_msg_no_op",
+        about: "DL message: no-op (Basic 0)",
+        decode: |b| dk::decode_msg("dl_msg_no_op", b),
+        encode: |m| dk::encode_msg("dl_msg_no_op", m),
+    },
+    Kind {
+        name: "dl_msg_tl_rate_notification",
+        about: "DL message: TL rate notification (Basic 4)",
+        decode: |b| dk::decode_msg("dl_msg_tl_rate_notification", b),
+        encode: |m| dk::encode_msg("dl_msg_tl_rate_notification", m),
+    },
+    Kind {
+        name: "dl_msg_device_id",
+        about: "DL message: device ID (Basic 5)",
+        decode: |b| dk::decode_msg("dl_msg_device_id", b),
+        encode: |m| dk::encode_msg("dl_msg_device_id", m),
+    },
+    Kind {
+        name: "dl_msg_port_id",
+        about: "DL message: port number (Basic 6)",
+        decode: |b| dk::decode_msg("dl_msg_port_id", b),
+        encode: |m| dk::encode_msg("dl_msg_port_id", m),
+    },
+    Kind {
+        name: "dl_msg_uart_stream_transport",
+        about: "DL message: UART stream transport (UART 0, 1+n words)",
+        decode: |b| dk::decode_msg("dl_msg_uart_stream_transport", b),
+        encode: |m| dk::encode_msg("dl_msg_uart_stream_transport", m),
+    },
+    Kind {
+        name: "dl_msg_uart_stream_credit_update",
+        about: "DL message: UART stream credit update (UART 1)",
+        decode: |b| dk::decode_msg("dl_msg_uart_stream_credit_update", b),
+        encode: |m| dk::encode_msg("dl_msg_uart_stream_credit_update", m),
+    },
+    Kind {
+        name: "dl_msg_uart_stream_reset_request",
+        about: "DL message: UART stream reset request (UART 6)",
+        decode: |b| dk::decode_msg("dl_msg_uart_stream_reset_request", b),
+        encode: |m| dk::encode_msg("dl_msg_uart_stream_reset_request", m),
+    },
+    Kind {
+        name: "dl_msg_uart_stream_reset_response",
+        about: "DL message: UART stream reset response (UART 7)",
+        decode: |b| dk::decode_msg("dl_msg_uart_stream_reset_response", b),
+        encode: |m| dk::encode_msg("dl_msg_uart_stream_reset_response", m),
+    },
+    Kind {
+        name: "dl_msg_channel_negotiation",
+        about: "DL message: channel online/offline negotiation (Control 4)",
+        decode: |b| dk::decode_msg("dl_msg_channel_negotiation", b),
+        encode: |m| dk::encode_msg("dl_msg_channel_negotiation", m),
+    },
+    Kind {
+        name: "dl_msg_vendor_defined_type_length",
+        about: "DL message: vendor-defined word",
+        decode: |b| dk::decode_msg("dl_msg_vendor_defined_type_length", b),
+        encode: |m| dk::encode_msg("dl_msg_vendor_defined_type_length", m),
+    },
+    Kind {
+        name: "dl_command_flit",
+        about: "DL command flit, 640 B (Ack / Replay Request, zero payload, CRC)",
+        decode: dk::decode_command_flit,
+        encode: dk::encode_command_flit,
+    },
+    Kind {
+        name: "dl_flit",
+        about: "DL payload flits, 640 B each: {seq, tl_flits:[hex], messages:[{kind,...}]} (TL flits straddle flits)",
+        decode: dk::decode_dl_flits,
+        encode: dk::encode_dl_flits,
+    },
+    Kind {
+        name: "eth_frame",
+        about: "Ethernet-profile frame (EtherType 0x88B5): {dst, src, op, vc, partition, psn, ack_psn, tl_flits}",
+        decode: dk::decode_eth,
+        encode: dk::encode_eth,
     },
     Kind {
         name: "crc32",

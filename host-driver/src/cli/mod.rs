@@ -2,8 +2,10 @@
 //! encode a JSON object of fields to bytes. Kind and field names are those of the reference
 //! vectors (`spec-notes/vectors/`), plus podlink's own kinds for whole flits and frames.
 
+mod dl_kinds;
 pub mod json;
 mod kinds;
+mod tl_kinds;
 
 pub use self::json::{parse_hex, parse_object, to_hex, CliError, CliResult};
 pub use self::kinds::{Kind, KINDS};

@@ -29,6 +29,24 @@ pub enum DlCrc {
 impl DlCrc {
     /// The CRC of `bytes`.
     pub fn checksum(self, bytes: &[u8]) -> u32 {
+        #[cfg(feature = "crc-fast")]
+        {
+            let alg = match self {
+                DlCrc::Bzip2 => crc_fast::CrcAlgorithm::Crc32Bzip2,
+                DlCrc::IsoHdlc => crc_fast::CrcAlgorithm::Crc32IsoHdlc,
+            };
+            // A CRC-32 fits in the low 32 bits of crc-fast's u64 result.
+            (crc_fast::checksum(alg, bytes) & 0xffff_ffff) as u32
+        }
+        #[cfg(not(feature = "crc-fast"))]
+        {
+            self.checksum_table(bytes)
+        }
+    }
+
+    /// The CRC of `bytes` with the portable table-driven implementation (the `crc` crate),
+    /// whatever the features.
+    pub fn checksum_table(self, bytes: &[u8]) -> u32 {
         match self {
             DlCrc::Bzip2 => CRC32_BZIP2.checksum(bytes),
             DlCrc::IsoHdlc => CRC32_ISO_HDLC.checksum(bytes),
@@ -53,5 +71,16 @@ mod tests {
         assert_eq!(CRC32_ISO_HDLC.checksum(b"123456789"), CRC_32_ISO_HDLC.check);
         assert_eq!(CRC32_ISO_HDLC.checksum(b"123456789"), 0xcbf4_3926);
         assert_eq!(DlCrc::IsoHdlc.checksum(b"123456789"), 0xcbf4_3926);
+        assert_eq!(DlCrc::Bzip2.checksum(b"123456789"), 0xfc89_1918);
+    }
+
+    #[test]
+    fn selected_implementation_matches_table() {
+        let data: [u8; 636] = core::array::from_fn(|i| (i * 7 + 3) as u8);
+        for alg in [DlCrc::Bzip2, DlCrc::IsoHdlc] {
+            for len in [0, 1, 9, 63, 64, 65, 636] {
+                assert_eq!(alg.checksum(&data[..len]), alg.checksum_table(&data[..len]));
+            }
+        }
     }
 }

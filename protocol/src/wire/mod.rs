@@ -17,16 +17,34 @@
 //! assert_eq!(TlField::parse(&buf).unwrap(), TlField::UncompressedRequest(req));
 //! ```
 
+pub mod addr_cache;
 pub(crate) mod bits;
 pub mod crc;
+pub mod dl_flit;
 pub mod dl_header;
+pub mod dl_msg;
+pub mod dl_stream;
+pub mod eth;
+pub mod eth_cbfc;
+pub mod eth_rel;
 mod ids;
 pub mod tl_field;
+pub mod tl_flit;
+pub mod tl_pack;
+pub mod tl_unpack;
 
+pub use self::addr_cache::{AddrCache, ExpandError};
+pub use self::dl_flit::{DlFlit, Repr as DlFlitRepr};
 pub use self::dl_header::{
     CommandHeader as DlCommandHeader, DlOp, ExplicitHeader as DlExplicitHeader,
     FlitHeader as DlFlitHeader, SegmentHeader as DlSegmentHeader,
 };
+pub use self::dl_msg::{DlMessage, MessageSpace as DlMessageSpace};
+pub use self::dl_stream::{DlPacker, DlUnpacker};
+pub use self::eth::{
+    EthAddr, EthHeader, Frame as EthFrame, MacScheme as EthMacScheme, Repr as EthFrameRepr,
+};
+pub use self::eth_rel::{RelHeader as EthRelHeader, RelOp as EthRelOp};
 pub use self::ids::{AccelId, PartitionId, Psn, SeqNum, Tag, Vc};
 pub use self::tl_field::{
     CompressedRequest as TlCompressedRequest,
@@ -35,6 +53,13 @@ pub use self::tl_field::{
     Opcode, TlField, UncompressedRequest as TlUncompressedRequest,
     UncompressedResponse as TlUncompressedResponse,
 };
+pub use self::tl_flit::{
+    DataShape as TlDataShape, Half as TlHalf, HalfKind as TlHalfKind, TlFlit, TlMessage,
+};
+pub use self::tl_pack::{
+    Item as TlItem, PushError as TlPushError, TlPacker, Transfer as TlTransfer,
+};
+pub use self::tl_unpack::{NotDrained, TlUnpacker};
 
 use core::fmt;
 

@@ -38,6 +38,18 @@ impl Ftype {
         })
     }
 
+    /// The field kind's name as the reference vectors spell it (`tl_uncompressed_request`, ...).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Ftype::FlowControl => "tl_flow_control_nop",
+            Ftype::UncompressedRequest => "tl_uncompressed_request",
+            Ftype::UncompressedResponse => "tl_uncompressed_response",
+            Ftype::CompressedRequest => "tl_compressed_request",
+            Ftype::CompressedReadResponse => "tl_compressed_response_single_beat_read",
+            Ftype::CompressedWriteResponse => "tl_compressed_response_write_or_multibeat_read",
+        }
+    }
+
     /// Encoded length in bytes of a field with this FTYPE.
     pub const fn field_len(self) -> usize {
         match self {
@@ -305,6 +317,18 @@ impl TlField {
             TlField::CompressedRequest(_) => Ftype::CompressedRequest,
             TlField::CompressedReadResponse(_) => Ftype::CompressedReadResponse,
             TlField::CompressedWriteResponse(_) => Ftype::CompressedWriteResponse,
+        }
+    }
+
+    /// The tag of a request or response (`None` for a flow-control field).
+    pub const fn tag(&self) -> Option<Tag> {
+        match self {
+            TlField::FlowControl(_) => None,
+            TlField::UncompressedRequest(f) => Some(f.tag),
+            TlField::UncompressedResponse(f) => Some(f.tag),
+            TlField::CompressedRequest(f) => Some(f.tag),
+            TlField::CompressedReadResponse(f) => Some(f.tag),
+            TlField::CompressedWriteResponse(f) => Some(f.tag),
         }
     }
 

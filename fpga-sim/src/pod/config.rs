@@ -1,0 +1,726 @@
+//! The pod file (`spec-notes/simulator.md#pod-file`): one TOML description of a pod that both
+//! simulates (podlink-sim) and deploys (the switch configuration is exported from it).
+//!
+//! Parsing is strict: an unknown key, a wrong type or an out-of-range value is an error naming
+//! the file, the line and the field. Nothing here panics on any input.
+
+use serde::Deserialize;
+use std::fmt;
+use std::path::Path;
+
+/// A pod-file error: where and what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodError {
+    /// The file (or preset) name.
+    pub file: String,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// The field's dotted path, when known.
+    pub field: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for PodError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some(l) = self.line {
+            write!(f, ":{l}")?;
+        }
+        if let Some(k) = &self.field {
+            write!(f, ": field `{k}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for PodError {}
+
+/// The whole pod file.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PodFile {
+    /// Name of the pod.
+    pub name: String,
+    /// Free text.
+    #[serde(default)]
+    pub description: String,
+    /// The topology.
+    pub topology: Topology,
+    /// Link (PHY) parameters, the same for every link.
+    #[serde(default)]
+    pub link: LinkParams,
+    /// Switch pipeline parameters, the same for every switch.
+    #[serde(default)]
+    pub switch: SwitchParams,
+    /// Accelerator (endpoint and completer) parameters.
+    #[serde(default)]
+    pub accelerator: AccelParams,
+    /// Latency budgets checked by every run.
+    #[serde(default)]
+    pub budgets: Budgets,
+    /// Partitions (virtual pods). Empty: one partition holding every accelerator.
+    #[serde(default)]
+    pub partitions: Vec<Partition>,
+    /// Workloads. Empty: the default workload (uniform random 64 B reads and writes).
+    #[serde(default)]
+    pub workloads: Vec<Workload>,
+}
+
+/// Pod topology.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Topology {
+    /// One switch; every accelerator has `ports_per_accel` ports into it.
+    SingleSwitch {
+        /// Accelerators (1..=1024).
+        accelerators: u32,
+        /// Ports from each accelerator into the switch.
+        #[serde(default = "one")]
+        ports_per_accel: u32,
+    },
+    /// Single tier, several switch planes: each accelerator has `ports_per_plane` ports into each
+    /// of `planes` switches (UALink pods, NVL72).
+    MultiPlane {
+        /// Accelerators (1..=1024).
+        accelerators: u32,
+        /// Switch planes.
+        planes: u32,
+        /// Ports from each accelerator into each plane.
+        #[serde(default = "one")]
+        ports_per_plane: u32,
+    },
+    /// Two tiers: leaves with accelerators below, spines above (CloudMatrix384-like).
+    LeafSpine {
+        /// Leaf switches.
+        leaves: u32,
+        /// Spine switches.
+        spines: u32,
+        /// Accelerators under each leaf (one port each into their leaf).
+        accels_per_leaf: u32,
+        /// Links from each leaf to each spine.
+        #[serde(default = "one")]
+        uplinks_per_spine: u32,
+    },
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Link parameters. Defaults from protocol-facts §1 (see spec-notes/simulator.md).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct LinkParams {
+    /// Lane rate in Gb/s (212.5: "200G" PAM4 lanes).
+    pub lane_gbps: f64,
+    /// Lanes per port: 1, 2 or 4.
+    pub lanes: u32,
+    /// RS(544,514) FEC interleave: 1, 2 or 4 codewords.
+    pub fec_interleave: u32,
+    /// FEC decoder pipeline latency, ns.
+    pub fec_decode_ns: f64,
+    /// PCS/PMA transmit latency, ns.
+    pub phy_tx_ns: f64,
+    /// PCS/PMA receive latency (excluding FEC), ns.
+    pub phy_rx_ns: f64,
+    /// Cable length, m.
+    pub cable_m: f64,
+    /// Propagation delay, ns per metre.
+    pub ns_per_m: f64,
+    /// Bit error rate applied to the bytes on the wire (0 = none).
+    pub ber: f64,
+}
+
+impl Default for LinkParams {
+    fn default() -> Self {
+        LinkParams {
+            lane_gbps: 212.5,
+            lanes: 4,
+            fec_interleave: 1,
+            fec_decode_ns: 10.0,
+            phy_tx_ns: 10.0,
+            phy_rx_ns: 10.0,
+            cable_m: 2.0,
+            ns_per_m: 5.0,
+            ber: 0.0,
+        }
+    }
+}
+
+/// Switch pipeline parameters.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct SwitchParams {
+    /// Core clock, MHz.
+    pub clock_mhz: f64,
+    /// Datapath width, bytes per cycle.
+    pub datapath_bytes: u32,
+    /// Parse stage, cycles.
+    pub parse_cycles: u32,
+    /// Route lookup, cycles.
+    pub route_cycles: u32,
+    /// Arbitration (VC and switch allocation), cycles.
+    pub arb_cycles: u32,
+    /// Crossbar traversal, cycles.
+    pub xbar_cycles: u32,
+    /// Egress stage, cycles.
+    pub egress_cycles: u32,
+    /// Forward a TL flit once its header is in (true) or once all of it is (false).
+    pub cut_through: bool,
+    /// Buffer per input port and VC, in 64 B TL flits.
+    pub buffer_flits_per_vc: u32,
+    /// Adaptive choice among allowed egress ports (false: deterministic hashing).
+    pub adaptive: bool,
+}
+
+impl Default for SwitchParams {
+    fn default() -> Self {
+        SwitchParams {
+            clock_mhz: 1000.0,
+            datapath_bytes: 64,
+            parse_cycles: 2,
+            route_cycles: 2,
+            arb_cycles: 2,
+            xbar_cycles: 2,
+            egress_cycles: 2,
+            cut_through: true,
+            buffer_flits_per_vc: 64,
+            adaptive: true,
+        }
+    }
+}
+
+/// Accelerator parameters.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct AccelParams {
+    /// Completer (memory) access latency, ns.
+    pub completer_ns: f64,
+    /// Requester/endpoint processing latency each way (TL+DL), ns.
+    pub endpoint_ns: f64,
+    /// Request timeout, µs.
+    pub timeout_us: f64,
+    /// Bytes of simulated memory each accelerator exposes.
+    pub memory_bytes: u64,
+}
+
+impl Default for AccelParams {
+    fn default() -> Self {
+        AccelParams {
+            completer_ns: 50.0,
+            endpoint_ns: 10.0,
+            timeout_us: 100.0,
+            memory_bytes: 1 << 30,
+        }
+    }
+}
+
+/// Latency budgets.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Budgets {
+    /// Switch port-to-port latency, ns.
+    pub switch_port_to_port_ns: f64,
+    /// 64 B read round trip, ns.
+    pub read_rtt_ns: f64,
+}
+
+impl Default for Budgets {
+    fn default() -> Self {
+        Budgets {
+            switch_port_to_port_ns: 100.0,
+            read_rtt_ns: 1000.0,
+        }
+    }
+}
+
+/// A partition: a set of accelerators that may talk to each other.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Partition {
+    /// Partition ID (0..=1023).
+    pub id: u16,
+    /// Accelerator ranges, e.g. "0-31,40,48-63".
+    pub accelerators: String,
+    /// Weight in each switch's per-partition weighted round robin.
+    #[serde(default = "one")]
+    pub weight: u32,
+    /// Optional rate cap per egress port, Gb/s.
+    #[serde(default)]
+    pub rate_cap_gbps: Option<f64>,
+}
+
+/// A workload.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    /// Pattern.
+    pub pattern: Pattern,
+    /// Partition the workload runs in (default: the first).
+    #[serde(default)]
+    pub partition: Option<u16>,
+    /// Bytes per operation (64..=4096; split into ≤256 B requests).
+    #[serde(default = "default_msg")]
+    pub message_bytes: u32,
+    /// Offered load per accelerator, as a fraction of one port's line rate.
+    #[serde(default = "default_load")]
+    pub offered_load: f64,
+    /// Fraction of reads.
+    #[serde(default = "default_half")]
+    pub read: f64,
+    /// Fraction of writes.
+    #[serde(default = "default_half")]
+    pub write: f64,
+    /// Fraction of atomics (fetch-add on 8 B).
+    #[serde(default)]
+    pub atomic: f64,
+    /// Hotspot/incast target accelerator.
+    #[serde(default)]
+    pub target: Option<u32>,
+    /// Trace file (CSV) for `pattern = "trace"`.
+    #[serde(default)]
+    pub trace: Option<String>,
+}
+
+fn default_msg() -> u32 {
+    64
+}
+fn default_load() -> f64 {
+    0.3
+}
+fn default_half() -> f64 {
+    0.5
+}
+
+/// Traffic pattern.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pattern {
+    /// Uniform random destination (not self).
+    Uniform,
+    /// A fixed random permutation.
+    Permutation,
+    /// Everyone sends to `target` (incast).
+    Hotspot,
+    /// All-to-all (expert parallel): each source cycles over every other accelerator.
+    AllToAll,
+    /// Ring all-reduce (tensor parallel): each sends to its ring neighbour.
+    RingAllreduce,
+    /// Replay of an operation trace from CSV.
+    Trace,
+}
+
+/// Find the 1-based line of a dotted key path (`a.b.c`, `workloads.2.read`) in TOML text:
+/// the deepest part of the path that exists.
+pub fn line_of(text: &str, path: &str) -> Option<usize> {
+    enum Node<'a> {
+        Item(&'a toml_edit::Item),
+        Table(&'a toml_edit::Table),
+    }
+    let doc = toml_edit::ImDocument::parse(text).ok()?;
+    let mut node = Node::Table(doc.as_table());
+    let mut span = None;
+    for part in path.split('.') {
+        let next = match (&node, part.parse::<usize>()) {
+            (Node::Item(toml_edit::Item::ArrayOfTables(a)), Ok(i)) => a.get(i).map(Node::Table),
+            (Node::Item(it), Ok(i)) => it
+                .as_array()
+                .and_then(|a| a.get(i))
+                .map(|v| (v.span(), ()))
+                .map(|(s, ())| {
+                    span = s.or(span.clone());
+                    None
+                })
+                .unwrap_or(None),
+            (Node::Item(it), Err(_)) => it.get(part).map(Node::Item),
+            (Node::Table(t), _) => t.get(part).map(Node::Item),
+        };
+        match next {
+            Some(n) => {
+                let s = match &n {
+                    Node::Item(i) => i.span(),
+                    Node::Table(t) => t.span(),
+                };
+                span = s.or(span);
+                node = n;
+            }
+            None => break,
+        }
+    }
+    span.map(|s| offset_to_line(text, s.start))
+}
+
+fn offset_to_line(text: &str, off: usize) -> usize {
+    text.as_bytes()
+        .iter()
+        .take(off)
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// Largest pod file accepted (bytes).
+pub const MAX_POD_FILE: u64 = 1 << 20;
+
+impl PodFile {
+    /// Parse pod-file text; `file` names it in errors.
+    ///
+    /// # Errors
+    /// Syntax, unknown key, type and range errors, each naming file, line and field.
+    pub fn parse(text: &str, file: &str) -> Result<PodFile, PodError> {
+        let pod: PodFile = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|s| offset_to_line(text, s.start));
+            PodError {
+                file: file.to_string(),
+                line,
+                field: None,
+                message: e.message().trim().to_string(),
+            }
+        })?;
+        pod.validate().map_err(|(field, message)| PodError {
+            file: file.to_string(),
+            line: line_of(text, &field),
+            field: Some(field),
+            message,
+        })?;
+        Ok(pod)
+    }
+
+    /// Read and parse a pod file.
+    ///
+    /// # Errors
+    /// I/O errors (naming the file), a file over 1 MiB, and everything [`PodFile::parse`] refuses.
+    pub fn load(path: &Path) -> Result<PodFile, PodError> {
+        let file = path.display().to_string();
+        let err = |m: String| PodError {
+            file: file.clone(),
+            line: None,
+            field: None,
+            message: m,
+        };
+        let meta = std::fs::metadata(path).map_err(|e| err(e.to_string()))?;
+        if meta.len() > MAX_POD_FILE {
+            return Err(err(format!("larger than {MAX_POD_FILE} bytes")));
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+        PodFile::parse(&text, &file)
+    }
+
+    /// Number of accelerators.
+    pub fn accelerators(&self) -> u32 {
+        match self.topology {
+            Topology::SingleSwitch { accelerators, .. } => accelerators,
+            Topology::MultiPlane { accelerators, .. } => accelerators,
+            Topology::LeafSpine {
+                leaves,
+                accels_per_leaf,
+                ..
+            } => leaves.saturating_mul(accels_per_leaf),
+        }
+    }
+
+    /// Semantic checks: `Err((field path, message))`.
+    fn validate(&self) -> Result<(), (String, String)> {
+        let e = |f: &str, m: String| Err((f.to_string(), m));
+        let n = self.accelerators();
+        if n == 0 || n > 1024 {
+            return e("topology", format!("{n} accelerators: must be 1..=1024"));
+        }
+        match self.topology {
+            Topology::SingleSwitch {
+                ports_per_accel, ..
+            } => {
+                if !(1..=16).contains(&ports_per_accel) {
+                    return e(
+                        "topology.ports_per_accel",
+                        format!("{ports_per_accel}: must be 1..=16"),
+                    );
+                }
+            }
+            Topology::MultiPlane {
+                planes,
+                ports_per_plane,
+                ..
+            } => {
+                if !(1..=32).contains(&planes) {
+                    return e("topology.planes", format!("{planes}: must be 1..=32"));
+                }
+                if !(1..=8).contains(&ports_per_plane) {
+                    return e(
+                        "topology.ports_per_plane",
+                        format!("{ports_per_plane}: must be 1..=8"),
+                    );
+                }
+            }
+            Topology::LeafSpine {
+                leaves,
+                spines,
+                accels_per_leaf,
+                uplinks_per_spine,
+            } => {
+                if !(1..=64).contains(&leaves) {
+                    return e("topology.leaves", format!("{leaves}: must be 1..=64"));
+                }
+                if !(1..=64).contains(&spines) {
+                    return e("topology.spines", format!("{spines}: must be 1..=64"));
+                }
+                if accels_per_leaf == 0 {
+                    return e("topology.accels_per_leaf", "must be at least 1".into());
+                }
+                if !(1..=8).contains(&uplinks_per_spine) {
+                    return e(
+                        "topology.uplinks_per_spine",
+                        format!("{uplinks_per_spine}: must be 1..=8"),
+                    );
+                }
+            }
+        }
+        let l = &self.link;
+        if !(l.lane_gbps.is_finite() && l.lane_gbps > 0.0 && l.lane_gbps <= 2000.0) {
+            return e(
+                "link.lane_gbps",
+                format!("{}: must be in (0, 2000]", l.lane_gbps),
+            );
+        }
+        if ![1, 2, 4].contains(&l.lanes) {
+            return e("link.lanes", format!("{}: must be 1, 2 or 4", l.lanes));
+        }
+        if ![1, 2, 4].contains(&l.fec_interleave) {
+            return e(
+                "link.fec_interleave",
+                format!("{}: must be 1, 2 or 4", l.fec_interleave),
+            );
+        }
+        for (name, v) in [
+            ("link.fec_decode_ns", l.fec_decode_ns),
+            ("link.phy_tx_ns", l.phy_tx_ns),
+            ("link.phy_rx_ns", l.phy_rx_ns),
+            ("link.cable_m", l.cable_m),
+            ("link.ns_per_m", l.ns_per_m),
+            ("accelerator.completer_ns", self.accelerator.completer_ns),
+            ("accelerator.endpoint_ns", self.accelerator.endpoint_ns),
+            (
+                "budgets.switch_port_to_port_ns",
+                self.budgets.switch_port_to_port_ns,
+            ),
+            ("budgets.read_rtt_ns", self.budgets.read_rtt_ns),
+        ] {
+            if !(v.is_finite() && (0.0..=1e6).contains(&v)) {
+                return e(name, format!("{v}: must be a finite number in [0, 1e6]"));
+            }
+        }
+        if !(l.ber.is_finite() && (0.0..1e-2).contains(&l.ber)) {
+            return e("link.ber", format!("{}: must be in [0, 0.01)", l.ber));
+        }
+        let t = self.accelerator.timeout_us;
+        if !(t.is_finite() && t > 0.0 && t <= 1e6) {
+            return e(
+                "accelerator.timeout_us",
+                format!("{t}: must be in (0, 1e6]"),
+            );
+        }
+        let s = &self.switch;
+        if !(s.clock_mhz.is_finite() && s.clock_mhz >= 10.0 && s.clock_mhz <= 10_000.0) {
+            return e(
+                "switch.clock_mhz",
+                format!("{}: must be 10..=10000", s.clock_mhz),
+            );
+        }
+        if !s.datapath_bytes.is_power_of_two() || !(4..=1024).contains(&s.datapath_bytes) {
+            return e(
+                "switch.datapath_bytes",
+                format!("{}: must be a power of two in 4..=1024", s.datapath_bytes),
+            );
+        }
+        for (name, v) in [
+            ("switch.parse_cycles", s.parse_cycles),
+            ("switch.route_cycles", s.route_cycles),
+            ("switch.arb_cycles", s.arb_cycles),
+            ("switch.xbar_cycles", s.xbar_cycles),
+            ("switch.egress_cycles", s.egress_cycles),
+        ] {
+            if v > 1000 {
+                return e(name, format!("{v}: must be at most 1000"));
+            }
+        }
+        if !(1..=4096).contains(&s.buffer_flits_per_vc) {
+            return e(
+                "switch.buffer_flits_per_vc",
+                format!("{}: must be 1..=4096", s.buffer_flits_per_vc),
+            );
+        }
+        let mut seen = vec![None::<u16>; n as usize];
+        for (i, p) in self.partitions.iter().enumerate() {
+            let f = |k: &str| format!("partitions.{i}.{k}");
+            if p.id > 1023 {
+                return e(&f("id"), format!("{}: must be 0..=1023", p.id));
+            }
+            if p.weight == 0 || p.weight > 1000 {
+                return e(&f("weight"), format!("{}: must be 1..=1000", p.weight));
+            }
+            if let Some(c) = p.rate_cap_gbps {
+                if !(c.is_finite() && c > 0.0) {
+                    return e(&f("rate_cap_gbps"), format!("{c}: must be positive"));
+                }
+            }
+            if self.partitions[..i].iter().any(|q| q.id == p.id) {
+                return e(&f("id"), format!("partition {} defined twice", p.id));
+            }
+            for a in parse_ranges(&p.accelerators, n).map_err(|m| (f("accelerators"), m))? {
+                let slot = &mut seen[a as usize];
+                if let Some(other) = *slot {
+                    return e(
+                        &f("accelerators"),
+                        format!("accelerator {a} is already in partition {other}"),
+                    );
+                }
+                *slot = Some(p.id);
+            }
+        }
+        for (i, w) in self.workloads.iter().enumerate() {
+            let f = |k: &str| format!("workloads.{i}.{k}");
+            if !(64..=4096).contains(&w.message_bytes) || w.message_bytes % 64 != 0 {
+                return e(
+                    &f("message_bytes"),
+                    format!("{}: must be a multiple of 64 in 64..=4096", w.message_bytes),
+                );
+            }
+            if !(w.offered_load.is_finite() && w.offered_load > 0.0 && w.offered_load <= 1.0) {
+                return e(
+                    &f("offered_load"),
+                    format!("{}: must be in (0, 1]", w.offered_load),
+                );
+            }
+            for (k, v) in [("read", w.read), ("write", w.write), ("atomic", w.atomic)] {
+                if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
+                    return e(&f(k), format!("{v}: must be in [0, 1]"));
+                }
+            }
+            if (w.read + w.write + w.atomic - 1.0).abs() > 1e-6 {
+                return e(
+                    &f("read"),
+                    format!(
+                        "read + write + atomic = {}: must be 1",
+                        w.read + w.write + w.atomic
+                    ),
+                );
+            }
+            if let Some(p) = w.partition {
+                if !self.partitions.is_empty() && !self.partitions.iter().any(|q| q.id == p) {
+                    return e(&f("partition"), format!("partition {p} is not defined"));
+                }
+            }
+            match (w.pattern, w.target) {
+                (Pattern::Hotspot, None) => {
+                    return e(&f("target"), "hotspot needs a target".into())
+                }
+                (_, Some(t)) if t >= n => {
+                    return e(&f("target"), format!("{t}: no such accelerator"))
+                }
+                _ => {}
+            }
+            if w.pattern == Pattern::Trace && w.trace.is_none() {
+                return e(&f("trace"), "pattern trace needs a trace file".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Parse "0-31,40,48-63" into accelerator numbers below `n`.
+///
+/// # Errors
+/// A malformed or out-of-range item.
+pub fn parse_ranges(s: &str, n: u32) -> Result<Vec<u32>, String> {
+    let mut out = Vec::new();
+    for item in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+        let (a, b) = match item.split_once('-') {
+            Some((a, b)) => (a.trim(), b.trim()),
+            None => (item, item),
+        };
+        let a: u32 = a
+            .parse()
+            .map_err(|_| format!("`{item}`: not a number or range"))?;
+        let b: u32 = b
+            .parse()
+            .map_err(|_| format!("`{item}`: not a number or range"))?;
+        if a > b || b >= n {
+            return Err(format!("`{item}`: must be within 0..{n} and ascending"));
+        }
+        out.extend(a..=b);
+    }
+    if out.is_empty() {
+        return Err("no accelerators".into());
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = "name = \"x\"\n[topology]\nkind = \"single-switch\"\naccelerators = 8\n";
+
+    #[test]
+    fn minimal_pod_parses_with_defaults() {
+        let p = PodFile::parse(GOOD, "good.toml").unwrap();
+        assert_eq!(p.accelerators(), 8);
+        assert_eq!(p.link, LinkParams::default());
+        assert_eq!(p.budgets.read_rtt_ns, 1000.0);
+    }
+
+    #[test]
+    fn unknown_field_names_file_and_line() {
+        let text = format!("{GOOD}[link]\nlanes = 4\nlane_speed = 3\n");
+        let e = PodFile::parse(&text, "pod.toml").unwrap_err();
+        assert_eq!(e.file, "pod.toml");
+        assert_eq!(e.line, Some(7), "{e}");
+        assert!(e.message.contains("lane_speed"), "{e}");
+    }
+
+    #[test]
+    fn wrong_type_names_line() {
+        let text = format!("{GOOD}[switch]\nclock_mhz = \"fast\"\n");
+        let e = PodFile::parse(&text, "pod.toml").unwrap_err();
+        assert_eq!(e.line, Some(6), "{e}");
+    }
+
+    #[test]
+    fn range_error_names_field_and_line() {
+        let text = format!("{GOOD}[link]\nlanes = 3\n");
+        let e = PodFile::parse(&text, "pod.toml").unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("link.lanes"));
+        assert_eq!(e.line, Some(6), "{e}");
+        let text = format!(
+            "{GOOD}[[partitions]]\nid = 1\naccelerators = \"0-3\"\n[[partitions]]\nid = 2\naccelerators = \"3-7\"\n"
+        );
+        let e = PodFile::parse(&text, "pod.toml").unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("partitions.1.accelerators"));
+        assert_eq!(e.line, Some(10), "{e}");
+        assert!(e.message.contains("already in partition 1"));
+    }
+
+    #[test]
+    fn workload_checks() {
+        let text = format!("{GOOD}[[workloads]]\npattern = \"hotspot\"\n");
+        let e = PodFile::parse(&text, "p").unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("workloads.0.target"));
+        let text = format!("{GOOD}[[workloads]]\npattern = \"uniform\"\nread = 0.9\n");
+        assert!(PodFile::parse(&text, "p")
+            .unwrap_err()
+            .message
+            .contains("must be 1"));
+        let text = format!("{GOOD}[[workloads]]\npattern = \"sideways\"\n");
+        assert!(PodFile::parse(&text, "p").is_err());
+    }
+
+    #[test]
+    fn ranges() {
+        assert_eq!(parse_ranges("0-2, 5", 8).unwrap(), vec![0, 1, 2, 5]);
+        assert!(parse_ranges("3-1", 8).is_err());
+        assert!(parse_ranges("0-8", 8).is_err());
+        assert!(parse_ranges("x", 8).is_err());
+        assert!(parse_ranges("", 8).is_err());
+    }
+}

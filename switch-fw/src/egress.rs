@@ -1,0 +1,254 @@
+//! Egress queues: one FIFO per (egress port, VC, partition) over a shared pool of frame
+//! descriptors, with the round-robin and rate-cap state of each port (`spec-notes/switch.md#qos`).
+//!
+//! The pool is a singly linked free list of [`QUEUE_SLOTS`] descriptors; a FIFO is a head and
+//! a tail index. Bit masks of non-empty FIFOs per port and per (port, VC) keep the scheduler
+//! from scanning empty queues.
+
+use crate::header::{FrameKind, Header};
+use crate::qos::{Gcra, SmoothWrr};
+use crate::{MAX_PARTITIONS, MAX_PORTS, NUM_VCS, QUEUE_SLOTS};
+use podlink_protocol::wire::{AccelId, Vc};
+
+const NIL: u16 = u16::MAX;
+/// "No flow bucket" in a descriptor (the frame is not a request).
+pub(crate) const NO_BUCKET: u16 = u16::MAX;
+
+/// A queued frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Slot {
+    pub(crate) handle: u32,
+    pub(crate) header: Header,
+    pub(crate) bytes: u16,
+    pub(crate) bucket: u16,
+    next: u16,
+}
+
+const EMPTY_SLOT: Slot = Slot {
+    handle: 0,
+    header: Header {
+        kind: FrameKind::LinkLocal,
+        src: None,
+        dst: AccelId::from_bits_truncate(0),
+        vc: Vc::from_bits_truncate(0),
+        region: 0,
+    },
+    bytes: 0,
+    bucket: NO_BUCKET,
+    next: NIL,
+};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Fifo {
+    head: u16,
+    tail: u16,
+}
+
+const EMPTY_FIFO: Fifo = Fifo {
+    head: NIL,
+    tail: NIL,
+};
+
+/// Index of the (port, VC) pair.
+#[inline(always)]
+pub(crate) fn pv(port: u8, vc: u8) -> usize {
+    (usize::from(port) << 2) | usize::from(vc & 3)
+}
+
+fn fifo_index(port: u8, vc: u8, part: u8) -> usize {
+    pv(port, vc) * MAX_PARTITIONS + usize::from(part)
+}
+
+/// Index of the (port, partition) pair.
+pub(crate) fn pp(port: u8, part: u8) -> usize {
+    usize::from(port) * MAX_PARTITIONS + usize::from(part)
+}
+
+pub(crate) struct Egress {
+    slots: [Slot; QUEUE_SLOTS],
+    free: u16,
+    used: u16,
+    fifos: [Fifo; MAX_PORTS * NUM_VCS * MAX_PARTITIONS],
+    part_mask: [u16; MAX_PORTS * NUM_VCS],
+    depth: [u16; MAX_PORTS * NUM_VCS],
+    port_mask: u64,
+    pub(crate) vc_wrr: [SmoothWrr<NUM_VCS>; MAX_PORTS],
+    pub(crate) part_wrr: [SmoothWrr<MAX_PARTITIONS>; MAX_PORTS * NUM_VCS],
+    pub(crate) gcra: [Gcra; MAX_PORTS * MAX_PARTITIONS],
+}
+
+impl Egress {
+    pub(crate) fn new() -> Egress {
+        let mut e = Egress {
+            slots: [EMPTY_SLOT; QUEUE_SLOTS],
+            free: 0,
+            used: 0,
+            fifos: [EMPTY_FIFO; MAX_PORTS * NUM_VCS * MAX_PARTITIONS],
+            part_mask: [0; MAX_PORTS * NUM_VCS],
+            depth: [0; MAX_PORTS * NUM_VCS],
+            port_mask: 0,
+            vc_wrr: [SmoothWrr::new(); MAX_PORTS],
+            part_wrr: [SmoothWrr::new(); MAX_PORTS * NUM_VCS],
+            gcra: [Gcra::new(); MAX_PORTS * MAX_PARTITIONS],
+        };
+        for (i, s) in (1u16..).zip(e.slots.iter_mut()) {
+            s.next = if usize::from(i) < QUEUE_SLOTS { i } else { NIL };
+        }
+        e
+    }
+
+    /// Ports with at least one queued frame (bit per port).
+    pub(crate) fn backlogged_ports(&self) -> u64 {
+        self.port_mask
+    }
+
+    /// Partitions with queued frames at (port, VC) (bit per partition index).
+    pub(crate) fn part_mask(&self, port: u8, vc: u8) -> u16 {
+        self.part_mask.get(pv(port, vc)).copied().unwrap_or(0)
+    }
+
+    /// Frames queued at (port, VC).
+    pub(crate) fn depth(&self, port: u8, vc: u8) -> u16 {
+        self.depth.get(pv(port, vc)).copied().unwrap_or(0)
+    }
+
+    /// Descriptors in use.
+    pub(crate) fn used(&self) -> u16 {
+        self.used
+    }
+
+    /// Append a frame to the (port, VC, partition) FIFO; `Err` when the pool is empty or the
+    /// indices are out of range.
+    pub(crate) fn push(
+        &mut self,
+        port: u8,
+        part: u8,
+        handle: u32,
+        header: Header,
+        bytes: u16,
+        bucket: u16,
+    ) -> Result<(), ()> {
+        let vc = header.vc.get();
+        let fi = fifo_index(port, vc, part);
+        if usize::from(port) >= MAX_PORTS || usize::from(part) >= MAX_PARTITIONS {
+            return Err(());
+        }
+        let idx = self.free;
+        let slot = self.slots.get_mut(usize::from(idx)).ok_or(())?;
+        self.free = slot.next;
+        *slot = Slot {
+            handle,
+            header,
+            bytes,
+            bucket,
+            next: NIL,
+        };
+        let fifo = self.fifos.get_mut(fi).ok_or(())?;
+        let old_tail = fifo.tail;
+        fifo.tail = idx;
+        if old_tail == NIL {
+            fifo.head = idx;
+        } else if let Some(t) = self.slots.get_mut(usize::from(old_tail)) {
+            t.next = idx;
+        }
+        self.used = self.used.wrapping_add(1);
+        let i = pv(port, vc);
+        if let (Some(m), Some(d)) = (self.part_mask.get_mut(i), self.depth.get_mut(i)) {
+            *m |= 1 << (part & 15);
+            *d = d.wrapping_add(1);
+        }
+        self.port_mask |= 1u64 << (port & 63);
+        Ok(())
+    }
+
+    /// The frame at the head of the (port, VC, partition) FIFO.
+    pub(crate) fn peek(&self, port: u8, vc: u8, part: u8) -> Option<&Slot> {
+        let head = self.fifos.get(fifo_index(port, vc, part))?.head;
+        self.slots.get(usize::from(head))
+    }
+
+    /// Remove and return the head of the (port, VC, partition) FIFO.
+    pub(crate) fn pop(&mut self, port: u8, vc: u8, part: u8) -> Option<Slot> {
+        let fifo = self.fifos.get_mut(fifo_index(port, vc, part))?;
+        let idx = fifo.head;
+        let slot = *self.slots.get(usize::from(idx))?;
+        fifo.head = slot.next;
+        if slot.next == NIL {
+            fifo.tail = NIL;
+            let i = pv(port, vc);
+            if let Some(m) = self.part_mask.get_mut(i) {
+                *m &= !(1 << (part & 15));
+                if *m == 0 && (0..4u8).all(|v| self.part_mask.get(pv(port, v)) == Some(&0)) {
+                    self.port_mask &= !(1u64 << (port & 63));
+                }
+            }
+        }
+        if let Some(d) = self.depth.get_mut(pv(port, vc)) {
+            *d = d.saturating_sub(1);
+        }
+        if let Some(s) = self.slots.get_mut(usize::from(idx)) {
+            s.next = self.free;
+        }
+        self.free = idx;
+        self.used = self.used.saturating_sub(1);
+        Some(slot)
+    }
+
+    /// Remove every frame queued at `port`, calling `f` on each; returns how many.
+    pub(crate) fn drain_port(&mut self, port: u8, mut f: impl FnMut(&Slot)) -> u32 {
+        let mut n = 0u32;
+        for vc in 0..NUM_VCS as u8 {
+            for part in 0..MAX_PARTITIONS as u8 {
+                while let Some(s) = self.pop(port, vc, part) {
+                    f(&s);
+                    n = n.wrapping_add(1);
+                }
+            }
+        }
+        n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hdr(vc: u8) -> Header {
+        Header::response(None, AccelId::new(1).unwrap(), Vc::new(vc).unwrap())
+    }
+
+    #[test]
+    fn test_fifo_order_and_masks() {
+        let mut e = Egress::new();
+        for h in 0..3 {
+            e.push(5, 2, h, hdr(1), 64, NO_BUCKET).unwrap();
+        }
+        e.push(5, 3, 9, hdr(0), 64, NO_BUCKET).unwrap();
+        assert_eq!(e.backlogged_ports(), 1 << 5);
+        assert_eq!(e.part_mask(5, 1), 1 << 2);
+        assert_eq!(e.depth(5, 1), 3);
+        assert_eq!(e.used(), 4);
+        assert_eq!(e.peek(5, 1, 2).unwrap().handle, 0);
+        for h in 0..3 {
+            assert_eq!(e.pop(5, 1, 2).unwrap().handle, h);
+        }
+        assert_eq!(e.pop(5, 1, 2), None);
+        assert_eq!(e.backlogged_ports(), 1 << 5);
+        assert_eq!(e.drain_port(5, |_| {}), 1);
+        assert_eq!(e.backlogged_ports(), 0);
+        assert_eq!(e.used(), 0);
+    }
+
+    #[test]
+    fn test_pool_exhaustion() {
+        let mut e = Egress::new();
+        for h in 0..QUEUE_SLOTS as u32 {
+            e.push((h % 64) as u8, 0, h, hdr(0), 64, NO_BUCKET).unwrap();
+        }
+        assert!(e.push(0, 0, 0, hdr(0), 64, NO_BUCKET).is_err());
+        assert!(e.pop(3, 0, 0).is_some());
+        assert!(e.push(0, 0, 0, hdr(0), 64, NO_BUCKET).is_ok());
+        assert!(e.push(64, 0, 0, hdr(0), 64, NO_BUCKET).is_err());
+        assert!(e.push(0, 16, 0, hdr(0), 64, NO_BUCKET).is_err());
+    }
+}

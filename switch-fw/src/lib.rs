@@ -1,0 +1,76 @@
+//! # podlink-switch
+//!
+//! The reference switch of a podlink pod: a `no_std`, heap-free library that routes TL
+//! frames by destination accelerator ID, plus firmware for a RISC-V soft core
+//! (`src/bin/qemu.rs`). The simulator's switch model and the firmware run the same code.
+//!
+//! The switch keeps no request state. Its pipeline per frame (`spec-notes/switch.md`):
+//!
+//! 1. [`header`]: the switch's view of a TL control field ([`Header`]), taken from the
+//!    protocol crate's `wire::TlField`.
+//! 2. [`Switch::decide`]: route lookup ([`tables`]), isolation checks (spoofed source per
+//!    ingress attachment, cross-partition), ordering pin, then adaptive choice by egress credit
+//!    and queue depth or deterministic hashing.
+//! 3. [`Switch::forward`]: cut-through when the egress VC is idle and has credit, else a
+//!    bounded egress queue drained by per-VC and per-partition weighted round robin with an
+//!    optional per-partition rate cap ([`qos`]), through [`Switch::poll_transmit`].
+//! 4. Control plane: per-port [`health`] with hysteresis, two-bank tables swapped on
+//!    [`Switch::commit`], binary [`config`] parsed with nom, counters and [`event`]s.
+//! 5. Hardware through embedded-hal 1.0 and embedded-io traits only ([`hw`]).
+//!
+//! Ports are abstract ([`port::PortLink`]): link state, credits and health inputs come from
+//! whatever drives the link (the protocol crate's link layer, the simulator, or
+//! [`port::SimPort`] in tests).
+//!
+//! ## Guarantees
+//!
+//! * No input (frame, configuration bytes, port readings) makes the library panic.
+//! * Deterministic: time is an argument ([`podlink_protocol::time::Instant`]), no clock reads,
+//!   no randomness.
+//! * Bounded work per call and fixed memory (see the capacity constants below).
+#![cfg_attr(not(test), no_std)]
+#![forbid(unsafe_code)]
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::indexing_slicing,
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic
+    )
+)]
+
+pub mod config;
+mod egress;
+pub mod event;
+pub mod header;
+pub mod health;
+pub mod hw;
+pub mod port;
+pub mod qos;
+pub mod selftest;
+mod switch;
+pub mod tables;
+
+pub use self::event::{Counters, DropReason, Event};
+pub use self::header::{FrameKind, Header};
+pub use self::health::{Health, HealthPolicy};
+pub use self::switch::{CommitError, Forwarded, Frame, Switch, Transmit};
+pub use self::tables::Tables;
+
+/// Most ports one switch has (port numbers are `0..MAX_PORTS`).
+pub const MAX_PORTS: usize = 64;
+/// Number of accelerator IDs in a pod (10-bit IDs).
+pub const MAX_IDS: usize = 1024;
+/// Most egress ports one destination can be routed over (planes or parallel links).
+pub const MAX_WAYS: usize = 8;
+/// Most partitions one switch knows.
+pub const MAX_PARTITIONS: usize = 16;
+/// Virtual channels.
+pub const NUM_VCS: usize = 4;
+/// Buckets in the in-flight flow table (a power of two).
+pub const FLOW_BUCKETS: usize = 1024;
+/// Frame descriptors the egress queues hold in total.
+pub const QUEUE_SLOTS: usize = 1024;
+/// Events buffered before the oldest are counted as lost.
+pub const EVENT_QUEUE: usize = 32;

@@ -1,0 +1,795 @@
+//! The switch: forwarding decision, egress scheduling, health and table banks
+//! (`spec-notes/switch.md#pipeline`).
+
+use crate::config::{self, ConfigError};
+use crate::egress::{pp, pv, Egress, Slot, NO_BUCKET};
+use crate::event::{Counters, DropReason, Event};
+use crate::header::{FrameKind, Header};
+use crate::health::{Health, HealthMonitor, HealthPolicy, TransceiverReading};
+use crate::port::PortLink;
+use crate::tables::{Attachment, Tables, INGRESS_TRUNK, INGRESS_UNUSED, NO_PART, NO_PORT};
+use crate::{EVENT_QUEUE, FLOW_BUCKETS, MAX_IDS, MAX_PARTITIONS, MAX_PORTS, NUM_VCS};
+use heapless::Deque;
+use podlink_protocol::time::Instant;
+use podlink_protocol::wire::Vc;
+
+const FLOW_BITS: u32 = FLOW_BUCKETS.trailing_zeros();
+const _: () = assert!(1 << FLOW_BITS == FLOW_BUCKETS);
+
+/// Score tier of a healthy port (degraded ports score below every healthy one).
+const HEALTHY_TIER: u16 = 0x4000;
+/// Centre of the load part of a score, so that it stays ≥ 1.
+const LOAD_BIAS: u16 = 0x2000;
+const LOAD_CLAMP: u32 = 0x1fff;
+
+/// A frame offered to the switch: the caller's buffer handle, its header and its size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame {
+    /// The caller's handle for the frame's bytes (the switch never touches them).
+    pub handle: u32,
+    /// Routing fields.
+    pub header: Header,
+    /// Size on the wire in bytes (for rate caps).
+    pub bytes: u16,
+}
+
+/// What [`Switch::forward`] did with a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Forwarded {
+    /// Sent at once on `port` (the egress VC was idle and had credit): start transmitting.
+    CutThrough {
+        /// Egress port.
+        port: u8,
+    },
+    /// Queued at `port`; it leaves through [`Switch::poll_transmit`].
+    Queued {
+        /// Egress port.
+        port: u8,
+    },
+}
+
+impl Forwarded {
+    /// The egress port.
+    pub fn port(self) -> u8 {
+        match self {
+            Forwarded::CutThrough { port } | Forwarded::Queued { port } => port,
+        }
+    }
+}
+
+/// A queued frame the caller must now send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transmit {
+    /// Egress port.
+    pub port: u8,
+    /// The caller's handle.
+    pub handle: u32,
+    /// The frame's header.
+    pub header: Header,
+}
+
+/// Error of [`Switch::commit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CommitError {
+    /// No validated configuration is staged; the tables in force are unchanged.
+    NothingStaged,
+}
+
+/// One bucket of the in-flight flow table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FlowBucket {
+    /// Frames of the bucket's flows queued in this switch.
+    queued: u16,
+    port: u8,
+    /// The pin also holds until this time after the last frame left.
+    hold_until_ps: u64,
+}
+
+const EMPTY_FLOW: FlowBucket = FlowBucket {
+    queued: 0,
+    port: NO_PORT,
+    hold_until_ps: 0,
+};
+
+/// A stateless table-routing switch of up to [`MAX_PORTS`] ports.
+///
+/// Sans-IO: the caller feeds frames ([`Switch::forward`]), link readings
+/// ([`Switch::refresh_port`], [`Switch::set_transceiver`]) and time
+/// ([`Switch::handle_timeout`]), and drains outputs ([`Switch::poll_transmit`],
+/// [`Switch::poll_event`]).
+///
+/// # Polling order
+/// After any input: `poll_transmit` until `None`, then `poll_event` until `None`, then sleep
+/// until [`Switch::poll_timeout`] or the next input (a frame, or credits returned on a port:
+/// call `refresh_port` then `poll_transmit`).
+///
+/// # Time
+/// `now` must never decrease between calls.
+///
+/// # Ordering rule
+/// Requests of one (source, destination, VC, 256 B region) leave on the same port while any is
+/// in flight: queued here, or sent less than [`Tables::order_hold`] ago. Flows are hashed
+/// into [`FLOW_BUCKETS`] buckets holding a port and a count; flows that share a bucket share
+/// the pin, which can only make the switch more conservative, never reorder.
+pub struct Switch {
+    banks: [Tables; 2],
+    active: u8,
+    staged: bool,
+    score: [[u16; 256]; NUM_VCS],
+    credits: [u32; MAX_PORTS * NUM_VCS],
+    up: u64,
+    flows: [FlowBucket; FLOW_BUCKETS],
+    health: [HealthMonitor; MAX_PORTS],
+    policy: HealthPolicy,
+    next_window: Instant,
+    egress: Egress,
+    counters: Counters,
+    events: Deque<Event, EVENT_QUEUE>,
+    tx_rr: u8,
+}
+
+impl Default for Switch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Mix the flow key (source, destination, VC, region) into 32 bits.
+#[inline(always)]
+fn flow_hash(h: &Header) -> u32 {
+    let src = u32::from(h.src.map_or(0x3ff, |s| s.get()));
+    let key = (src << 12) | (u32::from(h.dst.get()) << 2) | u32::from(h.vc.get());
+    let x = key.wrapping_mul(0x9e37_79b1) ^ h.region.wrapping_mul(0x85eb_ca77);
+    x ^ (x >> 15)
+}
+
+impl Switch {
+    /// A switch with empty tables (it drops everything until a configuration is committed)
+    /// and the default health policy. Every port is down until [`Switch::refresh_port`].
+    pub fn new() -> Switch {
+        Switch {
+            banks: [Tables::new(), Tables::new()],
+            active: 0,
+            staged: false,
+            score: [[0; 256]; NUM_VCS],
+            credits: [0; MAX_PORTS * NUM_VCS],
+            up: 0,
+            flows: [EMPTY_FLOW; FLOW_BUCKETS],
+            health: [HealthMonitor::new(); MAX_PORTS],
+            policy: HealthPolicy::default(),
+            next_window: Instant::ZERO,
+            egress: Egress::new(),
+            counters: Counters::new(),
+            events: Deque::new(),
+            tx_rr: 0,
+        }
+    }
+
+    /// Replace the health policy.
+    pub fn set_health_policy(&mut self, p: HealthPolicy) {
+        self.policy = p;
+    }
+
+    /// The tables in force.
+    #[inline(always)]
+    pub fn tables(&self) -> &Tables {
+        // `active` is 0 or 1; the mask lets the compiler drop the bounds check.
+        let [a, b] = &self.banks;
+        if self.active & 1 == 0 {
+            a
+        } else {
+            b
+        }
+    }
+
+    fn staging(&mut self) -> &mut Tables {
+        let i = usize::from((self.active ^ 1) & 1);
+        let [a, b] = &mut self.banks;
+        if i == 0 {
+            a
+        } else {
+            b
+        }
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Health of port `p` (`Healthy` for out-of-range ports).
+    pub fn health(&self, p: u8) -> Health {
+        self.health
+            .get(usize::from(p))
+            .map_or(Health::Healthy, HealthMonitor::state)
+    }
+
+    /// Frames queued at (port, VC).
+    pub fn queue_depth(&self, port: u8, vc: Vc) -> u16 {
+        self.egress.depth(port, vc.get())
+    }
+
+    /// Frames queued in the whole switch.
+    pub fn queued_frames(&self) -> u16 {
+        self.egress.used()
+    }
+
+    /// Requests in flight (queued) in the flow bucket of `h`, and the port they are pinned to.
+    pub fn flow_pin(&self, h: &Header) -> (u16, Option<u8>) {
+        let b = self.flow_bucket(h);
+        (b.queued, Some(b.port).filter(|&p| p != NO_PORT))
+    }
+
+    fn flow_index(h: &Header) -> usize {
+        (flow_hash(h) >> (32 - FLOW_BITS)) as usize
+    }
+
+    fn flow_bucket(&self, h: &Header) -> FlowBucket {
+        self.flows
+            .get(Self::flow_index(h))
+            .copied()
+            .unwrap_or(EMPTY_FLOW)
+    }
+
+    fn raise(&mut self, e: Event) {
+        if self.events.push_back(e).is_err() {
+            self.counters.events_lost = self.counters.events_lost.wrapping_add(1);
+        }
+    }
+
+    /// The next event, oldest first.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    // ---- configuration ---------------------------------------------------------------
+
+    /// Parse and validate a binary configuration into the standby bank.
+    ///
+    /// # Errors
+    /// A typed [`ConfigError`]; the tables in force are untouched and a
+    /// [`Event::ConfigRefused`] is raised.
+    pub fn stage_config(&mut self, bytes: &[u8]) -> Result<(), ConfigError> {
+        self.stage_with(|t| config::parse_into(bytes, t))
+    }
+
+    /// Fill the standby bank with `build` (starting from empty), then validate it.
+    ///
+    /// # Errors
+    /// What `build` or [`Tables::validate`] returns; the tables in force are untouched.
+    pub fn stage_with(
+        &mut self,
+        build: impl FnOnce(&mut Tables) -> Result<(), ConfigError>,
+    ) -> Result<(), ConfigError> {
+        self.staged = false;
+        let t = self.staging();
+        t.clear();
+        let r = build(t).and_then(|()| t.validate());
+        match r {
+            Ok(()) => self.staged = true,
+            Err(error) => {
+                self.counters.refusals = self.counters.refusals.wrapping_add(1);
+                self.raise(Event::ConfigRefused { error });
+            }
+        }
+        r
+    }
+
+    /// Put the staged bank in force (an O(1) swap); returns its generation.
+    ///
+    /// Flows pinned before the swap keep their port until they drain.
+    ///
+    /// # Errors
+    /// [`CommitError::NothingStaged`].
+    pub fn commit(&mut self) -> Result<u32, CommitError> {
+        if !self.staged {
+            return Err(CommitError::NothingStaged);
+        }
+        self.staged = false;
+        self.active ^= 1;
+        let generation = self.tables().generation();
+        self.counters.commits = self.counters.commits.wrapping_add(1);
+        self.raise(Event::ConfigCommitted { generation });
+        Ok(generation)
+    }
+
+    /// Stage and commit a binary configuration.
+    ///
+    /// # Errors
+    /// As [`Switch::stage_config`]; on error the old tables stay in force.
+    pub fn load_config(&mut self, bytes: &[u8]) -> Result<u32, ConfigError> {
+        self.stage_config(bytes)?;
+        // Cannot fail: a bank was just staged.
+        Ok(self.commit().unwrap_or_else(|_| self.tables().generation()))
+    }
+
+    // ---- port state ------------------------------------------------------------------
+
+    fn rescore(&mut self, port: u8, vc: u8) {
+        let i = pv(port, vc);
+        let up = port < 64 && self.up & (1u64 << port) != 0;
+        let h = self.health(port);
+        let credits = self.credits.get(i).copied().unwrap_or(0).min(LOAD_CLAMP) as u16;
+        let queued = u32::from(self.egress.depth(port, vc)).min(LOAD_CLAMP) as u16;
+        let s = if !up || h == Health::Failed {
+            0
+        } else {
+            // 1 ..= 0x3fff: more credit and a shorter queue score higher.
+            let load = LOAD_BIAS + credits - queued;
+            if h == Health::Healthy {
+                HEALTHY_TIER | load
+            } else {
+                load
+            }
+        };
+        if let Some(slot) = self
+            .score
+            .get_mut(usize::from(vc & 3))
+            .and_then(|row| row.get_mut(usize::from(port)))
+        {
+            *slot = s;
+        }
+    }
+
+    /// Read port `port`'s link: up/down (raising events, flushing its queues on down) and
+    /// credits per VC. Call after any change on that link.
+    pub fn refresh_port<P: PortLink + ?Sized>(&mut self, port: u8, link: &P) {
+        if usize::from(port) >= MAX_PORTS {
+            return;
+        }
+        let bit = 1u64 << port;
+        let was_up = self.up & bit != 0;
+        let up = link.is_up();
+        if up != was_up {
+            if up {
+                self.up |= bit;
+                self.raise(Event::LinkUp { port });
+            } else {
+                self.up &= !bit;
+                self.raise(Event::LinkDown { port });
+                self.flush(port);
+            }
+        }
+        for vc in 0..NUM_VCS as u8 {
+            if let Some(c) = self.credits.get_mut(pv(port, vc)) {
+                *c = link.tx_credits(Vc::from_bits_truncate(vc));
+            }
+            self.rescore(port, vc);
+        }
+    }
+
+    /// Record a transceiver reading for port `port` (graded at the end of the health window).
+    pub fn set_transceiver(&mut self, port: u8, r: TransceiverReading) {
+        if let Some(m) = self.health.get_mut(usize::from(port)) {
+            m.set_transceiver(r);
+        }
+    }
+
+    fn flush(&mut self, port: u8) {
+        let flows = &mut self.flows;
+        let n = self.egress.drain_port(port, |s: &Slot| {
+            if let Some(b) = flows.get_mut(usize::from(s.bucket)) {
+                b.queued = b.queued.saturating_sub(1);
+            }
+        });
+        if n > 0 {
+            if let Some(c) = self.counters.ports.get_mut(usize::from(port)) {
+                c.flushed = c.flushed.wrapping_add(n);
+            }
+            self.raise(Event::Flushed { port, frames: n });
+        }
+        for vc in 0..NUM_VCS as u8 {
+            self.rescore(port, vc);
+        }
+    }
+
+    /// The next time [`Switch::handle_timeout`] has work (end of the health window, or a
+    /// rate-capped queue becoming eligible).
+    #[must_use]
+    pub fn poll_timeout(&self) -> Instant {
+        let mut t = self.next_window;
+        let tables = self.tables();
+        let mut ports = self.egress.backlogged_ports();
+        while ports != 0 {
+            let p = ports.trailing_zeros() as u8;
+            ports &= ports - 1;
+            for vc in 0..NUM_VCS as u8 {
+                let mut m = self.egress.part_mask(p, vc);
+                while m != 0 {
+                    let part = m.trailing_zeros() as u8;
+                    m &= m - 1;
+                    let cap = tables.parts.get(usize::from(part)).and_then(|c| c.rate_cap);
+                    if let (Some(cap), Some(g)) = (cap, self.egress.gcra.get(pp(p, part))) {
+                        t = t.min(g.next_conforming(&cap));
+                    }
+                }
+            }
+        }
+        t
+    }
+
+    /// Close the health window if it is due: grade every configured port from its link
+    /// counters and transceiver reading, apply hysteresis, raise events, flush ports that
+    /// failed. Spurious calls do nothing.
+    pub fn handle_timeout<P: PortLink>(&mut self, now: Instant, ports: &[P]) {
+        if now < self.next_window {
+            return;
+        }
+        self.next_window = now + self.policy.window;
+        let n = self.tables().num_ports();
+        for (p, link) in (0..n).zip(ports.iter()) {
+            let used = !matches!(
+                self.tables().port(p).map(|c| c.attach),
+                Some(Attachment::Unused) | None
+            );
+            if !used {
+                continue;
+            }
+            let policy = self.policy;
+            let Some(m) = self.health.get_mut(usize::from(p)) else {
+                continue;
+            };
+            let (_, change) = m.end_window(&policy, link.stats(), link.is_up());
+            if let Some((from, to)) = change {
+                self.raise(Event::HealthChanged { port: p, from, to });
+                if to == Health::Failed {
+                    self.flush(p);
+                }
+                for vc in 0..NUM_VCS as u8 {
+                    self.rescore(p, vc);
+                }
+            }
+        }
+    }
+
+    /// Force port `p`'s health (operator override, and tests).
+    pub fn force_health(&mut self, p: u8, state: Health) {
+        let policy = self.policy;
+        if let Some(m) = self.health.get_mut(usize::from(p)) {
+            let grade = match state {
+                Health::Healthy => crate::health::Grade::Good,
+                _ => crate::health::Grade::Critical,
+            };
+            // Drive the machine until it reaches the state.
+            for _ in 0..=2 * u16::from(policy.recover_after.max(1)) {
+                if m.state() == state {
+                    break;
+                }
+                let g = if state == Health::Degraded && m.state() == Health::Healthy {
+                    crate::health::Grade::Bad
+                } else if state == Health::Degraded {
+                    crate::health::Grade::Good
+                } else {
+                    grade
+                };
+                m.step(&policy, g);
+            }
+        }
+        if state == Health::Failed {
+            self.flush(p);
+        }
+        for vc in 0..NUM_VCS as u8 {
+            self.rescore(p, vc);
+        }
+    }
+
+    // ---- forwarding ------------------------------------------------------------------
+
+    /// The score row of a VC (indexed by port number; ports ≥ 64 and NO_PORT score 0).
+    #[inline(always)]
+    fn scores(&self, vc: u8) -> &[u16; 256] {
+        let [a, b, c, d] = &self.score;
+        match vc & 3 {
+            0 => a,
+            1 => b,
+            2 => c,
+            _ => d,
+        }
+    }
+
+    /// The forwarding decision for a frame arriving on `ingress`: route lookup, isolation
+    /// checks, ordering pin, adaptive choice (or deterministic hashing). Changes nothing.
+    ///
+    /// This is the hot path measured by the firmware's PERF line; it reads one packed
+    /// ingress word, two 16-byte ID entries, one flow bucket and at most [`crate::MAX_WAYS`]
+    /// scores.
+    ///
+    /// # Errors
+    /// The [`DropReason`] when the frame must be dropped.
+    #[inline]
+    pub fn decide(&self, now: Instant, ingress: u8, h: &Header) -> Result<u8, DropReason> {
+        if h.kind == FrameKind::LinkLocal {
+            return Err(DropReason::LinkLocal);
+        }
+        let t = self.tables();
+        let att = t
+            .ingress
+            .get(usize::from(ingress))
+            .copied()
+            .unwrap_or(INGRESS_UNUSED);
+        let entry = |a: u16| t.ids.get(usize::from(a) & (MAX_IDS - 1));
+        let d = entry(h.dst.get()).ok_or(DropReason::NoRoute)?;
+        let src_part = match h.src {
+            Some(s) => {
+                let e = entry(s.get()).ok_or(DropReason::Spoofed)?;
+                if att < INGRESS_TRUNK {
+                    // An accelerator port carries only its accelerator's ID.
+                    if s.get() != att {
+                        return Err(DropReason::Spoofed);
+                    }
+                } else if att == INGRESS_TRUNK {
+                    // A trunk never carries the ID of an accelerator attached here.
+                    if e.home != NO_PORT {
+                        return Err(DropReason::Spoofed);
+                    }
+                } else {
+                    return Err(DropReason::BadIngress);
+                }
+                e.part
+            }
+            // No source field (compressed responses): the source is the attached accelerator.
+            None if att < INGRESS_TRUNK => entry(att).map_or(NO_PART, |e| e.part),
+            // FIXME: a compressed response on a trunk names no source; only the destination's
+            // membership can be checked.
+            None if att == INGRESS_TRUNK => d.part,
+            None => return Err(DropReason::BadIngress),
+        };
+        if src_part == NO_PART || src_part != d.part {
+            return Err(DropReason::CrossPartition);
+        }
+        if d.n == 0 {
+            return Err(DropReason::NoRoute);
+        }
+        let scores = self.scores(h.vc.get());
+        let score = |p: u8| scores.get(usize::from(p)).copied().unwrap_or(0);
+        let hash = flow_hash(h);
+        if h.kind == FrameKind::Request {
+            if let Some(b) = self.flows.get((hash >> (32 - FLOW_BITS)) as usize) {
+                if (b.queued > 0 || now.as_ps() < b.hold_until_ps) && score(b.port) != 0 {
+                    return Ok(b.port);
+                }
+            }
+        }
+        let mut best = 0u16;
+        let mut best_port = NO_PORT;
+        if t.adaptive {
+            // Unused ways hold NO_PORT (score 0): scan all of them, no count, no bounds.
+            for &p in &d.ways {
+                let s = score(p);
+                if s > best {
+                    best = s;
+                    best_port = p;
+                }
+            }
+        } else {
+            // Deterministic: start at the hashed way, take the first healthy one, else the
+            // first usable one.
+            let ways = d.ways();
+            let n = ways.len();
+            let start = ((u64::from(hash) * n as u64) >> 32) as usize;
+            for k in 0..n {
+                let p = ways.get((start + k) % n).copied().unwrap_or(NO_PORT);
+                let s = score(p);
+                if s >= HEALTHY_TIER {
+                    return Ok(p);
+                }
+                if s != 0 && best == 0 {
+                    best = s;
+                    best_port = p;
+                }
+            }
+        }
+        if best == 0 {
+            Err(DropReason::Unreachable)
+        } else {
+            Ok(best_port)
+        }
+    }
+
+    fn drop_frame(&mut self, ingress: u8, reason: DropReason, h: &Header) {
+        if let Some(c) = self.counters.ports.get_mut(usize::from(ingress)) {
+            c.count_drop(reason);
+        }
+        self.raise(Event::Dropped {
+            port: ingress,
+            reason,
+            src: h.src,
+            dst: h.dst,
+        });
+    }
+
+    fn rate_ok(&self, port: u8, part: u8, now: Instant) -> bool {
+        match self
+            .tables()
+            .parts
+            .get(usize::from(part))
+            .and_then(|c| c.rate_cap)
+        {
+            None => true,
+            Some(cap) => self
+                .egress
+                .gcra
+                .get(pp(port, part))
+                .is_some_and(|g| g.conforms(&cap, now)),
+        }
+    }
+
+    fn charge_rate(&mut self, port: u8, part: u8, now: Instant, bytes: u16) {
+        let cap = self
+            .tables()
+            .parts
+            .get(usize::from(part))
+            .and_then(|c| c.rate_cap);
+        if let (Some(cap), Some(g)) = (cap, self.egress.gcra.get_mut(pp(port, part))) {
+            g.charge(&cap, now, bytes);
+        }
+    }
+
+    fn note_sent(&mut self, now: Instant, port: u8, bucket: u16, was_queued: bool) {
+        let hold = self.tables().order_hold();
+        if let Some(b) = self.flows.get_mut(usize::from(bucket)) {
+            if was_queued {
+                b.queued = b.queued.saturating_sub(1);
+            }
+            b.port = port;
+            b.hold_until_ps = (now + hold).as_ps();
+        }
+        if let Some(c) = self.counters.ports.get_mut(usize::from(port)) {
+            c.tx_frames = c.tx_frames.wrapping_add(1);
+            if !was_queued {
+                c.cut_through = c.cut_through.wrapping_add(1);
+            }
+        }
+    }
+
+    /// Forward a frame that arrived on `ingress`: decide, then cut through when the egress VC
+    /// has nothing queued, the partition is within its rate cap and the link takes the
+    /// credit; otherwise queue it.
+    ///
+    /// # Errors
+    /// The [`DropReason`]; the drop is counted on `ingress` and raised as an event.
+    pub fn forward<P: PortLink>(
+        &mut self,
+        now: Instant,
+        ingress: u8,
+        frame: Frame,
+        ports: &mut [P],
+    ) -> Result<Forwarded, DropReason> {
+        if let Some(c) = self.counters.ports.get_mut(usize::from(ingress)) {
+            c.rx_frames = c.rx_frames.wrapping_add(1);
+        }
+        let h = frame.header;
+        let port = match self.decide(now, ingress, &h) {
+            Ok(p) => p,
+            Err(r) => {
+                self.drop_frame(ingress, r, &h);
+                return Err(r);
+            }
+        };
+        let vc = h.vc.get();
+        let part = self.tables().partition_of(h.dst).unwrap_or(0);
+        let bucket = if h.kind == FrameKind::Request {
+            Self::flow_index(&h) as u16
+        } else {
+            NO_BUCKET
+        };
+        if self.egress.depth(port, vc) == 0 && self.rate_ok(port, part, now) {
+            if let Some(link) = ports.get_mut(usize::from(port)) {
+                if link.try_consume_credit(&h) {
+                    let c = link.tx_credits(h.vc);
+                    self.charge_rate(port, part, now, frame.bytes);
+                    self.note_sent(now, port, bucket, false);
+                    if let Some(s) = self.credits.get_mut(pv(port, vc)) {
+                        *s = c;
+                    }
+                    self.rescore(port, vc);
+                    return Ok(Forwarded::CutThrough { port });
+                }
+            }
+        }
+        if self
+            .egress
+            .push(port, part, frame.handle, h, frame.bytes, bucket)
+            .is_err()
+        {
+            self.drop_frame(ingress, DropReason::QueueFull, &h);
+            return Err(DropReason::QueueFull);
+        }
+        if let Some(b) = self.flows.get_mut(usize::from(bucket)) {
+            b.queued = b.queued.saturating_add(1);
+            b.port = port;
+        }
+        if let Some(c) = self.counters.ports.get_mut(usize::from(port)) {
+            c.queued = c.queued.wrapping_add(1);
+        }
+        self.rescore(port, vc);
+        Ok(Forwarded::Queued { port })
+    }
+
+    /// The next queued frame to send, if any port has one it may send now (link up, credit,
+    /// rate cap). One frame per call; ports are visited round robin, and within a port the
+    /// VC and then the partition are chosen by weighted round robin.
+    #[must_use]
+    pub fn poll_transmit<P: PortLink>(
+        &mut self,
+        now: Instant,
+        ports: &mut [P],
+    ) -> Option<Transmit> {
+        let backlog = self.egress.backlogged_ports();
+        if backlog == 0 {
+            return None;
+        }
+        for k in 0..MAX_PORTS as u8 {
+            let p = self.tx_rr.wrapping_add(k) & 63;
+            if backlog & (1u64 << p) == 0 {
+                continue;
+            }
+            if let Some(link) = ports.get_mut(usize::from(p)) {
+                if let Some(tx) = self.try_port(now, p, link) {
+                    self.tx_rr = p.wrapping_add(1) & 63;
+                    return Some(tx);
+                }
+            }
+        }
+        None
+    }
+
+    fn try_port<P: PortLink>(&mut self, now: Instant, p: u8, link: &mut P) -> Option<Transmit> {
+        if !link.is_up() {
+            return None;
+        }
+        let mut vc_mask = 0u32;
+        let mut part_masks = [0u32; NUM_VCS];
+        for (vc, pm) in (0..NUM_VCS as u8).zip(part_masks.iter_mut()) {
+            let m = self.egress.part_mask(p, vc);
+            if m == 0 || link.tx_credits(Vc::from_bits_truncate(vc)) == 0 {
+                continue;
+            }
+            let mut el = 0u32;
+            for part in 0..MAX_PARTITIONS as u8 {
+                if m & (1 << part) != 0 && self.rate_ok(p, part, now) {
+                    el |= 1 << part;
+                }
+            }
+            *pm = el;
+            if el != 0 {
+                vc_mask |= 1 << vc;
+            }
+        }
+        let t = self.tables();
+        let vcw = t.vc_weights();
+        let pw = |i: usize| t.parts.get(i).map_or(1, |c| c.weight);
+        let vwrr = self.egress.vc_wrr.get(usize::from(p))?;
+        let vc = vwrr.pick(vc_mask, |i| vcw.get(i).copied().unwrap_or(1))?;
+        let pmask = part_masks.get(vc).copied().unwrap_or(0);
+        let vc8 = vc as u8;
+        let part = self.egress.part_wrr.get(pv(p, vc8))?.pick(pmask, pw)? as u8;
+        let slot = *self.egress.peek(p, vc8, part)?;
+        if !link.try_consume_credit(&slot.header) {
+            return None;
+        }
+        // Served: apply the round-robin picks and dequeue.
+        let weights: [u8; MAX_PARTITIONS] = core::array::from_fn(pw);
+        if let Some(w) = self.egress.vc_wrr.get_mut(usize::from(p)) {
+            w.commit(vc, vc_mask, |i| vcw.get(i).copied().unwrap_or(1));
+        }
+        if let Some(w) = self.egress.part_wrr.get_mut(pv(p, vc8)) {
+            w.commit(usize::from(part), pmask, |i| {
+                weights.get(i).copied().unwrap_or(1)
+            });
+        }
+        self.egress.pop(p, vc8, part);
+        self.charge_rate(p, part, now, slot.bytes);
+        self.note_sent(now, p, slot.bucket, true);
+        if let Some(s) = self.credits.get_mut(pv(p, vc8)) {
+            *s = link.tx_credits(slot.header.vc);
+        }
+        self.rescore(p, vc8);
+        Some(Transmit {
+            port: p,
+            handle: slot.handle,
+            header: slot.header,
+        })
+    }
+}

@@ -1,0 +1,169 @@
+//! Forwarding details: hashing mode, link down, rate caps, timeouts, queue limits.
+
+use super::*;
+use podlink_switch::health::TransceiverReading;
+use podlink_switch::{DropReason, Event, Forwarded, Health, QUEUE_SLOTS};
+use proptest::prelude::*;
+
+proptest! {
+    #[test]
+    fn prop_hash_mode_is_deterministic(src in prop_oneof![Just(0u16), Just(1)], dst in 100u16..200, region in 0u64..1_000_000, v in 0u8..4) {
+        let (sw1, _) = new_switch(|t| small_pod_with(t, false, None), 8);
+        let (sw2, _) = new_switch(|t| small_pod_with(t, false, None), 1000);
+        let h = Header::request(aid(src), aid(dst), vc(v), region);
+        let a = sw1.decide(t(1), src as u8, &h);
+        prop_assert!(a.is_ok());
+        // Independent of load (credits), same for the same key.
+        prop_assert_eq!(a, sw2.decide(t(1), src as u8, &h));
+        prop_assert_eq!(a, sw1.decide(t(5), src as u8, &h));
+    }
+}
+
+#[test]
+fn test_hash_mode_spreads_and_avoids_degraded() {
+    let (mut sw, _) = new_switch(|t| small_pod_with(t, false, None), 8);
+    let mut hits = [0u32; 8];
+    for r in 0..400u64 {
+        let h = Header::request(aid(0), aid(150), vc(0), r * 256);
+        hits[usize::from(sw.decide(t(1), 0, &h).unwrap())] += 1;
+    }
+    for p in TRUNKS {
+        assert!(hits[usize::from(p)] > 50, "{hits:?}");
+    }
+    sw.force_health(5, Health::Degraded);
+    for r in 0..400u64 {
+        let h = Header::request(aid(0), aid(150), vc(0), r * 256);
+        assert_ne!(sw.decide(t(1), 0, &h), Ok(5));
+    }
+}
+
+#[test]
+fn test_link_down_flushes_and_reroutes() {
+    let (mut sw, mut ports) = new_switch(small_pod, 0);
+    let h = Header::request(aid(0), aid(150), vc(2), 0);
+    let p = sw.forward(t(1), 0, frame(1, h), &mut ports).unwrap().port();
+    assert_eq!(sw.queue_depth(p, vc(2)), 1);
+    ports[usize::from(p)].set_up(false);
+    sw.refresh_port(p, &ports[usize::from(p)]);
+    assert_eq!(sw.queue_depth(p, vc(2)), 0);
+    let evs: Vec<Event> = core::iter::from_fn(|| sw.poll_event()).collect();
+    assert!(evs.contains(&Event::LinkDown { port: p }));
+    assert!(evs.contains(&Event::Flushed { port: p, frames: 1 }));
+    let q = sw.forward(t(2), 0, frame(2, h), &mut ports).unwrap().port();
+    assert_ne!(q, p);
+    // All trunks down: unreachable.
+    for x in TRUNKS {
+        ports[usize::from(x)].set_up(false);
+        sw.refresh_port(x, &ports[usize::from(x)]);
+    }
+    assert_eq!(
+        sw.forward(t(3), 0, frame(3, h), &mut ports),
+        Err(DropReason::Unreachable)
+    );
+    ports[usize::from(p)].set_up(true);
+    sw.refresh_port(p, &ports[usize::from(p)]);
+    assert!(core::iter::from_fn(|| sw.poll_event()).any(|e| e == Event::LinkUp { port: p }));
+}
+
+#[test]
+fn test_rate_cap_limits_partition() {
+    // Partition 1 capped at 64 B/µs with a 128 B burst; frames are 64 B.
+    let cap = RateCap {
+        bytes_per_us: 64,
+        burst_bytes: 128,
+    };
+    let (mut sw, mut ports) = new_switch(|t| small_pod_with(t, true, Some(cap)), 1_000_000);
+    let mut sent = 0u32;
+    let mut now = t(1000);
+    for i in 0..200u32 {
+        let h = Header::response(Some(aid(2)), aid(3), vc(0));
+        match sw.forward(now, 2, frame(i, h), &mut ports).unwrap() {
+            Forwarded::CutThrough { .. } => sent += 1,
+            Forwarded::Queued { .. } => {}
+        }
+        while sw.poll_transmit(now, &mut ports).is_some() {
+            sent += 1;
+        }
+        now += podlink_protocol::time::Duration::from_ns(100);
+    }
+    // 20 µs at 64 B/µs = 20 frames, plus the burst of 2 (and the first at once).
+    assert!((20..=24).contains(&sent), "sent {sent}");
+    // The rest is queued; poll_timeout says when the next may leave (the health window,
+    // due at once on a new switch, is closed first).
+    sw.handle_timeout(now, &ports);
+    let next = sw.poll_timeout();
+    assert!(
+        next.as_ps() > now.as_ps() - 1_000_000 && next.as_ps() <= now.as_ps() + 2_000_000,
+        "{next} vs {now}"
+    );
+    // Partition 0 is not capped.
+    let h = Header::response(Some(aid(0)), aid(1), vc(0));
+    assert!(matches!(
+        sw.forward(now, 0, frame(999, h), &mut ports),
+        Ok(Forwarded::CutThrough { port: 1 })
+    ));
+}
+
+#[test]
+fn test_queue_full_and_link_local() {
+    let (mut sw, mut ports) = new_switch(small_pod, 0);
+    let mut full = 0;
+    for i in 0..(QUEUE_SLOTS as u32 + 10) {
+        let h = Header::response(Some(aid(0)), aid(1), vc(0));
+        if sw.forward(t(1), 0, frame(i, h), &mut ports) == Err(DropReason::QueueFull) {
+            full += 1;
+        }
+    }
+    assert_eq!(full, 10);
+    assert_eq!(sw.queued_frames() as usize, QUEUE_SLOTS);
+    assert_eq!(sw.counters().ports[0].queue_full, 10);
+    let fc = Header::from_tl(&podlink_protocol::wire::TlField::FlowControl(
+        Default::default(),
+    ));
+    for _ in 0..40 {
+        assert_eq!(
+            sw.forward(t(1), 0, frame(1, fc), &mut ports),
+            Err(DropReason::LinkLocal)
+        );
+    }
+    // The event queue is bounded: the overflow is counted.
+    assert_eq!(sw.counters().events_lost, 50 - 32);
+}
+
+#[test]
+fn test_transceiver_alarm_fails_port() {
+    let (mut sw, ports) = new_switch(small_pod, 8);
+    sw.set_transceiver(
+        6,
+        TransceiverReading {
+            temp_c256: 90 * 256,
+            vcc_100uv: 33_000,
+            rx_power_min_01uw: 5000,
+            errors: 0,
+        },
+    );
+    sw.handle_timeout(t(0), &ports);
+    assert_eq!(sw.health(6), Health::Failed);
+    assert_eq!(sw.health(5), Health::Healthy);
+    // Spurious timeouts do nothing.
+    sw.handle_timeout(t(1), &ports);
+    assert_eq!(sw.poll_timeout(), t(0) + HealthPolicy::default().window);
+}
+
+use podlink_switch::HealthPolicy;
+
+#[test]
+fn test_compressed_response_without_source() {
+    let (mut sw, mut ports) = new_switch(small_pod, 8);
+    let h = Header::response(None, aid(1), vc(0));
+    assert_eq!(
+        sw.forward(t(1), 0, frame(1, h), &mut ports)
+            .map(Forwarded::port),
+        Ok(1)
+    );
+    let h = Header::response(None, aid(2), vc(0));
+    assert_eq!(
+        sw.forward(t(1), 0, frame(2, h), &mut ports),
+        Err(DropReason::CrossPartition)
+    );
+}
