@@ -19,8 +19,14 @@ pub mod report;
 pub mod rng;
 pub mod sim;
 
+use std::io::Write as _;
 use std::process::ExitCode;
 use std::time::Instant as WallClock;
+
+/// Print a line to stdout; a closed pipe (e.g. `| head`) is not an error worth a panic.
+fn say(line: &str) {
+    let _ = writeln!(std::io::stdout().lock(), "{line}");
+}
 
 pub use config::{BooksimConfig, ConfigError, SimType, Topology};
 pub use sim::{Outcome, Sim, SimError, SimResult};
@@ -61,7 +67,7 @@ pub fn cli_main<S: AsRef<str>>(args: &[S]) -> ExitCode {
             "--bench" => bench = true,
             "--quiet" | "-q" => quiet = true,
             "-h" | "--help" => {
-                println!("usage: podlink-sim booksim CONFIG [key=value ...] [--bench] [--quiet]");
+                say("usage: podlink-sim booksim CONFIG [key=value ...] [--bench] [--quiet]");
                 return ExitCode::SUCCESS;
             }
             s if s.starts_with('-') && !s.contains('=') => {
@@ -86,7 +92,7 @@ pub fn cli_main<S: AsRef<str>>(args: &[S]) -> ExitCode {
         }
     };
     if !quiet {
-        sim.on_sample = Some(Box::new(|s| println!("{}", report::sample_line(s))));
+        sim.on_sample = Some(Box::new(|s| say(&report::sample_line(s))));
     }
     let start = WallClock::now();
     let outcome = match sim.run() {
@@ -99,21 +105,21 @@ pub fn cli_main<S: AsRef<str>>(args: &[S]) -> ExitCode {
     let wall = start.elapsed().as_secs_f64();
     match &outcome {
         Outcome::Unstable { reason, .. } => {
-            println!("{reason}");
-            println!("Simulation unstable, ending ...");
+            say(reason);
+            say("Simulation unstable, ending ...");
         }
         Outcome::Done(r) => {
             for x in r {
-                println!("Time taken is {} cycles", x.time_taken);
+                say(&format!("Time taken is {} cycles", x.time_taken));
             }
         }
     }
-    print!("{}", report::overall(&outcome));
-    println!("Total run time {}", report::fmt_g(wall));
+    say(report::overall(&outcome).trim_end());
+    say(&format!("Total run time {}", report::fmt_g(wall)));
     if bench {
         let w = sim.work();
         let flits_per_s = w.flits as f64 / wall;
-        println!(
+        say(&format!(
             "bench: {} cycles, {} flits ejected, {} engine events in {:.3} s: {:.0} cycles/s, {:.0} flits/s = {:.1}x BookSim2 ({} flits/s)",
             w.cycles,
             w.flits,
@@ -123,9 +129,9 @@ pub fn cli_main<S: AsRef<str>>(args: &[S]) -> ExitCode {
             flits_per_s,
             flits_per_s / BOOKSIM_FLITS_PER_SEC,
             BOOKSIM_FLITS_PER_SEC
-        );
+        ));
         if let Some(rs) = sim.router_stats(0) {
-            println!("bench: router 0: {rs:?}");
+            say(&format!("bench: router 0: {rs:?}"));
         }
     }
     ExitCode::SUCCESS
