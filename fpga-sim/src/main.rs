@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use podlink_sim::pod::{presets, topology::Fabric, PodFile};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -63,7 +64,10 @@ fn main() -> ExitCode {
                 } else {
                     ""
                 };
-                println!("{:<18} {}{mark}", p.name, p.about);
+                // A closed pipe (`| head`) ends the listing quietly.
+                if writeln!(std::io::stdout(), "{:<18} {}{mark}", p.name, p.about).is_err() {
+                    break;
+                }
             }
             ExitCode::SUCCESS
         }
