@@ -9,6 +9,7 @@
 
 pub mod booksim;
 pub mod engine;
+pub mod export;
 pub mod pod;
 pub mod report;
 pub mod rng;
