@@ -166,6 +166,18 @@ impl Fabric {
                 }
             }
         }
+        for r in &pod.routes {
+            if let (Some(sw), Ok(dests)) = (
+                f.switches.get_mut(r.switch as usize),
+                super::config::parse_ranges(&r.dest, n),
+            ) {
+                for d in dests {
+                    if let Some(route) = sw.routes.get_mut(d as usize) {
+                        *route = r.ports.clone();
+                    }
+                }
+            }
+        }
         for (pid, p) in pod.partitions.iter().enumerate() {
             let _ = pid;
             if let Ok(members) = super::config::parse_ranges(&p.accelerators, n) {
