@@ -677,3 +677,291 @@ impl<
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::phy::{FaultConfig, FaultInjector, Wire};
+    use crate::retry::FLIT_LEN;
+    use crate::testing::{LinkPair, PairConfig};
+    use crate::txn::{
+        Atomic, AtomicOp, AtomicSize, ByteEnables, Operation, TargetError, TxnError, WindowMemory,
+    };
+    use crate::wire::{AccelId, TlUncompressedRequest};
+    use std::boxed::Box;
+    use std::vec::Vec;
+
+    struct Host {
+        mem: WindowMemory<4096>,
+        reads: Vec<(OpId, u32, Vec<u8>)>,
+    }
+
+    impl MemoryTarget for Host {
+        fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), TargetError> {
+            self.mem.read(addr, buf)
+        }
+        fn write(&mut self, addr: u64, data: &[u8], en: &ByteEnables) -> Result<(), TargetError> {
+            self.mem.write(addr, data, en)
+        }
+    }
+
+    impl ReadSink for Host {
+        fn read_data(&mut self, d: ReadData<'_>) {
+            self.reads.push((d.op, d.offset, d.data.to_vec()));
+        }
+    }
+
+    type End = Endpoint<Host, 16, 8, 16, 8, 32, 16>;
+    type Pair = LinkPair<End, End, 64, FLIT_LEN>;
+
+    fn id(n: u16) -> AccelId {
+        AccelId::new(n).unwrap()
+    }
+
+    fn end(me: u16) -> End {
+        let cfg = EndpointConfig::new(RequesterConfig::new(id(me)), CompleterConfig::new(id(me)));
+        let host = Host {
+            mem: WindowMemory::new(0),
+            reads: Vec::new(),
+        };
+        Endpoint::new(cfg, host)
+    }
+
+    fn on_big_stack(f: impl FnOnce() + Send + 'static) {
+        std::thread::Builder::new()
+            .stack_size(64 << 20)
+            .spawn(f)
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    fn pair() -> Box<Pair> {
+        let wire = |s| {
+            Wire::new(
+                FaultInjector::new(FaultConfig::default(), s),
+                Duration::from_ns(50),
+            )
+        };
+        let mut p = Box::new(LinkPair::new(
+            end(1),
+            end(2),
+            wire(1),
+            wire(2),
+            PairConfig::default(),
+        ));
+        p.set_link(true);
+        p
+    }
+
+    #[test]
+    fn receiver_config_caps_request_commands() {
+        let cfg = EndpointConfig::new(RequesterConfig::new(id(1)), CompleterConfig::new(id(1)));
+        let r = receiver_config(&cfg, 8);
+        let shared = r.capacity[CreditTarget::Shared.index()];
+        assert_eq!(shared, Credits([8, 64, 256, 256]));
+        assert_eq!(r.capacity[0], Credits::ZERO);
+        assert_eq!(target(Vc::default(), Pool::Shared), CreditTarget::Shared);
+        assert_eq!(needs(Flow::Response, 2), Credits::response(2));
+    }
+
+    #[test]
+    fn write_read_atomic_over_a_link() {
+        on_big_stack(|| {
+            let mut p = pair();
+            let b = id(2);
+            let vc = Vc::default();
+            let now = p.now();
+            let data: Vec<u8> = (0..300u32).map(|i| i as u8).collect();
+            let w =
+                p.a.submit(
+                    now,
+                    &Request {
+                        dst: b,
+                        vc,
+                        op: Operation::Write {
+                            addr: 100,
+                            data: &data,
+                            enables: None,
+                        },
+                    },
+                )
+                .unwrap();
+            let r =
+                p.a.submit(
+                    now,
+                    &Request {
+                        dst: b,
+                        vc,
+                        op: Operation::Read {
+                            addr: 100,
+                            len: 300,
+                        },
+                    },
+                )
+                .unwrap();
+            let atomic = Atomic {
+                op: AtomicOp::FetchAdd,
+                size: AtomicSize::Eight,
+                operand: 5,
+                compare: 0,
+            };
+            let x =
+                p.a.submit(
+                    now,
+                    &Request {
+                        dst: b,
+                        vc,
+                        op: Operation::Atomic {
+                            addr: 8,
+                            atomic,
+                            returning: true,
+                        },
+                    },
+                )
+                .unwrap();
+            let y =
+                p.a.submit(
+                    now,
+                    &Request {
+                        dst: b,
+                        vc,
+                        op: Operation::Atomic {
+                            addr: 8,
+                            atomic,
+                            returning: true,
+                        },
+                    },
+                )
+                .unwrap();
+            p.wake();
+            p.drive(now + Duration::from_us(20));
+            let mut got = std::collections::HashMap::new();
+            while let Some(c) = p.a.poll_completion() {
+                got.insert(c.id, c.result);
+            }
+            assert_eq!(got[&w], Ok(None));
+            assert_eq!(got[&r], Ok(None));
+            assert_eq!(got[&x], Ok(Some(0)));
+            assert_eq!(got[&y], Ok(Some(5)));
+            let mut back = std::vec![0u8; 300];
+            for (op, off, bytes) in &p.a.host().reads {
+                assert_eq!(*op, r);
+                back[*off as usize..*off as usize + bytes.len()].copy_from_slice(bytes);
+            }
+            assert_eq!(back, data);
+            assert_eq!(&p.b.host().mem.bytes()[100..400], &data[..]);
+            assert!(p.a.is_idle() && p.b.is_idle());
+            // Every credit came back: each end holds its whole grant again.
+            for e in [&p.a, &p.b] {
+                let s = e.credit_sender();
+                for c in CreditClass::ALL {
+                    assert_eq!(
+                        s.available(CreditTarget::Shared, c),
+                        s.grant(CreditTarget::Shared, c)
+                    );
+                }
+            }
+            assert_eq!(p.a.stats().overruns + p.b.stats().overruns, 0);
+        });
+    }
+
+    /// Feed `end` the TL flits a peer link carries.
+    fn from_peer(e: &mut End, flits: &[[u8; TL_FLIT_LEN]]) {
+        let mut peer: UaLink<32, 16> = UaLink::new(UaLinkConfig::default());
+        let now = Instant::ZERO;
+        e.handle_link_up(now);
+        peer.handle_link_up(now);
+        struct Nothing;
+        impl TlSink for Nothing {
+            fn tl_flit(&mut self, _: &[u8; TL_FLIT_LEN]) {}
+        }
+        let mut buf = [0u8; FLIT_LEN];
+        let mut queued = flits.iter();
+        for _ in 0..64 {
+            if peer.tx_room() > 0 {
+                if let Some(f) = queued.next() {
+                    peer.submit_tl_flit(f).unwrap();
+                }
+            }
+            if let Some(n) = e.poll_transmit(now, &mut buf) {
+                peer.handle_flit(now, &buf[..n], &mut Nothing);
+            }
+            if let Some(n) = peer.poll_transmit(now, &mut buf) {
+                e.handle_frame(now, &buf[..n]);
+            }
+        }
+    }
+
+    fn packed(t: &TlTransfer<'_>) -> Vec<[u8; TL_FLIT_LEN]> {
+        let mut packer: TlPacker = TlPacker::new();
+        packer.push(&TlItem::Transfer(*t)).unwrap();
+        let mut out = Vec::new();
+        let mut f = [0u8; TL_FLIT_LEN];
+        while packer.poll_flit(&mut f).is_some() {
+            out.push(f);
+        }
+        out
+    }
+
+    #[test]
+    fn overrun_is_dropped_and_broken_stream_reported() {
+        on_big_stack(|| {
+            let mut e = Box::new(end(2));
+            // A read on VC 0's own credits: this end granted none there.
+            let req = TlField::UncompressedRequest(TlUncompressedRequest {
+                cmd: crate::wire::Opcode::Read,
+                len: 15,
+                srcaccid: id(1),
+                dstaccid: id(2),
+                ..Default::default()
+            });
+            let mut flits = packed(&TlTransfer::new(req, &[]));
+            // Then garbage: an unknown FTYPE in a control half breaks the TL stream.
+            let mut bad = [0u8; TL_FLIT_LEN];
+            bad[0] = 0x70;
+            flits.push(bad);
+            from_peer(&mut e, &flits);
+            assert_eq!(e.stats().overruns, 1);
+            assert_eq!(
+                e.completer().stats().requests,
+                0,
+                "the completer never saw it"
+            );
+            let mut broken = false;
+            while let Some(ev) = e.poll_event() {
+                broken |= matches!(ev, EndpointEvent::TlStreamBroken(_));
+            }
+            assert!(broken);
+            e.reset(Instant::ZERO);
+            assert!(e.is_idle());
+        });
+    }
+
+    #[test]
+    fn ops_time_out_when_the_link_never_comes_up() {
+        on_big_stack(|| {
+            let mut e = Box::new(end(1));
+            let now = Instant::ZERO;
+            let op = e
+                .submit(
+                    now,
+                    &Request {
+                        dst: id(2),
+                        vc: Vc::default(),
+                        op: Operation::Read { addr: 0, len: 64 },
+                    },
+                )
+                .unwrap();
+            let mut buf = [0u8; FLIT_LEN];
+            assert!(
+                e.poll_transmit(now, &mut buf).is_none(),
+                "link down: nothing leaves"
+            );
+            let t = e.poll_timeout().unwrap();
+            e.handle_timeout(t);
+            let c = e.poll_completion().unwrap();
+            assert_eq!((c.id, c.result), (op, Err(TxnError::Timeout)));
+        });
+    }
+}
