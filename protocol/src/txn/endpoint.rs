@@ -18,23 +18,24 @@ use heapless::Deque;
 
 use super::buf::TransferBuf;
 use super::completer::{Completer, CompleterEvent};
+use super::endpoint_rx::{Gate, Rx};
 use super::partition::PartitionTable;
 use super::request::{Request, SubmitError};
-use super::requester::{Completion, OpId, ReadData, Requester, RequesterEvent};
+use super::requester::Requester;
+use super::requester_types::{Completion, OpId, ReadData, RequesterEvent};
 use super::target::MemoryTarget;
-use super::{CompleterConfig, CreditGate, Flow, Pool, RequesterConfig};
+use super::{CompleterConfig, RequesterConfig};
 use crate::flow::{
     CreditClass, CreditOutput, CreditReceiver, CreditSender, CreditTarget, Credits, FlowEvent,
     ReceiverConfig,
 };
-use crate::link::{TlSink, UaLink, UaLinkConfig, UaLinkEvent};
+use crate::link::{UaLink, UaLinkConfig, UaLinkEvent};
 use crate::retry::LinkState;
 use crate::time::{Duration, Instant};
 use crate::wire::dl_stream::TL_FLIT_LEN;
-use crate::wire::tl_flit::{BEAT_LEN, MAX_BEATS};
-use crate::wire::{TlField, TlItem, TlMessage, TlPacker, TlPushError, TlTransfer, TlUnpacker, Vc};
+use crate::wire::{TlItem, TlMessage, TlPacker, TlPushError, TlTransfer, TlUnpacker};
 
-const EVENTS: usize = 32;
+pub(crate) const EVENTS: usize = 32;
 
 /// Where an endpoint delivers read data (the requester side's results).
 pub trait ReadSink {
@@ -114,147 +115,6 @@ pub struct EndpointStats {
     pub bad_releases: u64,
     /// Events discarded because the event queue was full.
     pub events_lost: u64,
-}
-
-/// The credits of one port, seen through the transaction layer's [`CreditGate`].
-///
-/// FIXME: every VC runs from the shared pool, because a TL flow-control field does not say
-/// which VC or pool it returns (`spec-notes/link.md` L12); per-VC credits need that first.
-struct Gate<'a> {
-    sender: &'a mut CreditSender,
-    receiver: &'a mut CreditReceiver,
-    now: Instant,
-    bad_releases: &'a mut u64,
-}
-
-const fn needs(flow: Flow, beats: u8) -> Credits {
-    let beats = beats as u16;
-    match flow {
-        Flow::Request => Credits::request(beats),
-        Flow::Response => Credits::response(beats),
-    }
-}
-
-const fn target(vc: Vc, pool: Pool) -> CreditTarget {
-    match pool {
-        Pool::PerVc => CreditTarget::Vc(vc),
-        Pool::Shared => CreditTarget::Shared,
-    }
-}
-
-impl CreditGate for Gate<'_> {
-    fn try_consume(&mut self, flow: Flow, vc: Vc, data_beats: u8) -> Option<Pool> {
-        match self.sender.consume_vc_or_pool(vc, needs(flow, data_beats)) {
-            Ok(CreditTarget::Shared) => Some(Pool::Shared),
-            Ok(CreditTarget::Vc(_)) => Some(Pool::PerVc),
-            Err(_) => None,
-        }
-    }
-
-    fn release(&mut self, flow: Flow, vc: Vc, pool: Pool, data_beats: u8) {
-        let t = target(vc, pool);
-        if self
-            .receiver
-            .release(self.now, t, needs(flow, data_beats))
-            .is_err()
-        {
-            *self.bad_releases = self.bad_releases.saturating_add(1);
-        }
-    }
-}
-
-/// Everything the receive path touches while the link is borrowed.
-struct Rx<'a, H, const TAGS: usize, const OPS: usize, const QUEUE: usize, const RESP: usize> {
-    requester: &'a mut Requester<TAGS, OPS, QUEUE>,
-    completer: &'a mut Completer<RESP>,
-    host: &'a mut H,
-    unpacker: &'a mut TlUnpacker,
-    sender: &'a mut CreditSender,
-    receiver: &'a mut CreditReceiver,
-    events: &'a mut Deque<EndpointEvent, EVENTS>,
-    stats: &'a mut EndpointStats,
-    now: Instant,
-}
-
-impl<H, const TAGS: usize, const OPS: usize, const QUEUE: usize, const RESP: usize> TlSink
-    for Rx<'_, H, TAGS, OPS, QUEUE, RESP>
-where
-    H: MemoryTarget + ReadSink,
-{
-    fn tl_flit(&mut self, flit: &[u8; TL_FLIT_LEN]) {
-        self.stats.tl_flits_received = self.stats.tl_flits_received.saturating_add(1);
-        if self.unpacker.failed().is_some() {
-            self.stats.broken_stream_flits = self.stats.broken_stream_flits.saturating_add(1);
-            return;
-        }
-        let Rx {
-            requester,
-            completer,
-            host,
-            unpacker,
-            sender,
-            receiver,
-            events,
-            stats,
-            now,
-        } = self;
-        let now = *now;
-        let r = unpacker.unpack_flit(flit, |item| match item {
-            TlItem::Credits(fc) => sender.handle_return(CreditTarget::Shared, &fc),
-            TlItem::Message(TlMessage::InitialCreditReleaseComplete) => {
-                sender.handle_initial_release_complete();
-            }
-            TlItem::Message(_) => {}
-            TlItem::Transfer(t) => {
-                let (request, vc, pool) = classify(&t.field);
-                let beats = t
-                    .check()
-                    .map_or(t.data.len().div_ceil(BEAT_LEN), |s| s.beats)
-                    .min(MAX_BEATS) as u8;
-                let flow = if request {
-                    Flow::Request
-                } else {
-                    Flow::Response
-                };
-                let (tg, need) = (target(vc, pool), needs(flow, beats));
-                if receiver.handle_consumed(tg, need).is_err() {
-                    stats.overruns = stats.overruns.saturating_add(1);
-                    return;
-                }
-                let mut gate = Gate {
-                    sender,
-                    receiver,
-                    now,
-                    bad_releases: &mut stats.bad_releases,
-                };
-                if request {
-                    if completer.handle_request(now, &t, *host, &mut gate).is_err() {
-                        gate.release(flow, vc, pool, beats);
-                        stats.busy_drops = stats.busy_drops.saturating_add(1);
-                    }
-                } else if let Some(d) = requester.handle_response(now, &t, &mut gate) {
-                    host.read_data(d);
-                }
-            }
-        });
-        if let Err(e) = r {
-            if events.push_back(EndpointEvent::TlStreamBroken(e)).is_err() {
-                stats.events_lost = stats.events_lost.saturating_add(1);
-            }
-        }
-    }
-}
-
-/// (is a request, VC, pool) of a transfer's field.
-const fn classify(f: &TlField) -> (bool, Vc, Pool) {
-    match *f {
-        TlField::UncompressedRequest(r) => (true, r.vchan, Pool::from_bit(r.pool)),
-        TlField::CompressedRequest(r) => (true, r.vchan, Pool::from_bit(r.pool)),
-        TlField::UncompressedResponse(r) => (false, r.vchan, Pool::from_bit(r.pool)),
-        TlField::CompressedReadResponse(r) => (false, r.vchan, Pool::from_bit(r.pool)),
-        TlField::CompressedWriteResponse(r) => (false, r.vchan, Pool::from_bit(r.pool)),
-        TlField::FlowControl(_) => (false, Vc::from_bits_truncate(0), Pool::PerVc),
-    }
 }
 
 /// One accelerator port over the UALink profile.
@@ -681,13 +541,17 @@ impl<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::link::TlSink;
     use crate::phy::{FaultConfig, FaultInjector, Wire};
     use crate::retry::FLIT_LEN;
     use crate::testing::{LinkPair, PairConfig};
+    use crate::txn::endpoint_rx::{needs, target};
     use crate::txn::{
-        Atomic, AtomicOp, AtomicSize, ByteEnables, Operation, TargetError, TxnError, WindowMemory,
+        Atomic, AtomicOp, AtomicSize, ByteEnables, Flow, Operation, Pool, TargetError, TxnError,
+        WindowMemory,
     };
     use crate::wire::{AccelId, TlUncompressedRequest};
+    use crate::wire::{TlField, Vc};
     use std::boxed::Box;
     use std::vec::Vec;
 

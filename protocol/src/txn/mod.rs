@@ -48,10 +48,12 @@ mod completer;
 mod credit;
 mod enables;
 mod endpoint;
+mod endpoint_rx;
 mod partition;
 mod queue;
 mod request;
 mod requester;
+mod requester_types;
 mod status;
 mod tags;
 mod target;
@@ -66,9 +68,9 @@ pub use self::enables::{ByteEnables, REGION_BYTES};
 pub use self::endpoint::{Endpoint, EndpointConfig, EndpointEvent, EndpointStats, ReadSink};
 pub use self::partition::PartitionTable;
 pub use self::request::{OpKind, Operation, Request, SubmitError, ADDR_LIMIT};
-pub use self::requester::{
-    Completion, DropReason, OpId, ReadData, Requester, RequesterConfig, RequesterEvent,
-    RequesterStats,
+pub use self::requester::Requester;
+pub use self::requester_types::{
+    Completion, DropReason, OpId, ReadData, RequesterConfig, RequesterEvent, RequesterStats,
 };
 pub use self::status::Status;
 pub use self::target::{MemoryTarget, TargetError, WindowMemory};
