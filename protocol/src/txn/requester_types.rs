@@ -48,7 +48,7 @@ impl RequesterConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct OpId(pub u32);
 
-/// An operation finished: reported once by [`Requester::poll_completion`].
+/// An operation finished: reported once by [`Requester::poll_completion`](super::Requester::poll_completion).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Completion {
     /// The operation.
