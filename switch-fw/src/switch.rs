@@ -222,6 +222,11 @@ impl Switch {
         self.egress.pop_discard().map(|s| s.handle)
     }
 
+    /// Flushed frames whose handles [`Switch::poll_discarded`] has not handed back yet.
+    pub fn discarded_frames(&self) -> u16 {
+        self.egress.discarded()
+    }
+
     /// Requests in flight (queued) in the flow bucket of `h`, and the port they are pinned to.
     pub fn flow_pin(&self, h: &Header) -> (u16, Option<u8>) {
         let b = self.flow_bucket(h);
