@@ -15,7 +15,7 @@
 //! [`shuttle`] joins two link ends back to back in memory (the firmware self-test's links).
 
 use crate::port::LinkPort;
-use crate::{Forwarded, Frame, Switch, MAX_PORTS};
+use crate::{Event, Forwarded, Frame, Switch, MAX_PORTS};
 use podlink_protocol::retry::FLIT_LEN;
 use podlink_protocol::time::Instant;
 
@@ -96,17 +96,24 @@ fn release_discarded<const CAP: usize, const TXQ: usize, const SLOTS: usize>(
 /// One pass of the switch over its ports (index = port number): read every link's state and
 /// credits, forward every frame that arrived, send every queued frame that may go, close the
 /// health window if due, and release the slots of frames that left, were dropped or were
-/// flushed. Call after any link input and at [`Switch::poll_timeout`]; then drain
-/// [`Switch::poll_event`].
+/// flushed. Call after any link input and at [`Switch::poll_timeout`]. The switch's events
+/// go to `on_event` as they happen (so that 64 ports changing state at once lose none).
 pub fn service<const CAP: usize, const TXQ: usize, const SLOTS: usize>(
     sw: &mut Switch,
     now: Instant,
     ports: &mut [LinkPort<CAP, TXQ, SLOTS>],
+    mut on_event: impl FnMut(Event),
 ) -> Serviced {
     let mut done = Serviced::default();
     let n = ports.len().min(MAX_PORTS);
+    let mut drain = |sw: &mut Switch| {
+        while let Some(e) = sw.poll_event() {
+            on_event(e);
+        }
+    };
     for (p, link) in (0u8..).zip(ports.iter()).take(n) {
         sw.refresh_port(p, link);
+        drain(sw);
     }
     release_discarded(sw, now, ports, &mut done);
     for p in 0..n as u8 {
@@ -123,7 +130,9 @@ pub fn service<const CAP: usize, const TXQ: usize, const SLOTS: usize>(
                 bytes: f.wire_bytes(),
             };
             done.offered = done.offered.saturating_add(1);
-            match sw.forward(now, p, frame, ports) {
+            let r = sw.forward(now, p, frame, ports);
+            drain(sw);
+            match r {
                 Ok(Forwarded::CutThrough { port: e }) => {
                     move_frame(now, ports, frame.handle, e, &mut done);
                 }
@@ -141,6 +150,7 @@ pub fn service<const CAP: usize, const TXQ: usize, const SLOTS: usize>(
         move_frame(now, ports, tx.handle, tx.port, &mut done);
     }
     sw.handle_timeout(now, ports);
+    drain(sw);
     release_discarded(sw, now, ports, &mut done);
     done
 }

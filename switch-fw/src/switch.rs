@@ -615,14 +615,21 @@ impl Switch {
         let mut best = 0u16;
         let mut best_port = NO_PORT;
         if t.adaptive {
-            // Unused ways hold NO_PORT (score 0): scan all of them, no count, no bounds.
-            for &p in &d.ways {
-                let s = score(p);
-                if s > best {
-                    best = s;
-                    best_port = p;
-                }
+            // Unused ways hold NO_PORT (score 0): read all of them, no count, no bounds, and
+            // unrolled by hand so that the firmware's size-optimised build does not loop.
+            let [w0, w1, w2, w3, w4, w5, w6, w7] = d.ways;
+            best = score(w0);
+            best_port = w0;
+            macro_rules! way {
+                ($($p:ident),*) => {$(
+                    let s = score($p);
+                    if s > best {
+                        best = s;
+                        best_port = $p;
+                    }
+                )*};
             }
+            way!(w1, w2, w3, w4, w5, w6, w7);
         } else {
             // Deterministic: start at the hashed way, take the first healthy one, else the
             // first usable one.

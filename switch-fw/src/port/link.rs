@@ -559,6 +559,9 @@ impl<const CAP: usize, const TXQ: usize, const SLOTS: usize> LinkPort<CAP, TXQ, 
 
     /// Move packed TL flits into the link while it has room; when the packer is idle, queue
     /// the next credit return (a credit-target message first if the target changes).
+    /// (Never inlined: it is called from every entry point, and the firmware's .text is
+    /// budgeted.)
+    #[inline(never)]
     fn pump(&mut self) {
         loop {
             while self.link.tx_room() > 0 {
