@@ -392,11 +392,17 @@ fn header_eq(a: &TlField, b: &TlField) -> bool {
     }
 }
 
+/// The self-test pod ([`pod_tables`]) in the binary configuration format, as the firmware
+/// ships it (`qemu --emit-config switch-fw/selftest-pod.bin` writes it; a host test checks
+/// that it is exactly `config::emit` of [`pod_tables`]). Loading bytes, not building tables
+/// in code, is what a deployed switch does, and keeps the table builder and the emitter out
+/// of the firmware's 64 KiB of `.text`.
+pub const POD_CONFIG: &[u8] = include_bytes!("../selftest-pod.bin");
+
 /// Run the self-test on `sw` (which must be new), `ports` (the switch's ends, at least
-/// [`MAX_PORTS`]) and `peers` (their far ends, as many), using `buf` (≥ 4 KiB) for the
-/// binary configuration, printing to `out`. Every port comes up over an in-memory link
-/// between two protocol `UaLink`s ([`TestPort`]s); the far ends play the accelerators and
-/// the other switch planes.
+/// [`MAX_PORTS`]) and `peers` (their far ends, as many), printing to `out`. Every port comes
+/// up over an in-memory link between two protocol `UaLink`s ([`TestPort`]s); the far ends
+/// play the accelerators and the other switch planes.
 ///
 /// # Errors
 /// The first failed check.
@@ -404,7 +410,6 @@ pub fn run<W: Write>(
     sw: &mut Switch,
     ports: &mut [TestPort],
     peers: &mut [TestPort],
-    buf: &mut [u8],
     out: &mut W,
 ) -> Result<(), Failure> {
     check(
@@ -413,30 +418,23 @@ pub fn run<W: Write>(
     )?;
     let mut say = |s: &[u8]| out.write_all(s).map_err(|_| Failure { step: "console" });
 
-    // 1. Configuration: build, emit to the binary format, load it back through the parser.
-    sw.stage_with(pod_tables)
-        .map_err(|_| Failure { step: "build pod" })?;
-    check(sw.commit() == Ok(GENERATION), "commit built tables")?;
-    let n = config::emit(sw.tables(), buf).map_err(|_| Failure {
-        step: "emit config",
-    })?;
-    let cfg = buf.get(..n).ok_or(Failure {
-        step: "emit length",
-    })?;
-    check(sw.load_config(cfg) == Ok(GENERATION), "load binary config")?;
+    // 1. Configuration: load the binary pod configuration through the parser.
+    check(sw.load_config(POD_CONFIG) == Ok(GENERATION), "load binary config")?;
+    check(
+        sw.tables().num_ports() == POD_PORTS && sw.tables().route(aid(600)).len() == 8,
+        "pod tables",
+    )?;
     say(b"selftest: config loaded\n")?;
 
-    // A damaged copy is refused and the tables in force stay.
-    let mut bad = [0u8; 64];
-    let k = bad.len().min(n);
-    if let (Some(d), Some(s)) = (bad.get_mut(..k), cfg.get(..k)) {
-        d.copy_from_slice(s);
-    }
-    if let Some(b) = bad.get_mut(0) {
-        *b ^= 0xff;
+    // A damaged copy (one byte of a route flipped) is refused by its CRC and the tables in
+    // force stay.
+    let mut bad = [0u8; POD_CONFIG.len()];
+    bad.copy_from_slice(POD_CONFIG);
+    if let Some(b) = bad.get_mut(POD_CONFIG.len() / 2) {
+        *b ^= 0x10;
     }
     check(
-        sw.stage_config(bad.get(..k).unwrap_or(&[])) == Err(ConfigError::BadMagic),
+        matches!(sw.stage_config(&bad), Err(ConfigError::BadCrc { .. })),
         "refuse bad config",
     )?;
     check(sw.tables().generation() == GENERATION, "old tables kept")?;
@@ -741,6 +739,24 @@ impl core::fmt::Write for LineBuf {
 mod tests {
     use super::*;
 
+    #[test]
+    fn test_shipped_pod_config_is_the_pod() {
+        let mut t = Tables::new();
+        pod_tables(&mut t).unwrap();
+        t.validate().unwrap();
+        let mut buf = vec![0u8; 8192];
+        let n = config::emit(&t, &mut buf).unwrap();
+        assert!(
+            &buf[..n] == POD_CONFIG,
+            "switch-fw/selftest-pod.bin is stale: regenerate it with \
+             `cargo run -p podlink-switch --bin qemu -- --emit-config switch-fw/selftest-pod.bin`"
+        );
+        let mut parsed = Tables::new();
+        config::parse_into(POD_CONFIG, &mut parsed).unwrap();
+        parsed.validate().unwrap();
+        assert_eq!(parsed, t);
+    }
+
     struct Out(Vec<u8>);
     impl embedded_io::ErrorType for Out {
         type Error = core::convert::Infallible;
@@ -761,13 +777,13 @@ mod tests {
         let idle = new_port(switch_end(0)).unwrap();
         let mut ports = vec![idle.clone(); MAX_PORTS];
         let mut peers = vec![idle; MAX_PORTS];
-        let mut buf = vec![0u8; 8192];
         let mut out = Out(Vec::new());
-        let r = run(&mut sw, &mut ports, &mut peers, &mut buf, &mut out);
+        let r = run(&mut sw, &mut ports, &mut peers, &mut out);
         let text = String::from_utf8(out.0).unwrap();
         println!("{text}");
         r.unwrap();
         assert!(text.contains("spoofed=3 cross_partition=2"), "{text}");
+        let mut buf = vec![0u8; 8192];
         let n = config::emit(sw.tables(), &mut buf).unwrap();
         assert!(n < 4096, "pod config is {n} bytes");
         println!(

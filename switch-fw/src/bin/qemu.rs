@@ -29,7 +29,7 @@ mod fw {
     use podlink_protocol::time::Instant;
     use podlink_switch::hw::console;
     use podlink_switch::selftest::{
-        self, new_port, partition_index, pod_tables, request, switch_end, TestPort, LOCAL,
+        self, new_port, partition_index, request, switch_end, TestPort, LOCAL, POD_CONFIG,
     };
     use podlink_switch::{Switch, MAX_IDS, MAX_PORTS};
     use riscv::register::minstret;
@@ -153,8 +153,7 @@ mod fw {
         // Both ends of 64 links: the switch's ports and their far ends.
         let mut ports: [TestPort; MAX_PORTS] = core::array::from_fn(|_| idle());
         let mut peers: [TestPort; MAX_PORTS] = core::array::from_fn(|_| idle());
-        let mut buf = [0u8; 8192];
-        if let Err(f) = selftest::run(&mut sw, &mut ports, &mut peers, &mut buf, &mut out) {
+        if let Err(f) = selftest::run(&mut sw, &mut ports, &mut peers, &mut out) {
             let _ = embedded_io::Write::write_all(&mut out, b"SELFTEST FAIL step=");
             let _ = embedded_io::Write::write_all(&mut out, f.step.as_bytes());
             let _ = embedded_io::Write::write_all(&mut out, b"\n");
@@ -165,7 +164,7 @@ mod fw {
 
         // PERF on a fresh switch with the pod tables (64 ports, 1024 IDs, 8 ways remote).
         let mut sw = Switch::new();
-        if sw.stage_with(pod_tables).is_err() || sw.commit().is_err() {
+        if sw.stage_config(POD_CONFIG).is_err() || sw.commit().is_err() {
             exit(2);
         }
         // The self-test left every link up: the fresh switch reads them.
@@ -177,7 +176,7 @@ mod fw {
         }
         let (decision_max, decision_mean) = measure_decisions(&sw);
         let ovh = overhead();
-        if sw.stage_with(pod_tables).is_err() {
+        if sw.stage_config(POD_CONFIG).is_err() {
             exit(2);
         }
         let a = instret();
@@ -250,7 +249,7 @@ fn main() {
             return;
         }
     }
-    match selftest::run(&mut sw, &mut ports, &mut peers, &mut buf, &mut Stdout) {
+    match selftest::run(&mut sw, &mut ports, &mut peers, &mut Stdout) {
         Ok(()) => {
             let _ = podlink_switch::hw::console::print_counters(&mut Stdout, sw.counters());
             println!("SELFTEST PASS (host; PERF figures come from the RISC-V build under QEMU)");
