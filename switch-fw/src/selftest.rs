@@ -10,11 +10,11 @@
 //! over 8 trunk ways, one per plane (port `32 + 4·plane + dst/256`). Accelerator `a` is in
 //! partition `(a / 8) % 4`.
 
-use crate::config::{self, ConfigError};
+use crate::config::ConfigError;
 use crate::fabric::{self, shuttle};
 use crate::health::Health;
 use crate::port::{
-    LinkPort, LinkPortConfig, PortLink, RxFrame, SendError, DEVICE_TYPE_ACCELERATOR,
+    LinkPort, LinkPortConfig, PortLink, RxFrame, SendError, SimPort, DEVICE_TYPE_ACCELERATOR,
     DEVICE_TYPE_SWITCH,
 };
 use crate::tables::{Attachment, PartitionCfg, PortCfg, RateCap, Tables};
@@ -174,6 +174,15 @@ pub fn new_port(cfg: LinkPortConfig) -> Result<TestPort, Failure> {
     TestPort::new(cfg).map_err(|_| Failure {
         step: "port config",
     })
+}
+
+/// Bring every port of `ports` up as a bare [`SimPort`] with `credits` frame credits per VC
+/// (for tests of the switch logic alone, such as the forwarding fuzz target).
+pub fn bring_up(sw: &mut Switch, ports: &mut [SimPort], credits: u32) {
+    for (p, link) in (0u8..).zip(ports.iter_mut()) {
+        *link = SimPort::up_with_credits(credits);
+        sw.refresh_port(p, link);
+    }
 }
 
 /// A request from `src` to `dst`.
@@ -419,7 +428,10 @@ pub fn run<W: Write>(
     let mut say = |s: &[u8]| out.write_all(s).map_err(|_| Failure { step: "console" });
 
     // 1. Configuration: load the binary pod configuration through the parser.
-    check(sw.load_config(POD_CONFIG) == Ok(GENERATION), "load binary config")?;
+    check(
+        sw.load_config(POD_CONFIG) == Ok(GENERATION),
+        "load binary config",
+    )?;
     check(
         sw.tables().num_ports() == POD_PORTS && sw.tables().route(aid(600)).len() == 8,
         "pod tables",
@@ -738,6 +750,7 @@ impl core::fmt::Write for LineBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config;
 
     #[test]
     fn test_shipped_pod_config_is_the_pod() {

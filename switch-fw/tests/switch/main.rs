@@ -5,6 +5,7 @@ mod config;
 mod forwarding;
 mod health;
 mod isolation;
+mod links;
 mod ordering;
 mod wrr;
 
