@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build the podlink-switch firmware (release, riscv32imac-unknown-none-elf), run its self-test
+# Build the podlink-switch firmware (profile `firmware`: size-optimised, LTO; riscv32imac-unknown-none-elf), run its self-test
 # under QEMU with exact instruction counting, print the output, and fail when the self-test
 # fails or the PERF targets are missed.
 #

@@ -336,3 +336,38 @@ fn test_reset_waits_for_held_slots_before_the_new_grant() {
         2
     );
 }
+
+#[test]
+fn test_ram_of_the_firmware_port() {
+    use core::mem::size_of;
+    type T = LinkPort<4, 8, 8>;
+    let parts = [
+        (
+            "UaLink<4, 8>",
+            size_of::<podlink_protocol::link::UaLink<4, 8>>(),
+        ),
+        (
+            "CreditSender",
+            size_of::<podlink_protocol::flow::CreditSender>(),
+        ),
+        (
+            "CreditReceiver",
+            size_of::<podlink_protocol::flow::CreditReceiver>(),
+        ),
+        (
+            "TlPacker<10>",
+            size_of::<podlink_protocol::wire::TlPacker<10>>(),
+        ),
+        (
+            "TlUnpacker",
+            size_of::<podlink_protocol::wire::TlUnpacker>(),
+        ),
+        ("RxFrame", size_of::<RxFrame>()),
+        ("LinkPort<4, 8, 8>", size_of::<T>()),
+    ];
+    for (n, s) in parts {
+        println!("{n}: {s} B");
+    }
+    // The firmware's figure (spec-notes/switch.md#ram): keep it in view when capacities move.
+    assert!(size_of::<T>() < 12 * 1024, "{}", size_of::<T>());
+}
