@@ -4,10 +4,15 @@
 //! protocol code over modelled links and switch pipelines and checks latency budgets.
 //!
 //! * [`engine`]: the deterministic discrete-event engine (picosecond time, stable tie-break).
+//! * [`router`]: the flit-level input-queued VC router (pipeline, allocators, credits).
+//! * [`booksim`]: the BookSim-comparable mode that validates the router model.
 
+pub mod booksim;
 pub mod engine;
+pub mod export;
 pub mod pod;
 pub mod report;
 pub mod rng;
+pub mod router;
 pub mod verify;
 pub mod workload;
