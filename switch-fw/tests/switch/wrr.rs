@@ -157,7 +157,8 @@ impl PortLink for ResponsesOnly {
 #[test]
 fn refused_pick_falls_through_to_the_other_classes() {
     let mut sw = Box::new(Switch::new());
-    sw.stage_with(|t| one_egress(t, [8, 1, 1, 1], [1, 1])).unwrap();
+    sw.stage_with(|t| one_egress(t, [8, 1, 1, 1], [1, 1]))
+        .unwrap();
     sw.commit().unwrap();
     // Everything queues first (no credit), then trunk 4 gets credit for responses only.
     let mut ports: Vec<ResponsesOnly> = (0..5)
