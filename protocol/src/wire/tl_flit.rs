@@ -259,8 +259,8 @@ pub enum TlMessage {
     },
     /// mtype 3 (podlink's): the flow-control fields that follow return credits of `target`
     /// (VC 0..=3, or 4 for the shared pool) until the next credit-target message; a TL stream
-    /// starts at target 0. The public flow-control field names no target
-    /// (`spec-notes/deviations.md`, L12).
+    /// starts at the shared pool, so an end that grants only pool credits never sends one.
+    /// The public flow-control field names no target (`spec-notes/link.md`, L12).
     CreditTarget {
         /// 0..=3: that VC's own credits; 4: the shared pool.
         target: u8,

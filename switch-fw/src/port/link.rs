@@ -54,6 +54,9 @@ pub const DEVICE_TYPE_SWITCH: u8 = 1;
 /// Data half-flits the TL packer buffers: one 256 B partial write (9) and a spare.
 const PACK_HALVES: usize = 10;
 
+/// The credit target a TL stream starts at: the shared pool (`TlMessage::CreditTarget`).
+const POOL: u8 = 4;
+
 /// Parameters of a [`LinkPort`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LinkPortConfig {
@@ -288,8 +291,8 @@ impl<const SLOTS: usize> TlSink for Ingress<'_, SLOTS> {
             };
             match item {
                 Item::Credits(fc) => {
-                    let target = CreditTarget::from_index(*self.rx_target)
-                        .unwrap_or(CreditTarget::Vc(Vc::from_bits_truncate(0)));
+                    let target =
+                        CreditTarget::from_index(*self.rx_target).unwrap_or(CreditTarget::Shared);
                     self.tx.handle_return(target, &fc);
                 }
                 Item::Message(TlMessage::InitialCreditReleaseComplete) => {
@@ -339,8 +342,8 @@ impl<const CAP: usize, const TXQ: usize, const SLOTS: usize> LinkPort<CAP, TXQ, 
             packer: TlPacker::new(),
             unpacker: TlUnpacker::new(),
             store: RxStore::new(),
-            tx_target: 0,
-            rx_target: 0,
+            tx_target: POOL,
+            rx_target: POOL,
             grant: None,
             stats: LinkPortStats::default(),
         };
@@ -417,8 +420,8 @@ impl<const CAP: usize, const TXQ: usize, const SLOTS: usize> LinkPort<CAP, TXQ, 
         self.tx.reset();
         self.rx.reset();
         self.store.reset();
-        self.tx_target = 0;
-        self.rx_target = 0;
+        self.tx_target = POOL;
+        self.rx_target = POOL;
         self.grant = None;
         self.stats.resets = self.stats.resets.saturating_add(1);
         self.pump();
