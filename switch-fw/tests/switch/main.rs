@@ -2,6 +2,7 @@
 #![allow(missing_docs)]
 
 mod config;
+mod endpoints;
 mod forwarding;
 mod health;
 mod isolation;
