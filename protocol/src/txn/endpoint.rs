@@ -157,6 +157,8 @@ pub struct Endpoint<
     stash: Option<TransferBuf>,
     /// A credit output the packer had no room for.
     credit_stash: Option<CreditOutput>,
+    /// Target of the flow-control fields received next (set by `TlMessage::CreditTarget`).
+    credit_target: CreditTarget,
     events: Deque<EndpointEvent, EVENTS>,
     stats: EndpointStats,
 }
@@ -185,6 +187,7 @@ impl<
             receiver,
             stash: None,
             credit_stash: None,
+            credit_target: CreditTarget::Shared,
             events: Deque::new(),
             stats: EndpointStats::default(),
         }
@@ -277,6 +280,7 @@ impl<
         self.completer.reset_addr_cache();
         self.stash = None;
         self.credit_stash = None;
+        self.credit_target = CreditTarget::Shared;
         self.drain_link_events();
     }
 
@@ -292,6 +296,7 @@ impl<
             unpacker,
             sender,
             receiver,
+            credit_target,
             events,
             stats,
             ..
@@ -303,6 +308,7 @@ impl<
             unpacker,
             sender,
             receiver,
+            credit_target,
             events,
             stats,
             now,
@@ -432,7 +438,8 @@ impl<
     /// Push a credit output; `false` when the packer is full.
     fn push_credit(&mut self, c: CreditOutput) -> bool {
         let item = match c {
-            // FIXME: the field does not carry `target` (always the shared pool here, L12).
+            // Every return is the pool's (the endpoint grants nothing else), the target a TL
+            // stream starts at, so no `TlMessage::CreditTarget` is needed (L12).
             CreditOutput::Return { fc, .. } => TlItem::Credits(fc),
             CreditOutput::InitialReleaseComplete => {
                 TlItem::Message(TlMessage::InitialCreditReleaseComplete)
@@ -799,6 +806,40 @@ mod tests {
             assert!(broken);
             e.reset(Instant::ZERO);
             assert!(e.is_idle());
+        });
+    }
+
+    #[test]
+    fn credit_returns_follow_the_peers_credit_target() {
+        on_big_stack(|| {
+            let mut e = Box::new(end(2));
+            let mut packer: TlPacker = TlPacker::new();
+            let fc = |n| crate::wire::TlFlowControl {
+                req_cmd: n,
+                ..Default::default()
+            };
+            // Pool (where a stream starts), then VC 1, then the pool again.
+            for item in [
+                TlItem::Credits(fc(2)),
+                TlItem::Message(TlMessage::CreditTarget { target: 1 }),
+                TlItem::Credits(fc(3)),
+                TlItem::Message(TlMessage::CreditTarget { target: 4 }),
+                TlItem::Credits(fc(5)),
+                TlItem::Message(TlMessage::InitialCreditReleaseComplete),
+            ] {
+                packer.push(&item).unwrap();
+            }
+            let mut flits = Vec::new();
+            let mut f = [0u8; TL_FLIT_LEN];
+            while packer.poll_flit(&mut f).is_some() {
+                flits.push(f);
+            }
+            from_peer(&mut e, &flits);
+            let s = e.credit_sender();
+            let vc1 = CreditTarget::Vc(Vc::new(1).unwrap());
+            assert_eq!(s.grant(vc1, CreditClass::ReqCmd), 3);
+            assert_eq!(s.grant(CreditTarget::Shared, CreditClass::ReqCmd), 7);
+            assert!(s.initial_release_complete());
         });
     }
 

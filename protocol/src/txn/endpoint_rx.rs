@@ -77,6 +77,7 @@ pub(crate) struct Rx<
     pub(crate) unpacker: &'a mut TlUnpacker,
     pub(crate) sender: &'a mut CreditSender,
     pub(crate) receiver: &'a mut CreditReceiver,
+    pub(crate) credit_target: &'a mut CreditTarget,
     pub(crate) events: &'a mut Deque<EndpointEvent, EVENTS>,
     pub(crate) stats: &'a mut EndpointStats,
     pub(crate) now: Instant,
@@ -100,13 +101,19 @@ where
             unpacker,
             sender,
             receiver,
+            credit_target,
             events,
             stats,
             now,
         } = self;
         let now = *now;
         let r = unpacker.unpack_flit(flit, |item| match item {
-            TlItem::Credits(fc) => sender.handle_return(CreditTarget::Shared, &fc),
+            // The peer may grant per-VC credits: its credit-target messages say whose
+            // credits the flow-control fields that follow return (a stream starts at the pool).
+            TlItem::Credits(fc) => sender.handle_return(**credit_target, &fc),
+            TlItem::Message(TlMessage::CreditTarget { target }) => {
+                **credit_target = CreditTarget::from_index(target).unwrap_or(CreditTarget::Shared);
+            }
             TlItem::Message(TlMessage::InitialCreditReleaseComplete) => {
                 sender.handle_initial_release_complete();
             }
