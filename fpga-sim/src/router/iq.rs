@@ -50,7 +50,6 @@ pub trait RoutingFunction {
     }
 }
 
-const PENDING: i64 = -1;
 /// Stage result: not decided yet, or (switch allocation) lost to misspeculation.
 const UNDECIDED: i32 = -1;
 /// Stage result: stalled (busy VC, full buffer, lost arbitration).
@@ -66,10 +65,10 @@ enum VcState {
 
 #[derive(Clone, Copy)]
 struct InputVc {
-    state: VcState,
     route: Route,
     out_port: u16,
     out_vc: u8,
+    state: VcState,
     head: u16,
     len: u16,
 }
@@ -79,6 +78,8 @@ struct IvcInfo {
     input: u32,
     vc: u32,
     exp_in: u32,
+    /// This input's slice of each output's expanded ports (`input % output_speedup`).
+    out_off: u32,
 }
 
 /// A bid for an output VC: the bidding input VC and its priority (`ivc == NONE`: no bid).
@@ -96,16 +97,15 @@ fn range_mask(lo: u8, hi: u8) -> u64 {
     (!0u64 >> (63 - u32::from(hi))) & (!0u64 << u32::from(lo))
 }
 
+/// An input VC waiting in an allocation stage, and the stage's verdict for it.
 #[derive(Clone, Copy, Default)]
 struct StageItem {
-    time: i64,
     ivc: u32,
     result: i32,
 }
 
 #[derive(Clone, Copy, Default)]
 struct XbarItem {
-    time: i64,
     flit: Flit,
     out: u32,
 }
@@ -115,6 +115,72 @@ struct CreditItem {
     time: i64,
     credit: Credit,
     output: u32,
+}
+
+/// One pipeline stage's FIFO.
+///
+/// A stage's evaluation stamps the entries that joined since its last evaluation with their
+/// completion time, but only when no stamped entry is still waiting, and its update removes
+/// the stamped entries once their time has come. So the queue is always a stamped batch
+/// (all with one time) followed by unstamped entries, and a count and a time describe it:
+/// nothing per entry, no scans to find the boundary.
+struct Stage<T: Copy + Default> {
+    q: Ring<T>,
+    /// Stamped entries at the front (0: no batch in flight).
+    batch: usize,
+    /// When the batch completes.
+    time: i64,
+}
+
+impl<T: Copy + Default> Stage<T> {
+    fn with_capacity(cap: usize) -> Self {
+        Stage {
+            q: Ring::with_capacity(cap),
+            batch: 0,
+            time: 0,
+        }
+    }
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.q.is_empty()
+    }
+
+    #[inline]
+    fn push(&mut self, v: T) {
+        self.q.push_back(v);
+    }
+
+    /// Evaluation: unless a batch is in flight, everything queued becomes a batch completing
+    /// at `t`. Returns the size of the new batch (0 when none was started).
+    #[inline]
+    fn stamp(&mut self, t: i64) -> usize {
+        if self.batch != 0 {
+            return 0;
+        }
+        self.batch = self.q.len();
+        self.time = t;
+        self.batch
+    }
+
+    /// Size of the batch if it completes by `now`, else 0.
+    #[inline]
+    fn due(&self, now: i64) -> usize {
+        if self.time <= now {
+            self.batch
+        } else {
+            0
+        }
+    }
+
+    /// Update: hand over the batch if it completes by `now` (its size; the caller pops that
+    /// many entries).
+    #[inline]
+    fn take_due(&mut self, now: i64) -> usize {
+        let n = self.due(now);
+        self.batch -= n;
+        n
+    }
 }
 
 /// Counters since construction.
@@ -150,7 +216,11 @@ pub struct IqRouter {
     speculative: bool,
     spec_check_elig: bool,
     spec_check_cred: bool,
-    output_buffer_size: Option<usize>,
+    /// `output_buffer_size`, `usize::MAX` when unlimited.
+    out_limit: usize,
+    /// Non-speculative one-cycle switch allocation: the update reads the allocator's grants
+    /// directly instead of a per-VC verdict written in the evaluation.
+    sa_fused: bool,
 
     vcs: Vec<InputVc>,
     bufs: Vec<Flit>,
@@ -159,10 +229,10 @@ pub struct IqRouter {
     in_mask: Vec<u64>,
     in_any: bool,
 
-    route_q: Ring<StageItem>,
-    va_q: Ring<StageItem>,
-    sa_q: Ring<StageItem>,
-    xbar_q: Ring<XbarItem>,
+    route_q: Stage<StageItem>,
+    va_q: Stage<StageItem>,
+    sa_q: Stage<StageItem>,
+    xbar_q: Stage<XbarItem>,
     proc_credits: Ring<CreditItem>,
 
     out_buf: Vec<Ring<Flit>>,
@@ -174,12 +244,10 @@ pub struct IqRouter {
     step_credit: Vec<u64>,
     step_credit_inputs: Vec<u32>,
 
-    /// Per input VC: (input, vc, expanded switch input).
+    /// Per input VC: (input, vc, expanded switch input, output slice).
     ivc_info: Vec<IvcInfo>,
     /// Expanded switch output -> output port.
     exp_out_port: Vec<u32>,
-    /// Input port -> its slice of the expanded outputs (`input % output_speedup`).
-    in_mod_os: Vec<u32>,
     alloc_iters: usize,
     /// VC allocation: per input VC the round-robin pointer over output VCs, and the grant of
     /// this step (`port << 6 | vc`, or `NONE`).
@@ -228,13 +296,14 @@ impl IqRouter {
             speculative: cfg.speculative,
             spec_check_elig: cfg.spec_check_elig,
             spec_check_cred: cfg.spec_check_cred,
-            output_buffer_size: cfg.output_buffer_size,
+            out_limit: cfg.output_buffer_size.unwrap_or(usize::MAX),
+            sa_fused: !cfg.speculative && cfg.sw_alloc_delay <= 1,
             vcs: vec![
                 InputVc {
-                    state: VcState::Idle,
                     route: Route::default(),
                     out_port: 0,
                     out_vc: 0,
+                    state: VcState::Idle,
                     head: 0,
                     len: 0,
                 };
@@ -247,10 +316,10 @@ impl IqRouter {
             in_flit: vec![Flit::default(); n_in],
             in_mask: vec![0; n_in.div_ceil(64)],
             in_any: false,
-            route_q: Ring::with_capacity(ivcs),
-            va_q: Ring::with_capacity(ivcs),
-            sa_q: Ring::with_capacity(ivcs),
-            xbar_q: Ring::with_capacity(xbar_cap),
+            route_q: Stage::with_capacity(ivcs),
+            va_q: Stage::with_capacity(ivcs),
+            sa_q: Stage::with_capacity(ivcs),
+            xbar_q: Stage::with_capacity(xbar_cap),
             proc_credits: Ring::with_capacity(n_out * (cfg.credit_delay as usize + 2)),
             out_buf: (0..n_out).map(|_| Ring::with_capacity(out_cap)).collect(),
             out_pending: 0,
@@ -265,12 +334,12 @@ impl IqRouter {
                     input: (i / v) as u32,
                     vc: (i % v) as u32,
                     exp_in: ((i / v) * cfg.input_speedup + (i % v) % cfg.input_speedup) as u32,
+                    out_off: ((i / v) % cfg.output_speedup) as u32,
                 })
                 .collect(),
             exp_out_port: (0..exp_out)
                 .map(|e| (e / cfg.output_speedup) as u32)
                 .collect(),
-            in_mod_os: (0..n_in).map(|i| (i % cfg.output_speedup) as u32).collect(),
             alloc_iters: cfg.alloc_iters,
             va_in_ptr: vec![0; ivcs],
             va_grant: vec![NONE; ivcs],
@@ -356,7 +425,7 @@ impl IqRouter {
     /// Flits buffered at the inputs, in the crossbar and in the output queues.
     pub fn flits_inside(&self) -> usize {
         self.vcs.iter().map(|v| v.len as usize).sum::<usize>()
-            + self.xbar_q.len()
+            + self.xbar_q.q.len()
             + self.out_buf.iter().map(Ring::len).sum::<usize>()
     }
 
@@ -466,8 +535,6 @@ impl IqRouter {
         }
     }
 
-    // ---- internals -------------------------------------------------------------------
-
     #[inline]
     fn front(&self, ivc: usize) -> Flit {
         let vc = &self.vcs[ivc];
@@ -486,9 +553,8 @@ impl IqRouter {
         self.input_queuing(now)?;
         let mut activity = !self.proc_credits.is_empty();
 
-        if !self.route_q.is_empty() {
-            evaluate_times(&mut self.route_q, now + self.routing_delay - 1);
-        }
+        // Evaluate every stage, then update every stage.
+        self.route_q.stamp(now + self.routing_delay - 1);
         for &ivc in &self.va_granted {
             self.va_grant[ivc as usize] = NONE;
         }
@@ -500,16 +566,7 @@ impl IqRouter {
         if !self.sa_q.is_empty() {
             self.sa_evaluate(now);
         }
-        if !self.xbar_q.is_empty() {
-            let t = now + self.crossbar_delay - 1;
-            for k in 0..self.xbar_q.len() {
-                let it = self.xbar_q.get_mut(k);
-                if it.time >= 0 {
-                    break;
-                }
-                it.time = t;
-            }
-        }
+        self.xbar_q.stamp(now + self.crossbar_delay - 1);
 
         if !self.route_q.is_empty() {
             self.route_update(now, routing)?;
@@ -588,8 +645,7 @@ impl IqRouter {
                 self.start_packet(ivc, f);
             }
             VcState::Active if st.len == 0 => {
-                self.sa_q.push_back(StageItem {
-                    time: PENDING,
+                self.sa_q.push(StageItem {
                     ivc: ivc as u32,
                     result: UNDECIDED,
                 });
@@ -603,20 +659,19 @@ impl IqRouter {
     #[inline]
     fn start_packet(&mut self, ivc: usize, head: Flit) {
         let item = StageItem {
-            time: PENDING,
             ivc: ivc as u32,
             result: UNDECIDED,
         };
         if self.routing_delay > 0 {
             self.vcs[ivc].state = VcState::Routing;
-            self.route_q.push_back(item);
+            self.route_q.push(item);
         } else {
             self.vcs[ivc].route = head.la_route;
             self.vcs[ivc].state = VcState::VcAlloc;
             if self.speculative {
-                self.sa_q.push_back(item);
+                self.sa_q.push(item);
             }
-            self.va_q.push_back(item);
+            self.va_q.push(item);
         }
     }
 
@@ -636,47 +691,64 @@ impl IqRouter {
         now: i64,
         routing: &mut R,
     ) -> Result<(), RouterError> {
-        while let Some(&it) = self.route_q.front() {
-            if it.time < 0 || now < it.time {
+        for _ in 0..self.route_q.take_due(now) {
+            let Some(it) = self.route_q.q.pop_front() else {
                 break;
-            }
-            self.route_q.pop_front();
+            };
             let ivc = it.ivc as usize;
             let f = self.front(ivc);
             let r = routing.route(self.id, self.ivc_info[ivc].input as usize, &f);
             self.vcs[ivc].route = self.check_route(r)?;
             self.vcs[ivc].state = VcState::VcAlloc;
             let item = StageItem {
-                time: PENDING,
                 ivc: it.ivc,
                 result: UNDECIDED,
             };
             if self.speculative {
-                self.sa_q.push_back(item);
+                self.sa_q.push(item);
             }
-            self.va_q.push_back(item);
+            self.va_q.push(item);
         }
         Ok(())
     }
 
     fn va_evaluate(&mut self, now: i64) {
+        let n = self.va_q.stamp(now + self.vc_alloc_delay - 1);
+        if n > 0 {
+            self.va_allocate(n);
+        } else if self.vc_alloc_delay > 1 {
+            // A multi-cycle batch completing now: a VC granted at its start may have been
+            // taken since.
+            let n = self.va_q.due(now);
+            let (a, b) = self.va_q.q.front_slices_mut(n);
+            for it in a.iter_mut().chain(b.iter_mut()) {
+                if it.result >= 0 {
+                    let (port, ovc) = (it.result as usize >> 6, it.result as usize & 63);
+                    if !self.next_buf[port].is_available_for(ovc) {
+                        it.result = STALL;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Separable input-first VC allocation over the first `n` entries of the VA stage.
+    fn va_allocate(&mut self, n: usize) {
+        self.stats.vc_alloc_attempts += n as u64;
         let v = self.v as u32;
+        let b = self.b;
         let (n_ov, n_iv) = (self.n_out as u32 * v, self.n_in as u32 * v);
         for iter in 0..self.alloc_iters {
             // Input stage: each unmatched input VC picks one available output VC of its
             // route, the first at or after its round-robin pointer.
-            for k in 0..self.va_q.len() {
-                let it = *self.va_q.get(k);
-                if it.time >= 0 {
-                    break;
-                }
+            let (qa, qb) = self.va_q.q.front_slices_mut(n);
+            for it in qa.iter_mut().chain(qb.iter_mut()) {
                 let ivc = it.ivc as usize;
-                if iter == 0 {
-                    self.stats.vc_alloc_attempts += 1;
-                } else if self.va_grant[ivc] != NONE || it.result < UNDECIDED {
+                if iter > 0 && (self.va_grant[ivc] != NONE || it.result < UNDECIDED) {
                     continue;
                 }
-                let route = self.vcs[ivc].route;
+                let st = self.vcs[ivc];
+                let route = st.route;
                 let port = route.port as usize;
                 let mut avail =
                     self.next_buf[port].avail_mask() & range_mask(route.vc_lo, route.vc_hi);
@@ -685,24 +757,20 @@ impl IqRouter {
                 }
                 if avail == 0 {
                     if iter == 0 {
-                        self.va_q.get_mut(k).result = STALL;
+                        it.result = STALL;
                     }
                     continue;
                 }
                 let base = port as u32 * v;
                 let off = self.va_in_ptr[ivc].wrapping_sub(base);
-                let bit = if off < v {
-                    let upper = avail & (!0u64 << off);
-                    if upper != 0 {
-                        upper.trailing_zeros()
-                    } else {
-                        avail.trailing_zeros()
-                    }
+                let upper = if off < v { avail & (!0u64 << off) } else { 0 };
+                let bit = if upper != 0 {
+                    upper.trailing_zeros()
                 } else {
                     avail.trailing_zeros()
                 };
                 let ov = base + bit;
-                let pri = i32::from(self.front(ivc).pri);
+                let pri = i32::from(self.bufs[ivc * b + st.head as usize].pri);
                 // Output stage: the output VC keeps the best bid.
                 let best = &mut self.va_out_best[ov as usize];
                 if best.ivc == NONE {
@@ -749,170 +817,74 @@ impl IqRouter {
             self.va_taken[p as usize] = 0;
         }
         self.va_taken_ports.clear();
-
-        let t = now + self.vc_alloc_delay - 1;
-        for k in 0..self.va_q.len() {
-            let it = self.va_q.get_mut(k);
-            if it.time >= 0 {
-                break;
-            }
-            it.time = t;
-            if it.result < UNDECIDED {
-                continue;
-            }
-            let g = self.va_grant[it.ivc as usize];
-            it.result = if g == NONE { STALL } else { g as i32 };
-        }
-        if self.vc_alloc_delay <= 1 {
-            return;
-        }
-        for k in 0..self.va_q.len() {
-            let it = self.va_q.get_mut(k);
-            if now < it.time {
-                break;
-            }
-            if it.result >= 0 {
-                let (port, ovc) = (it.result as usize >> 6, it.result as usize & 63);
-                if !self.next_buf[port].is_available_for(ovc) {
-                    it.result = STALL;
+        if self.vc_alloc_delay > 1 {
+            // The verdicts outlive this step's grants: keep them with the entries. (With a
+            // one-cycle stage the update reads the grants directly.)
+            let (qa, qb) = self.va_q.q.front_slices_mut(n);
+            for it in qa.iter_mut().chain(qb.iter_mut()) {
+                if it.result < UNDECIDED {
+                    continue;
                 }
+                let g = self.va_grant[it.ivc as usize];
+                it.result = if g == NONE { STALL } else { g as i32 };
             }
         }
     }
 
     fn va_update(&mut self, now: i64) -> Result<(), RouterError> {
-        while let Some(&it) = self.va_q.front() {
-            if it.time < 0 || now < it.time {
+        let one_cycle = self.vc_alloc_delay == 1;
+        for _ in 0..self.va_q.take_due(now) {
+            let Some(it) = self.va_q.q.pop_front() else {
                 break;
-            }
-            self.va_q.pop_front();
+            };
             let ivc = it.ivc as usize;
+            let result = if one_cycle {
+                match self.va_grant[ivc] {
+                    NONE => STALL,
+                    g => g as i32,
+                }
+            } else {
+                it.result
+            };
             let item = StageItem {
-                time: PENDING,
                 ivc: it.ivc,
                 result: UNDECIDED,
             };
-            if it.result >= 0 {
-                let (port, ovc) = (it.result as usize >> 6, it.result as usize & 63);
+            if result >= 0 {
+                let (port, ovc) = (result as usize >> 6, result as usize & 63);
                 self.next_buf[port].take_buffer(ovc, it.ivc)?;
                 let st = &mut self.vcs[ivc];
                 st.out_port = port as u16;
                 st.out_vc = ovc as u8;
                 st.state = VcState::Active;
                 if !self.speculative {
-                    self.sa_q.push_back(item);
+                    self.sa_q.push(item);
                 }
             } else {
-                self.va_q.push_back(item);
+                self.va_q.push(item);
             }
         }
         Ok(())
     }
 
-    #[inline]
-    fn out_queue_full(&self, output: usize) -> bool {
-        match self.output_buffer_size {
-            Some(n) => self.out_buf[output].len() >= n,
-            None => false,
-        }
-    }
-
-    /// Add (or improve) the switch request of VC `ivc` for output `output`.
-    #[inline]
-    fn sa_add_request(&mut self, ivc: usize, output: usize) {
-        let info = self.ivc_info[ivc];
-        let (vc, exp_in) = (info.vc as usize, info.exp_in);
-        let exp_out = output as u32 * self.out_speedup as u32 + self.in_mod_os[info.input as usize];
-        let mut prio = i32::from(self.front(ivc).pri);
-        if self.speculative && self.vcs[ivc].state == VcState::VcAlloc {
-            prio += i32::MIN;
-        }
-        self.sw_alloc.bid(
-            exp_in,
-            exp_out,
-            vc as u32,
-            prio,
-            self.sw_rr_offset[exp_in as usize],
-            self.v as u32,
-        );
-    }
-
     fn sa_evaluate(&mut self, now: i64) {
-        let v = self.v;
-        for k in 0..self.sa_q.len() {
-            let it = *self.sa_q.get(k);
-            if it.time >= 0 {
-                break;
-            }
-            self.stats.sw_alloc_attempts += 1;
-            let ivc = it.ivc as usize;
-            let st = self.vcs[ivc];
-            if st.state == VcState::Active {
-                let port = st.out_port as usize;
-                if self.next_buf[port].is_full_for(st.out_vc as usize) || self.out_queue_full(port)
-                {
-                    self.sa_q.get_mut(k).result = STALL;
-                    continue;
-                }
-                self.sa_add_request(ivc, port);
-                continue;
-            }
-            // Speculative bid of a head flit still in VC allocation.
-            let route = st.route;
-            let port = route.port as usize;
-            let dest = &self.next_buf[port];
-            let mut elig = false;
-            let mut cred = false;
-            if self.spec_check_elig {
-                let oq_ok = !self.out_queue_full(port);
-                for ovc in route.vc_lo..=route.vc_hi {
-                    if dest.is_available_for(ovc as usize) && oq_ok {
-                        elig = true;
-                        if !self.spec_check_cred || !dest.is_full_for(ovc as usize) {
-                            cred = true;
-                            break;
-                        }
-                    }
-                }
-            }
-            if (self.spec_check_elig && !elig) || (self.spec_check_cred && !cred) {
-                self.sa_q.get_mut(k).result = STALL;
-            } else {
-                self.sa_add_request(ivc, port);
+        let n = self.sa_q.stamp(now + self.sw_alloc_delay - 1);
+        if n > 0 {
+            self.stats.sw_alloc_attempts += n as u64;
+            self.sa_bids(n);
+            self.sw_alloc.allocate();
+            if !self.sa_fused {
+                self.sa_results(n);
             }
         }
-        self.sw_alloc.allocate();
-        let t = now + self.sw_alloc_delay - 1;
-        for k in 0..self.sa_q.len() {
-            let it = *self.sa_q.get(k);
-            if it.time >= 0 {
-                break;
-            }
-            self.sa_q.get_mut(k).time = t;
-            if it.result < UNDECIDED {
-                continue;
-            }
-            let info = self.ivc_info[it.ivc as usize];
-            let (vc, exp_in) = (info.vc as usize, info.exp_in);
-            let mut result = STALL;
-            if let Some((exp_out, label)) = self.sw_alloc.grant(exp_in) {
-                if label == vc as u32 {
-                    let next = vc + self.in_speedup;
-                    let next = if next < v { next } else { next % v };
-                    self.sw_rr_offset[exp_in as usize] = next as u32;
-                    result = exp_out as i32;
-                }
-            }
-            self.sa_q.get_mut(k).result = result;
-        }
-        if !self.speculative && self.sw_alloc_delay <= 1 {
+        if self.sa_fused {
             return;
         }
-        for k in 0..self.sa_q.len() {
-            let it = *self.sa_q.get(k);
-            if now < it.time {
-                break;
-            }
+        // Entries completing now: a speculative grant stands only if VC allocation gave the
+        // VC an output VC at that output with credit; any grant needs credit still.
+        let n = self.sa_q.due(now);
+        let (qa, qb) = self.sa_q.q.front_slices_mut(n);
+        for it in qa.iter_mut().chain(qb.iter_mut()) {
             if it.result < 0 {
                 continue;
             }
@@ -920,7 +892,7 @@ impl IqRouter {
             let ivc = it.ivc as usize;
             let st = self.vcs[ivc];
             let dest = &self.next_buf[output];
-            let result = if self.speculative && st.state == VcState::VcAlloc {
+            it.result = if self.speculative && st.state == VcState::VcAlloc {
                 match self.va_grant[ivc] {
                     NONE => UNDECIDED,
                     g if (g >> 6) as usize != output => STALL,
@@ -932,7 +904,96 @@ impl IqRouter {
             } else {
                 it.result
             };
-            self.sa_q.get_mut(k).result = result;
+        }
+    }
+
+    /// Switch requests of the first `n` entries of the SA stage.
+    fn sa_bids(&mut self, n: usize) {
+        let v = self.v as u32;
+        let b = self.b;
+        let os = self.out_speedup as u32;
+        let (qa, qb) = self.sa_q.q.front_slices_mut(n);
+        for it in qa.iter_mut().chain(qb.iter_mut()) {
+            let ivc = it.ivc as usize;
+            let st = self.vcs[ivc];
+            let port;
+            let mut prio = 0;
+            if st.state == VcState::Active {
+                port = st.out_port as usize;
+                let full = self.next_buf[port].is_full_for(st.out_vc as usize)
+                    || (self.out_limit != usize::MAX && self.out_buf[port].len() >= self.out_limit);
+                if full {
+                    it.result = STALL;
+                    continue;
+                }
+            } else {
+                // Speculative bid of a head flit still in VC allocation: only for an output
+                // with an available VC (spec_check_elig) that has credit (spec_check_cred).
+                let route = st.route;
+                port = route.port as usize;
+                let dest = &self.next_buf[port];
+                let mut elig = false;
+                let mut cred = false;
+                if self.spec_check_elig {
+                    let oq_ok =
+                        self.out_limit == usize::MAX || self.out_buf[port].len() < self.out_limit;
+                    if oq_ok {
+                        let am = dest.avail_mask() & range_mask(route.vc_lo, route.vc_hi);
+                        elig = am != 0;
+                        cred = if self.spec_check_cred {
+                            am & !dest.full_mask() != 0
+                        } else {
+                            elig
+                        };
+                    }
+                }
+                if (self.spec_check_elig && !elig) || (self.spec_check_cred && !cred) {
+                    it.result = STALL;
+                    continue;
+                }
+                if self.speculative && st.state == VcState::VcAlloc {
+                    prio = i32::MIN;
+                }
+            }
+            let info = self.ivc_info[ivc];
+            let exp_out = port as u32 * os + info.out_off;
+            prio += i32::from(self.bufs[ivc * b + st.head as usize].pri);
+            self.sw_alloc.bid(
+                info.exp_in,
+                exp_out,
+                info.vc,
+                prio,
+                self.sw_rr_offset[info.exp_in as usize],
+                v,
+            );
+        }
+    }
+
+    /// The switch grant of VC `ivc` (its expanded output), moving the input's VC offset past
+    /// it; `STALL` when it has none.
+    #[inline(always)]
+    fn sa_grant(&mut self, ivc: usize) -> i32 {
+        let info = self.ivc_info[ivc];
+        match self.sw_alloc.grant(info.exp_in) {
+            Some((exp_out, label)) if label == info.vc => {
+                let next = info.vc as usize + self.in_speedup;
+                let next = if next < self.v { next } else { next % self.v };
+                self.sw_rr_offset[info.exp_in as usize] = next as u32;
+                exp_out as i32
+            }
+            _ => STALL,
+        }
+    }
+
+    /// Verdicts of the first `n` entries of the SA stage, kept with the entries.
+    fn sa_results(&mut self, n: usize) {
+        for k in 0..n {
+            let it = *self.sa_q.q.get(k);
+            if it.result < UNDECIDED {
+                continue;
+            }
+            let result = self.sa_grant(it.ivc as usize);
+            self.sa_q.q.get_mut(k).result = result;
         }
     }
 
@@ -942,22 +1003,25 @@ impl IqRouter {
         routing: &mut R,
     ) -> Result<(), RouterError> {
         let b = self.b;
-        while let Some(&it) = self.sa_q.front() {
-            if it.time < 0 || now < it.time {
+        for _ in 0..self.sa_q.take_due(now) {
+            let Some(it) = self.sa_q.q.pop_front() else {
                 break;
-            }
-            self.sa_q.pop_front();
+            };
             let ivc = it.ivc as usize;
             let retry = StageItem {
-                time: PENDING,
                 ivc: it.ivc,
                 result: UNDECIDED,
             };
-            if it.result < 0 {
-                self.sa_q.push_back(retry);
+            let result = if !self.sa_fused || it.result == STALL {
+                it.result
+            } else {
+                self.sa_grant(ivc)
+            };
+            if result < 0 {
+                self.sa_q.push(retry);
                 continue;
             }
-            let output = self.exp_out_port[it.result as usize] as usize;
+            let output = self.exp_out_port[result as usize] as usize;
             let info = self.ivc_info[ivc];
             let (input, vcn) = (info.input as usize, info.vc as usize);
             let st = self.vcs[ivc];
@@ -976,8 +1040,7 @@ impl IqRouter {
                 f.la_route = routing.lookahead(self.id, output, &f).unwrap_or_default();
             }
             self.next_buf[output].sending_flit(&f)?;
-            self.xbar_q.push_back(XbarItem {
-                time: PENDING,
+            self.xbar_q.push(XbarItem {
                 flit: f,
                 out: output as u32,
             });
@@ -987,7 +1050,7 @@ impl IqRouter {
             }
             self.step_credit[input] |= 1u64 << vcn;
 
-            if self.vcs[ivc].len == 0 {
+            if st.len == 1 {
                 if f.is_tail() {
                     self.vcs[ivc].state = VcState::Idle;
                 }
@@ -998,18 +1061,17 @@ impl IqRouter {
                 }
                 self.start_packet(ivc, nf);
             } else {
-                self.sa_q.push_back(retry);
+                self.sa_q.push(retry);
             }
         }
         Ok(())
     }
 
     fn switch_update(&mut self, now: i64) {
-        while let Some(&it) = self.xbar_q.front() {
-            if it.time < 0 || now < it.time {
+        for _ in 0..self.xbar_q.take_due(now) {
+            let Some(it) = self.xbar_q.q.pop_front() else {
                 break;
-            }
-            self.xbar_q.pop_front();
+            };
             let q = &mut self.out_buf[it.out as usize];
             if q.is_empty() {
                 self.out_pending += 1;
@@ -1017,17 +1079,6 @@ impl IqRouter {
             }
             q.push_back(it.flit);
         }
-    }
-}
-
-/// Stamp the not-yet-evaluated prefix of a stage queue with its completion cycle.
-fn evaluate_times(q: &mut Ring<StageItem>, t: i64) {
-    for k in 0..q.len() {
-        let it = q.get_mut(k);
-        if it.time >= 0 {
-            break;
-        }
-        it.time = t;
     }
 }
 

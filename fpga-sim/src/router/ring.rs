@@ -77,6 +77,18 @@ impl<T: Copy + Default> Ring<T> {
         &mut self.buf[(self.head + k) & m]
     }
 
+    /// The first `n` values (`n <= len`) as up to two contiguous slices, in order.
+    #[inline]
+    pub fn front_slices_mut(&mut self, n: usize) -> (&mut [T], &mut [T]) {
+        let n = n.min(self.len);
+        let cap = self.buf.len();
+        let first = n.min(cap - self.head);
+        let (lo, hi) = self.buf.split_at_mut(self.head);
+        let (a, _) = hi.split_at_mut(first);
+        let (b, _) = lo.split_at_mut(n - first);
+        (a, b)
+    }
+
     #[cold]
     fn grow(&mut self) {
         let n = self.buf.len() * 2;
@@ -112,5 +124,20 @@ mod tests {
         let got: Vec<u32> = std::iter::from_fn(|| r.pop_front()).collect();
         assert_eq!(got, vec![0, 1, 2, 3, 4, 5, 6, 7, 42]);
         assert!(r.is_empty() && r.front().is_none());
+        let mut r: Ring<u32> = Ring::with_capacity(4);
+        for i in 0..3 {
+            r.push_back(i);
+        }
+        r.pop_front();
+        r.pop_front();
+        for i in 3..6 {
+            r.push_back(i);
+        }
+        let (a, b) = r.front_slices_mut(3);
+        assert_eq!((&*a, &*b), (&[2, 3][..], &[4][..]));
+        let (a, b) = r.front_slices_mut(4);
+        assert_eq!((a.len(), b.len()), (2, 2));
+        b[1] = 9;
+        assert_eq!(*r.get(3), 9);
     }
 }
