@@ -24,47 +24,52 @@ fn mod_diff(x: i64, y: i64) -> i64 {
     (x - y) & (MM - 1)
 }
 
-/// `mod_diff` on 32-bit lanes (values below 2^30): wrapping subtraction then the mask gives
-/// the same result as the 64-bit form, with twice the lanes per vector.
-#[inline]
-fn mod_diff32(x: u32, y: u32) -> u32 {
-    x.wrapping_sub(y) & (MM as u32 - 1)
-}
-
 fn mod_sum(x: f64, y: f64) -> f64 {
     // (x + y) mod 1 for x, y in [0, 1): subtracting 0.0 or 1.0 is exact either way.
     let s = x + y;
     s - if s >= 1.0 { 1.0 } else { 0.0 }
 }
 
-/// `aa[j] = op(aa[j - KK], aa[j - LL])` for `j` in `KK..n`, in blocks of `LL` independent
-/// elements so the compiler can vectorise each block.
+/// Elements per block of [`lagged_fill`]: below the short lag (so a block's inputs all lie
+/// before it) and a multiple of the vector widths.
+const BLOCK: usize = 36;
+
+/// `aa[j] = op(aa[j - KK], aa[j - LL])` for `j` in `KK..n`, in fixed blocks of `BLOCK`
+/// elements: within a block every input lies before the block, so inputs and outputs are
+/// separate fixed-size arrays and the compiler vectorises each block completely.
 #[inline]
-fn lagged_fill<T: Copy + Default>(aa: &mut [T], op: impl Fn(T, T) -> T) {
+fn lagged_fill<T: Copy>(aa: &mut [T], op: impl Fn(T, T) -> T) {
     let n = aa.len();
     let mut j = KK;
-    // Full blocks through fixed-size arrays, so the loop has a constant trip count.
-    while j + LL <= n {
-        let mut far = [T::default(); LL];
-        far.copy_from_slice(&aa[j - KK..j - KK + LL]);
-        let mut near = [T::default(); LL];
-        near.copy_from_slice(&aa[j - LL..j]);
-        let out = &mut aa[j..j + LL];
-        for i in 0..LL {
+    while j + BLOCK <= n {
+        let (done, rest) = aa.split_at_mut(j);
+        let (Ok(far), Ok(near), Ok(out)) = (
+            <&[T; BLOCK]>::try_from(&done[j - KK..j - KK + BLOCK]),
+            <&[T; BLOCK]>::try_from(&done[j - LL..j - LL + BLOCK]),
+            <&mut [T; BLOCK]>::try_from(&mut rest[..BLOCK]),
+        ) else {
+            break;
+        };
+        for i in 0..BLOCK {
             out[i] = op(far[i], near[i]);
         }
-        j += LL;
+        j += BLOCK;
     }
     for i in j..n {
         aa[i] = op(aa[i - KK], aa[i - LL]);
     }
 }
 
+/// The 30-bit integers are kept modulo 2^32 and reduced on output: subtraction modulo 2^32
+/// reduces to subtraction modulo 2^30, so the fill loops need no mask.
+const MASK30: u32 = MM as u32 - 1;
+
 /// Knuth's 30-bit integer generator (`ran_start`, `ran_array`, `ran_arr_next`).
 #[derive(Clone)]
 pub struct KnuthInt {
     x: [u32; KK],
-    buf: Vec<u32>,
+    /// Numbers of the current cycle followed by room for the next state (`QUALITY + KK`).
+    buf: Box<[u32; QUALITY + KK]>,
     next: usize,
 }
 
@@ -73,26 +78,21 @@ impl KnuthInt {
     pub fn new(seed: i64) -> Self {
         let mut g = KnuthInt {
             x: [0; KK],
-            buf: vec![0; QUALITY],
+            buf: Box::new([0; QUALITY + KK]),
             next: USED,
         };
         g.start(seed);
         g
     }
 
-    fn array(&mut self, aa: &mut [u32]) {
-        let n = aa.len();
-        aa[..KK].copy_from_slice(&self.x);
-        lagged_fill(aa, mod_diff32);
-        let mut j = n;
-        for i in 0..LL {
-            self.x[i] = mod_diff32(aa[j - KK], aa[j - LL]);
-            j += 1;
-        }
-        for i in LL..KK {
-            self.x[i] = mod_diff32(aa[j - KK], self.x[i - LL]);
-            j += 1;
-        }
+    /// Knuth's `ran_array` for `work.len() - KK` numbers: they land in `work[..len - KK]`
+    /// (not yet reduced modulo 2^30), and the state moves past them. The sequence simply
+    /// continues into the last `KK` places, which are the new state.
+    fn array(x: &mut [u32; KK], work: &mut [u32]) {
+        let n = work.len() - KK;
+        work[..KK].copy_from_slice(x);
+        lagged_fill(work, u32::wrapping_sub);
+        x.copy_from_slice(&work[n..]);
     }
 
     fn start(&mut self, seed: i64) {
@@ -135,9 +135,9 @@ impl KnuthInt {
             let to = if j < LL { j + KK - LL } else { j - LL };
             self.x[to] = v as u32;
         }
-        let mut warm = [0u32; KK + KK - 1];
+        let mut warm = [0u32; KK + KK - 1 + KK];
         for _ in 0..10 {
-            self.array(&mut warm);
+            Self::array(&mut self.x, &mut warm);
         }
         self.next = USED;
     }
@@ -145,16 +145,22 @@ impl KnuthInt {
     /// The next number in `[0, 2^30)` (Knuth's `ran_arr_next`).
     #[inline]
     pub fn next_raw(&mut self) -> u32 {
-        if self.next < USED {
-            let v = self.buf[self.next];
-            self.next += 1;
-            return v;
+        let i = self.next;
+        if i < USED {
+            self.next = i + 1;
+            return self.buf[i] & MASK30;
         }
-        let mut buf = std::mem::take(&mut self.buf);
-        self.array(&mut buf);
-        self.buf = buf;
+        self.refill()
+    }
+
+    /// Knuth's `ran_arr_cycle`: the next `QUALITY` numbers, of which the first `USED` are
+    /// handed out; returns the first.
+    #[cold]
+    #[inline(never)]
+    fn refill(&mut self) -> u32 {
+        Self::array(&mut self.x, &mut self.buf[..]);
         self.next = 1;
-        self.buf[0]
+        self.buf[0] & MASK30
     }
 
     /// BookSim's `RandomInt(max)`: uniform in `[0, max]`.
@@ -171,23 +177,21 @@ impl KnuthInt {
 
 /// 2^-52: every value of the floating-point generator is an integer multiple of it.
 const ULP: f64 = 1.0 / (1u64 << 52) as f64;
-/// The fraction mask: values are kept as integers below 2^52.
+/// The fraction mask: values are integers below 2^52.
 const FRAC: u64 = (1u64 << 52) - 1;
 
-/// `(x + y) mod 1` on fractions held as integer multiples of 2^-52. Knuth's generator only
-/// ever holds such multiples (its seed is one, and sums of them stay exact in a double), so
-/// integer addition modulo 2^52 gives bit-for-bit the same values as the floating-point
-/// form, and vectorises better.
-#[inline]
-fn mod_sum_int(x: u64, y: u64) -> u64 {
-    (x + y) & FRAC
-}
-
 /// Knuth's floating-point generator (`ranf_start`, `ranf_array`, `ranf_arr_next`).
+///
+/// Knuth's generator only ever holds integer multiples of 2^-52 (its seed is one, and sums
+/// of them stay exact in a double), so `(x + y) mod 1` on the doubles is, bit for bit,
+/// integer addition modulo 2^52 on the multiples. The integers are kept modulo 2^64 and
+/// reduced on output (addition modulo 2^64 reduces to addition modulo 2^52), so the fill
+/// loops are plain vector additions.
 #[derive(Clone)]
 pub struct KnuthFloat {
     u: [u64; KK],
-    buf: Vec<u64>,
+    /// Numbers of the current cycle followed by room for the next state (`QUALITY + KK`).
+    buf: Box<[u64; QUALITY + KK]>,
     next: usize,
 }
 
@@ -196,26 +200,20 @@ impl KnuthFloat {
     pub fn new(seed: i64) -> Self {
         let mut g = KnuthFloat {
             u: [0; KK],
-            buf: vec![0; QUALITY],
+            buf: Box::new([0; QUALITY + KK]),
             next: USED,
         };
         g.start(seed);
         g
     }
 
-    fn array(&mut self, aa: &mut [u64]) {
-        let n = aa.len();
-        aa[..KK].copy_from_slice(&self.u);
-        lagged_fill(aa, mod_sum_int);
-        let mut j = n;
-        for i in 0..LL {
-            self.u[i] = mod_sum_int(aa[j - KK], aa[j - LL]);
-            j += 1;
-        }
-        for i in LL..KK {
-            self.u[i] = mod_sum_int(aa[j - KK], self.u[i - LL]);
-            j += 1;
-        }
+    /// Knuth's `ranf_array` on the multiples of 2^-52 (not yet reduced modulo 2^52), for
+    /// `work.len() - KK` numbers, as [`KnuthInt`]'s.
+    fn array(u: &mut [u64; KK], work: &mut [u64]) {
+        let n = work.len() - KK;
+        work[..KK].copy_from_slice(u);
+        lagged_fill(work, u64::wrapping_add);
+        u.copy_from_slice(&work[n..]);
     }
 
     fn start(&mut self, seed: i64) {
@@ -259,26 +257,56 @@ impl KnuthFloat {
             let to = if j < LL { j + KK - LL } else { j - LL };
             self.u[to] = (v / ULP) as u64;
         }
-        let mut warm = [0u64; KK + KK - 1];
+        let mut warm = [0u64; KK + KK - 1 + KK];
         for _ in 0..10 {
-            self.array(&mut warm);
+            Self::array(&mut self.u, &mut warm);
         }
         self.next = USED;
+    }
+
+    /// The next fraction as an integer multiple of 2^-52 (below 2^52).
+    #[inline]
+    pub fn next_raw(&mut self) -> u64 {
+        let i = self.next;
+        if i < USED {
+            self.next = i + 1;
+            return self.buf[i] & FRAC;
+        }
+        self.refill()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn refill(&mut self) -> u64 {
+        Self::array(&mut self.u, &mut self.buf[..]);
+        self.next = 1;
+        self.buf[0] & FRAC
     }
 
     /// The next fraction in `[0, 1)` (BookSim's `RandomFloat()`).
     #[inline]
     pub fn fraction(&mut self) -> f64 {
-        if self.next < USED {
-            let v = self.buf[self.next];
-            self.next += 1;
-            return v as f64 * ULP;
+        // Below 2^52, so the signed conversion is exact (and a single instruction).
+        (self.next_raw() as i64) as f64 * ULP
+    }
+
+    /// A Bernoulli trial `RandomFloat() < p` (draws one number): `threshold` is
+    /// [`KnuthFloat::threshold`]`(p)`.
+    #[inline]
+    pub fn below(&mut self, threshold: u64) -> bool {
+        self.next_raw() < threshold
+    }
+
+    /// The integer threshold `t` with `v < t` exactly when `v * 2^-52 < p`, for every
+    /// value `v` the generator yields: `ceil(p * 2^52)` clamped to `[0, 2^52]` (scaling by a
+    /// power of two is exact, and `v` is an integer).
+    pub fn threshold(p: f64) -> u64 {
+        let t = p / ULP;
+        if t > 0.0 {
+            (t.ceil().min((FRAC + 1) as f64)) as u64
+        } else {
+            0
         }
-        let mut buf = std::mem::take(&mut self.buf);
-        self.array(&mut buf);
-        self.buf = buf;
-        self.next = 1;
-        self.buf[0] as f64 * ULP
     }
 }
 
@@ -308,37 +336,65 @@ mod tests {
     #[test]
     fn knuth_integer_check_value() {
         let mut g = KnuthInt::new(310_952);
-        let mut a = vec![0u32; 2009];
+        let mut a = vec![0u32; 2009 + KK];
         for _ in 0..=2009 {
-            g.array(&mut a[..1009]);
+            KnuthInt::array(&mut g.x, &mut a[..1009 + KK]);
         }
-        assert_eq!(a[0], 995_235_265);
+        assert_eq!(a[0] & MASK30, 995_235_265);
         let mut g = KnuthInt::new(310_952);
         for _ in 0..=1009 {
-            g.array(&mut a);
+            KnuthInt::array(&mut g.x, &mut a);
         }
-        assert_eq!(a[0], 995_235_265);
+        assert_eq!(a[0] & MASK30, 995_235_265);
     }
 
     #[test]
     fn knuth_float_check_value() {
         let mut g = KnuthFloat::new(310_952);
-        let mut a = vec![0u64; 2009];
+        let mut a = vec![0u64; 2009 + KK];
         for _ in 0..2009 {
-            g.array(&mut a[..1009]);
+            KnuthFloat::array(&mut g.u, &mut a[..1009 + KK]);
         }
         assert_eq!(
-            format!("{:.20}", g.u[0] as f64 * ULP),
+            format!("{:.20}", (g.u[0] & FRAC) as f64 * ULP),
             "0.36410514377569680455"
         );
         let mut g = KnuthFloat::new(310_952);
         for _ in 0..1009 {
-            g.array(&mut a);
+            KnuthFloat::array(&mut g.u, &mut a);
         }
         assert_eq!(
-            format!("{:.20}", g.u[0] as f64 * ULP),
+            format!("{:.20}", (g.u[0] & FRAC) as f64 * ULP),
             "0.36410514377569680455"
         );
+    }
+
+    #[test]
+    fn bernoulli_threshold_agrees_with_the_fraction() {
+        for p in [
+            0.0,
+            1e-300,
+            0.1,
+            0.25,
+            0.5,
+            1.0 / 3.0,
+            0.999_999,
+            1.0,
+            1.5,
+            -0.5,
+        ] {
+            let t = KnuthFloat::threshold(p);
+            let (mut a, mut b) = (KnuthFloat::new(7), KnuthFloat::new(7));
+            for _ in 0..3000 {
+                assert_eq!(a.fraction() < p, b.below(t), "p = {p}");
+            }
+            // At the boundary itself.
+            for v in [t.saturating_sub(1), t, t + 1] {
+                if v <= FRAC {
+                    assert_eq!((v as f64) * ULP < p, v < t, "p = {p}, v = {v}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -10,7 +10,7 @@ use thiserror::Error;
 
 use super::config::{BooksimConfig, SimType};
 use super::network::{build, BookSimRouting, Channels, End, Wiring};
-use super::rng::BookSimRng;
+use super::rng::{BookSimRng, KnuthFloat};
 use crate::engine::{run_until, Model, Scheduler};
 use crate::router::{BufferState, Credit, Flit, IqRouter, RouterConfigError, RouterError};
 use podlink_protocol::time::{Duration, Instant};
@@ -242,6 +242,8 @@ pub struct Sim {
     flits: Channels<Flit>,
     credits: Channels<Credit>,
     rng: BookSimRng,
+    /// `packet_rate` as an integer threshold on the fraction generator's raw values.
+    rate_threshold: u64,
     sources: Vec<Source>,
     packets: Vec<Packet>,
     free: Vec<u32>,
@@ -291,6 +293,7 @@ impl Sim {
         sched.at(Instant::ZERO, ());
         Ok(Sim {
             rng: BookSimRng::new(cfg.seed),
+            rate_threshold: KnuthFloat::threshold(cfg.packet_rate),
             flits: Channels::new(chans, 1),
             credits: Channels::new(chans, 1),
             sources,
@@ -482,7 +485,7 @@ impl Sim {
     /// trial per cycle of the source's own clock `qtime`, catching up lazily, so a source
     /// behind its clock models an unbounded queue.
     fn generate(&mut self) {
-        let rate = self.cfg.packet_rate;
+        let threshold = self.rate_threshold;
         let nodes = self.wiring.nodes as u32;
         for n in 0..self.wiring.nodes {
             if self.sources[n].pkt.is_some() {
@@ -491,7 +494,7 @@ impl Sim {
             while self.sources[n].qtime <= self.time {
                 let q = self.sources[n].qtime;
                 self.sources[n].qtime += 1;
-                if self.rng.float.fraction() < rate {
+                if self.rng.float.below(threshold) {
                     let ctime = if self.cfg.include_queuing {
                         q
                     } else {
