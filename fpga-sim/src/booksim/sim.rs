@@ -113,19 +113,35 @@ struct Packet {
     record: bool,
 }
 
+/// The packet a source is injecting (`slot == NO_PACKET`: none).
 #[derive(Clone, Copy)]
 struct Partial {
     slot: u32,
     sent: u32,
     vc: i32,
+    dest: u32,
 }
 
-struct Source {
-    qtime: i64,
-    qdrained: bool,
-    pkt: Option<Partial>,
-    last_vc: i32,
-    buf: BufferState,
+const NO_PACKET: u32 = u32::MAX;
+
+impl Partial {
+    const NONE: Partial = Partial {
+        slot: NO_PACKET,
+        sent: 0,
+        vc: -1,
+        dest: 0,
+    };
+}
+
+/// The terminals' sources: one entry per node in each table.
+struct Sources {
+    /// Each source's own clock (BookSim's `_qtime`).
+    qtime: Vec<i64>,
+    qdrained: Vec<bool>,
+    pkt: Vec<Partial>,
+    last_vc: Vec<i32>,
+    /// Credit state of the injection channel's VCs.
+    buf: Vec<BufferState>,
 }
 
 /// Per-simulation results (one of `sim_count`).
@@ -244,10 +260,9 @@ pub struct Sim {
     rng: BookSimRng,
     /// `packet_rate` as an integer threshold on the fraction generator's raw values.
     rate_threshold: u64,
-    sources: Vec<Source>,
+    sources: Sources,
     packets: Vec<Packet>,
     free: Vec<u32>,
-    ejected: Vec<(u32, Flit)>,
     time: i64,
     global: u64,
     state: State,
@@ -280,15 +295,16 @@ impl Sim {
             * cfg.router.vc_buf_size;
         let packet_cap = slots + 4 * chans + 2 * nodes;
         let vcs = cfg.router.vcs;
-        let sources = (0..nodes)
-            .map(|_| Source {
-                qtime: 0,
-                qdrained: false,
-                pkt: None,
-                last_vc: -1,
-                buf: BufferState::new(vcs, cfg.router.vc_buf_size, cfg.router.wait_for_tail_credit),
-            })
-            .collect();
+        let sources = Sources {
+            qtime: vec![0; nodes],
+            qdrained: vec![false; nodes],
+            pkt: vec![Partial::NONE; nodes],
+            last_vc: vec![-1; nodes],
+            buf: vec![
+                BufferState::new(vcs, cfg.router.vc_buf_size, cfg.router.wait_for_tail_credit);
+                nodes
+            ],
+        };
         let mut sched = Scheduler::new();
         sched.at(Instant::ZERO, ());
         Ok(Sim {
@@ -299,7 +315,6 @@ impl Sim {
             sources,
             packets: Vec::with_capacity(packet_cap),
             free: Vec::with_capacity(packet_cap),
-            ejected: Vec::with_capacity(nodes),
             time: 0,
             global: 0,
             state: State::WarmingUp,
@@ -383,40 +398,17 @@ impl Sim {
                 eprintln!("WARNING: Possible network deadlock.");
             }
         }
-        // Terminals and routers read what their channels deliver this cycle.
+        // Terminals and routers read what their channels deliver this cycle. Credits first
+        // (credits and flits touch disjoint state, so their order does not matter, and the
+        // credit list must be empty before the sinks send this cycle's credits).
         let counting = self.counting();
         let slot = self.flits.slot(g);
-        let arrivals = self.flits.take(slot);
-        for &(c, f) in &arrivals {
-            match self.wiring.dst[c as usize] {
-                End::Node(n) => {
-                    self.ejected.push((n, f));
-                    if counting {
-                        self.cur.accepted_flits[n as usize] += 1;
-                        if f.is_tail() {
-                            self.cur.accepted_packets[n as usize] += 1;
-                        }
-                    }
-                }
-                End::Router { router, port } => {
-                    self.routers[router as usize]
-                        .handle_flit(port as usize, f)
-                        .map_err(|err| SimError::Router {
-                            router,
-                            cycle: self.time,
-                            err,
-                        })?;
-                }
-            }
-        }
-        self.flits.restore(slot, arrivals);
         let arrivals = self.credits.take(slot);
+        self.credits_in_channels -= arrivals.len() as i64;
         for &(c, cr) in &arrivals {
-            self.credits_in_channels -= 1;
             match self.wiring.src[c as usize] {
                 End::Node(n) => {
-                    self.sources[n as usize]
-                        .buf
+                    self.sources.buf[n as usize]
                         .process_credit(cr)
                         .map_err(|err| SimError::Terminal {
                             node: n,
@@ -436,20 +428,40 @@ impl Sim {
             }
         }
         self.credits.restore(slot, arrivals);
+        // Flits: routers buffer them; sinks return a credit and retire them at once (BookSim
+        // does this after injection, but nothing in generation or injection reads what a
+        // sink changes, and retirement order only permutes exact integer sums).
+        let arrivals = self.flits.take(slot);
+        for &(c, f) in &arrivals {
+            match self.wiring.dst[c as usize] {
+                End::Node(n) => {
+                    if counting {
+                        self.cur.accepted_flits[n as usize] += 1;
+                        if f.is_tail() {
+                            self.cur.accepted_packets[n as usize] += 1;
+                        }
+                    }
+                    self.credits
+                        .send(slot, self.wiring.eject(n as usize), Credit::for_vc(f.vc));
+                    self.credits_in_channels += 1;
+                    self.retire(n, f)?;
+                }
+                End::Router { router, port } => {
+                    self.routers[router as usize]
+                        .handle_flit(port as usize, f)
+                        .map_err(|err| SimError::Router {
+                            router,
+                            cycle: self.time,
+                            err,
+                        })?;
+                }
+            }
+        }
+        self.flits.restore(slot, arrivals);
         if !self.empty_network {
             self.generate();
         }
         self.inject(slot)?;
-        // Sinks return credits and retire flits.
-        let ejected = std::mem::take(&mut self.ejected);
-        for &(n, f) in &ejected {
-            self.credits
-                .send(slot, self.wiring.eject(n as usize), Credit::for_vc(f.vc));
-            self.credits_in_channels += 1;
-            self.retire(n, f)?;
-        }
-        self.ejected = ejected;
-        self.ejected.clear();
         // Routers evaluate and write.
         let mut routing = BookSimRouting {
             wiring: &self.wiring,
@@ -487,27 +499,41 @@ impl Sim {
     fn generate(&mut self) {
         let threshold = self.rate_threshold;
         let nodes = self.wiring.nodes as u32;
-        for n in 0..self.wiring.nodes {
-            if self.sources[n].pkt.is_some() {
+        let time = self.time;
+        let (state, drain_time) = (self.state, self.drain_time);
+        let include_queuing = self.cfg.include_queuing;
+        let size = self.cfg.packet_size;
+        let Sim {
+            sources,
+            rng,
+            packets,
+            free,
+            in_flight,
+            in_flight_ctime,
+            measured_in_flight,
+            ..
+        } = self;
+        let tables = sources
+            .qtime
+            .iter_mut()
+            .zip(sources.pkt.iter_mut())
+            .zip(sources.qdrained.iter_mut());
+        for (n, ((qtime, pkt), qdrained)) in tables.enumerate() {
+            if pkt.slot != NO_PACKET {
                 continue;
             }
-            while self.sources[n].qtime <= self.time {
-                let q = self.sources[n].qtime;
-                self.sources[n].qtime += 1;
-                if self.rng.float.below(threshold) {
-                    let ctime = if self.cfg.include_queuing {
-                        q
-                    } else {
-                        self.time
-                    };
-                    let dest = self.rng.int.int(nodes - 1);
-                    let _subnet = self.rng.int.int(0);
-                    let record = match self.state {
+            while *qtime <= time {
+                let q = *qtime;
+                *qtime += 1;
+                if rng.float.below(threshold) {
+                    let ctime = if include_queuing { q } else { time };
+                    let dest = rng.int.int(nodes - 1);
+                    let _subnet = rng.int.int(0);
+                    let record = match state {
                         State::Running => true,
-                        State::Draining => ctime < self.drain_time,
+                        State::Draining => ctime < drain_time,
                         State::WarmingUp => false,
                     };
-                    let size = self.cfg.packet_size;
                     let p = Packet {
                         src: n as u32,
                         dest,
@@ -517,31 +543,34 @@ impl Sim {
                         head_atime: 0,
                         record,
                     };
-                    let slot = match self.free.pop() {
+                    let slot = match free.pop() {
                         Some(s) => {
-                            self.packets[s as usize] = p;
+                            if let Some(old) = packets.get_mut(s as usize) {
+                                *old = p;
+                            }
                             s
                         }
                         None => {
-                            self.packets.push(p);
-                            (self.packets.len() - 1) as u32
+                            packets.push(p);
+                            (packets.len() - 1) as u32
                         }
                     };
-                    self.in_flight += u64::from(size);
-                    self.in_flight_ctime += i64::from(size) * ctime;
+                    *in_flight += u64::from(size);
+                    *in_flight_ctime += i64::from(size) * ctime;
                     if record {
-                        self.measured_in_flight += u64::from(size);
+                        *measured_in_flight += u64::from(size);
                     }
-                    self.sources[n].pkt = Some(Partial {
+                    *pkt = Partial {
                         slot,
                         sent: 0,
                         vc: -1,
-                    });
+                        dest,
+                    };
                     break;
                 }
             }
-            if self.state == State::Draining && self.sources[n].qtime > self.drain_time {
-                self.sources[n].qdrained = true;
+            if state == State::Draining && *qtime > drain_time {
+                *qdrained = true;
             }
         }
     }
@@ -551,63 +580,91 @@ impl Sim {
     fn inject(&mut self, slot: usize) -> Result<(), SimError> {
         let vcs = self.cfg.router.vcs as i32;
         let counting = self.counting();
-        for n in 0..self.wiring.nodes {
-            let src = &mut self.sources[n];
-            let Some(mut p) = src.pkt else { continue };
-            let head = p.sent == 0;
-            if head && p.vc < 0 {
-                let lvc = src.last_vc;
-                for i in 1..=vcs {
-                    let vc = if lvc < 0 || lvc > vcs - 1 {
-                        0
-                    } else {
-                        (lvc + i) % vcs
-                    };
-                    if src.buf.is_available_for(vc as usize) && !src.buf.is_full_for(vc as usize) {
-                        p.vc = vc;
-                        break;
-                    }
-                }
-            }
-            if p.vc < 0 || src.buf.is_full_for(p.vc as usize) {
-                src.pkt = Some(p);
+        let time = self.time;
+        let size = self.cfg.packet_size;
+        let lookahead = self.cfg.router.routing_delay == 0;
+        let Sim {
+            sources,
+            packets,
+            flits,
+            cur,
+            wiring,
+            rng,
+            ..
+        } = self;
+        let tables = sources
+            .pkt
+            .iter_mut()
+            .zip(sources.last_vc.iter_mut())
+            .zip(sources.buf.iter_mut());
+        for (n, ((p, last_vc), buf)) in tables.enumerate() {
+            if p.slot == NO_PACKET {
                 continue;
             }
-            let pk = &mut self.packets[p.slot as usize];
-            let tail = p.sent + 1 == pk.size;
-            let mut f = Flit::new(p.slot, pk.dest, head, tail);
+            let head = p.sent == 0;
+            if head && p.vc < 0 {
+                // The first VC after the last one used that is free and has credit (BookSim
+                // tries VC 0 only while the source has used none).
+                let ok = buf.avail_mask() & !buf.full_mask();
+                let lvc = *last_vc;
+                p.vc = if lvc < 0 || lvc > vcs - 1 {
+                    if ok & 1 != 0 {
+                        0
+                    } else {
+                        -1
+                    }
+                } else {
+                    let start = ((lvc + 1) % vcs) as u32;
+                    let upper = ok & (!0u64 << start);
+                    if upper != 0 {
+                        upper.trailing_zeros() as i32
+                    } else if ok != 0 {
+                        ok.trailing_zeros() as i32
+                    } else {
+                        -1
+                    }
+                };
+            }
+            if p.vc < 0 || buf.is_full_for(p.vc as usize) {
+                continue;
+            }
+            let tail = p.sent + 1 == size;
+            let mut f = Flit::new(p.slot, p.dest, head, tail);
             f.vc = p.vc as u8;
-            let cycle = self.time;
             let terr = |err| SimError::Terminal {
                 node: n as u32,
-                cycle,
+                cycle: time,
                 err,
             };
             if head {
-                pk.itime = self.time;
-                if self.cfg.router.routing_delay == 0 {
-                    let c = self.wiring.inject(n);
-                    if let End::Router { router, port } = self.wiring.dst[c] {
+                if let Some(pk) = packets.get_mut(p.slot as usize) {
+                    pk.itime = time;
+                }
+                if lookahead {
+                    let c = wiring.inject(n);
+                    if let End::Router { router, port } = wiring.dst[c] {
                         let mut rt = BookSimRouting {
-                            wiring: &self.wiring,
-                            rng: &mut self.rng.int,
+                            wiring,
+                            rng: &mut rng.int,
                         };
                         f.la_route = rt.route_at(router, port as usize, &f);
                     }
                 }
-                src.buf.take_buffer(p.vc as usize, 0).map_err(terr)?;
-                src.last_vc = p.vc;
+                buf.take_buffer(p.vc as usize, 0).map_err(terr)?;
+                *last_vc = p.vc;
             }
-            src.buf.sending_flit(&f).map_err(terr)?;
+            buf.sending_flit(&f).map_err(terr)?;
             p.sent += 1;
-            src.pkt = if tail { None } else { Some(p) };
+            if tail {
+                *p = Partial::NONE;
+            }
             if counting {
-                self.cur.sent_flits[n] += 1;
+                cur.sent_flits[n] += 1;
                 if head {
-                    self.cur.sent_packets[n] += 1;
+                    cur.sent_packets[n] += 1;
                 }
             }
-            self.flits.send(slot, self.wiring.inject(n), f);
+            flits.send(slot, wiring.inject(n), f);
         }
         Ok(())
     }
@@ -651,7 +708,7 @@ impl Sim {
 
     fn packets_outstanding(&self) -> bool {
         if self.measured_in_flight == 0 {
-            self.sources.iter().any(|s| !s.qdrained)
+            self.sources.qdrained.iter().any(|&d| !d)
         } else {
             true
         }
@@ -782,10 +839,8 @@ impl Sim {
         let mut results = Vec::new();
         for _ in 0..self.cfg.sim_count {
             self.time = 0;
-            for s in &mut self.sources {
-                s.qtime = 0;
-                s.qdrained = false;
-            }
+            self.sources.qtime.fill(0);
+            self.sources.qdrained.fill(false);
             self.state = State::WarmingUp;
             self.clear_stats();
             if let Err(reason) = self.single_sim()? {
