@@ -14,7 +14,10 @@ use super::RouterError;
 /// Kept as bitmasks over the (at most 64) VCs plus a fixed table of per-VC occupancies, so
 /// the allocators read availability and credit as single words and no access needs a bounds
 /// check. A VC is available exactly when no packet holds it.
+///
+/// Laid out so that everything about the first 15 VCs shares one cache line.
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 pub struct BufferState {
     avail: u64,
     full: u64,
@@ -121,6 +124,18 @@ impl BufferState {
     #[inline]
     pub fn process_credit(&mut self, c: Credit) -> Result<(), RouterError> {
         let mut mask = c.0;
+        if mask & mask.wrapping_sub(1) == 0 && mask != 0 && !self.wait_for_tail_credit {
+            // One VC, released with its tail already: the common case.
+            let vc = mask.trailing_zeros() as usize & 63;
+            let occ = self.vc_occ[vc];
+            if occ == 0 {
+                return Err(RouterError::CreditUnderflow { vc: vc as u8 });
+            }
+            self.vc_occ[vc] = occ - 1;
+            self.full &= !mask;
+            self.occupancy -= 1;
+            return Ok(());
+        }
         while mask != 0 {
             let vc = mask.trailing_zeros() as usize & 63;
             let bit = mask & mask.wrapping_neg();

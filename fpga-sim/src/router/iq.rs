@@ -63,30 +63,37 @@ enum VcState {
     Active,
 }
 
+/// Everything the pipeline keeps per input VC, in one 32-byte record: one lookup (and one
+/// cache line) per VC and stage.
 #[derive(Clone, Copy)]
 struct InputVc {
     route: Route,
     out_port: u16,
     out_vc: u8,
     state: VcState,
+    /// Buffer slot of the front flit, and flits buffered.
     head: u16,
     len: u16,
-}
-
-#[derive(Clone, Copy)]
-struct IvcInfo {
-    input: u32,
-    vc: u32,
+    /// VC allocation: round-robin pointer over output VCs, and this step's grant
+    /// (`port << 6 | vc`, or `NONE`).
+    va_in_ptr: u32,
+    va_grant: u32,
+    /// Expanded switch input (`input * input_speedup + vc % input_speedup`).
     exp_in: u32,
-    /// This input's slice of each output's expanded ports (`input % output_speedup`).
-    out_off: u32,
+    input: u16,
+    vc: u8,
+    /// This input's slice of each output's expanded ports (`input % output_speedup`, which
+    /// is at most the input number).
+    out_off: u16,
 }
 
-/// A bid for an output VC: the bidding input VC and its priority (`ivc == NONE`: no bid).
+/// VC allocation per output VC: the round-robin pointer over input VCs and this step's
+/// best bid (`best == NONE`: no bid).
 #[derive(Clone, Copy)]
-struct Bid {
-    ivc: u32,
-    pri: i32,
+struct OutputVc {
+    best: u32,
+    best_pri: i32,
+    ptr: u32,
 }
 
 const NONE: u32 = u32::MAX;
@@ -223,6 +230,8 @@ pub struct IqRouter {
     sa_fused: bool,
 
     vcs: Vec<InputVc>,
+    /// Input buffers, slot-major: slot `s` of input VC `i` at `s * vcs.len() + i` (an empty
+    /// VC restarts at slot 0, so lightly loaded VCs share a few cache lines).
     bufs: Vec<Flit>,
     next_buf: Vec<BufferState>,
     in_flit: Vec<Flit>,
@@ -244,19 +253,12 @@ pub struct IqRouter {
     step_credit: Vec<u64>,
     step_credit_inputs: Vec<u32>,
 
-    /// Per input VC: (input, vc, expanded switch input, output slice).
-    ivc_info: Vec<IvcInfo>,
     /// Expanded switch output -> output port.
     exp_out_port: Vec<u32>,
     alloc_iters: usize,
-    /// VC allocation: per input VC the round-robin pointer over output VCs, and the grant of
-    /// this step (`port << 6 | vc`, or `NONE`).
-    va_in_ptr: Vec<u32>,
-    va_grant: Vec<u32>,
+    /// Input VCs granted an output VC this step.
     va_granted: Vec<u32>,
-    /// Per output VC: round-robin pointer over input VCs and the best bid of this step.
-    va_out_ptr: Vec<u32>,
-    va_out_best: Vec<Bid>,
+    va_out: Vec<OutputVc>,
     va_touched: Vec<(u32, u32)>,
     /// Per output port: output VCs granted this step (for iterations after the first).
     va_taken: Vec<u64>,
@@ -298,17 +300,22 @@ impl IqRouter {
             spec_check_cred: cfg.spec_check_cred,
             out_limit: cfg.output_buffer_size.unwrap_or(usize::MAX),
             sa_fused: !cfg.speculative && cfg.sw_alloc_delay <= 1,
-            vcs: vec![
-                InputVc {
+            vcs: (0..ivcs)
+                .map(|i| InputVc {
                     route: Route::default(),
                     out_port: 0,
                     out_vc: 0,
                     state: VcState::Idle,
                     head: 0,
                     len: 0,
-                };
-                ivcs
-            ],
+                    va_in_ptr: 0,
+                    va_grant: NONE,
+                    exp_in: ((i / v) * cfg.input_speedup + (i % v) % cfg.input_speedup) as u32,
+                    input: (i / v) as u16,
+                    vc: (i % v) as u8,
+                    out_off: ((i / v) % cfg.output_speedup) as u16,
+                })
+                .collect(),
             bufs: vec![Flit::default(); ivcs * b],
             next_buf: (0..n_out)
                 .map(|_| BufferState::new(v, b, cfg.wait_for_tail_credit))
@@ -329,23 +336,19 @@ impl IqRouter {
             credit_mask: vec![0; n_in.div_ceil(64)],
             step_credit: vec![0; n_in],
             step_credit_inputs: Vec::with_capacity(n_in),
-            ivc_info: (0..ivcs)
-                .map(|i| IvcInfo {
-                    input: (i / v) as u32,
-                    vc: (i % v) as u32,
-                    exp_in: ((i / v) * cfg.input_speedup + (i % v) % cfg.input_speedup) as u32,
-                    out_off: ((i / v) % cfg.output_speedup) as u32,
-                })
-                .collect(),
             exp_out_port: (0..exp_out)
                 .map(|e| (e / cfg.output_speedup) as u32)
                 .collect(),
             alloc_iters: cfg.alloc_iters,
-            va_in_ptr: vec![0; ivcs],
-            va_grant: vec![NONE; ivcs],
             va_granted: Vec::with_capacity(ivcs),
-            va_out_ptr: vec![0; n_out * v],
-            va_out_best: vec![Bid { ivc: NONE, pri: 0 }; n_out * v],
+            va_out: vec![
+                OutputVc {
+                    best: NONE,
+                    best_pri: 0,
+                    ptr: 0,
+                };
+                n_out * v
+            ],
             va_touched: Vec::with_capacity(n_out * v),
             va_taken: vec![0; n_out],
             va_taken_ports: Vec::with_capacity(n_out),
@@ -535,10 +538,15 @@ impl IqRouter {
         }
     }
 
+    /// Index of buffer slot `slot` of input VC `ivc` in `bufs`.
+    #[inline]
+    fn slot_index(&self, ivc: usize, slot: usize) -> usize {
+        slot * self.vcs.len() + ivc
+    }
+
     #[inline]
     fn front(&self, ivc: usize) -> Flit {
-        let vc = &self.vcs[ivc];
-        self.bufs[ivc * self.b + vc.head as usize]
+        self.bufs[self.slot_index(ivc, self.vcs[ivc].head as usize)]
     }
 
     fn internal_step<R: RoutingFunction>(
@@ -556,7 +564,7 @@ impl IqRouter {
         // Evaluate every stage, then update every stage.
         self.route_q.stamp(now + self.routing_delay - 1);
         for &ivc in &self.va_granted {
-            self.va_grant[ivc as usize] = NONE;
+            self.vcs[ivc as usize].va_grant = NONE;
         }
         self.va_granted.clear();
         if !self.va_q.is_empty() {
@@ -635,7 +643,8 @@ impl IqRouter {
         }
         let slot = st.head as usize + st.len as usize;
         let slot = if slot >= b { slot - b } else { slot };
-        self.bufs[ivc * b + slot] = f;
+        let k = self.slot_index(ivc, slot);
+        self.bufs[k] = f;
         self.vcs[ivc].len += 1;
         match st.state {
             VcState::Idle => {
@@ -697,7 +706,7 @@ impl IqRouter {
             };
             let ivc = it.ivc as usize;
             let f = self.front(ivc);
-            let r = routing.route(self.id, self.ivc_info[ivc].input as usize, &f);
+            let r = routing.route(self.id, usize::from(self.vcs[ivc].input), &f);
             self.vcs[ivc].route = self.check_route(r)?;
             self.vcs[ivc].state = VcState::VcAlloc;
             let item = StageItem {
@@ -736,7 +745,7 @@ impl IqRouter {
     fn va_allocate(&mut self, n: usize) {
         self.stats.vc_alloc_attempts += n as u64;
         let v = self.v as u32;
-        let b = self.b;
+        let n_ivc = self.vcs.len();
         let (n_ov, n_iv) = (self.n_out as u32 * v, self.n_in as u32 * v);
         for iter in 0..self.alloc_iters {
             // Input stage: each unmatched input VC picks one available output VC of its
@@ -744,10 +753,10 @@ impl IqRouter {
             let (qa, qb) = self.va_q.q.front_slices_mut(n);
             for it in qa.iter_mut().chain(qb.iter_mut()) {
                 let ivc = it.ivc as usize;
-                if iter > 0 && (self.va_grant[ivc] != NONE || it.result < UNDECIDED) {
+                let st = self.vcs[ivc];
+                if iter > 0 && (st.va_grant != NONE || it.result < UNDECIDED) {
                     continue;
                 }
-                let st = self.vcs[ivc];
                 let route = st.route;
                 let port = route.port as usize;
                 let mut avail =
@@ -762,7 +771,7 @@ impl IqRouter {
                     continue;
                 }
                 let base = port as u32 * v;
-                let off = self.va_in_ptr[ivc].wrapping_sub(base);
+                let off = st.va_in_ptr.wrapping_sub(base);
                 let upper = if off < v { avail & (!0u64 << off) } else { 0 };
                 let bit = if upper != 0 {
                     upper.trailing_zeros()
@@ -770,21 +779,14 @@ impl IqRouter {
                     avail.trailing_zeros()
                 };
                 let ov = base + bit;
-                let pri = i32::from(self.bufs[ivc * b + st.head as usize].pri);
+                let pri = i32::from(self.bufs[st.head as usize * n_ivc + ivc].pri);
                 // Output stage: the output VC keeps the best bid.
-                let best = &mut self.va_out_best[ov as usize];
-                if best.ivc == NONE {
-                    *best = Bid { ivc: it.ivc, pri };
+                let out = &mut self.va_out[ov as usize];
+                if out.best == NONE {
+                    (out.best, out.best_pri) = (it.ivc, pri);
                     self.va_touched.push((ov, (port as u32) << 6 | bit));
-                } else if supersedes(
-                    it.ivc,
-                    pri,
-                    best.ivc,
-                    best.pri,
-                    self.va_out_ptr[ov as usize],
-                    n_iv,
-                ) {
-                    *best = Bid { ivc: it.ivc, pri };
+                } else if supersedes(it.ivc, pri, out.best, out.best_pri, out.ptr, n_iv) {
+                    (out.best, out.best_pri) = (it.ivc, pri);
                 }
             }
             if self.va_touched.is_empty() {
@@ -792,17 +794,17 @@ impl IqRouter {
             }
             for t in 0..self.va_touched.len() {
                 let (ov, packed) = self.va_touched[t];
-                let win = std::mem::replace(
-                    &mut self.va_out_best[ov as usize],
-                    Bid { ivc: NONE, pri: 0 },
-                );
-                self.va_grant[win.ivc as usize] = packed;
-                self.va_granted.push(win.ivc);
+                let out = &mut self.va_out[ov as usize];
+                let win = std::mem::replace(&mut out.best, NONE);
                 if iter == 0 {
-                    self.va_in_ptr[win.ivc as usize] = if ov + 1 == n_ov { 0 } else { ov + 1 };
-                    self.va_out_ptr[ov as usize] =
-                        if win.ivc + 1 == n_iv { 0 } else { win.ivc + 1 };
+                    out.ptr = if win + 1 == n_iv { 0 } else { win + 1 };
                 }
+                let st = &mut self.vcs[win as usize];
+                st.va_grant = packed;
+                if iter == 0 {
+                    st.va_in_ptr = if ov + 1 == n_ov { 0 } else { ov + 1 };
+                }
+                self.va_granted.push(win);
                 if self.alloc_iters > 1 {
                     let port = (packed >> 6) as usize;
                     if self.va_taken[port] == 0 {
@@ -825,7 +827,7 @@ impl IqRouter {
                 if it.result < UNDECIDED {
                     continue;
                 }
-                let g = self.va_grant[it.ivc as usize];
+                let g = self.vcs[it.ivc as usize].va_grant;
                 it.result = if g == NONE { STALL } else { g as i32 };
             }
         }
@@ -839,7 +841,7 @@ impl IqRouter {
             };
             let ivc = it.ivc as usize;
             let result = if one_cycle {
-                match self.va_grant[ivc] {
+                match self.vcs[ivc].va_grant {
                     NONE => STALL,
                     g => g as i32,
                 }
@@ -893,7 +895,7 @@ impl IqRouter {
             let st = self.vcs[ivc];
             let dest = &self.next_buf[output];
             it.result = if self.speculative && st.state == VcState::VcAlloc {
-                match self.va_grant[ivc] {
+                match st.va_grant {
                     NONE => UNDECIDED,
                     g if (g >> 6) as usize != output => STALL,
                     g if dest.is_full_for((g & 63) as usize) => STALL,
@@ -910,7 +912,7 @@ impl IqRouter {
     /// Switch requests of the first `n` entries of the SA stage.
     fn sa_bids(&mut self, n: usize) {
         let v = self.v as u32;
-        let b = self.b;
+        let n_ivc = self.vcs.len();
         let os = self.out_speedup as u32;
         let (qa, qb) = self.sa_q.q.front_slices_mut(n);
         for it in qa.iter_mut().chain(qb.iter_mut()) {
@@ -955,15 +957,14 @@ impl IqRouter {
                     prio = i32::MIN;
                 }
             }
-            let info = self.ivc_info[ivc];
-            let exp_out = port as u32 * os + info.out_off;
-            prio += i32::from(self.bufs[ivc * b + st.head as usize].pri);
+            let exp_out = port as u32 * os + u32::from(st.out_off);
+            prio += i32::from(self.bufs[st.head as usize * n_ivc + ivc].pri);
             self.sw_alloc.bid(
-                info.exp_in,
+                st.exp_in,
                 exp_out,
-                info.vc,
+                u32::from(st.vc),
                 prio,
-                self.sw_rr_offset[info.exp_in as usize],
+                self.sw_rr_offset[st.exp_in as usize],
                 v,
             );
         }
@@ -973,12 +974,13 @@ impl IqRouter {
     /// it; `STALL` when it has none.
     #[inline(always)]
     fn sa_grant(&mut self, ivc: usize) -> i32 {
-        let info = self.ivc_info[ivc];
-        match self.sw_alloc.grant(info.exp_in) {
-            Some((exp_out, label)) if label == info.vc => {
-                let next = info.vc as usize + self.in_speedup;
+        let st = &self.vcs[ivc];
+        let (exp_in, vc) = (st.exp_in, u32::from(st.vc));
+        match self.sw_alloc.grant(exp_in) {
+            Some((exp_out, label)) if label == vc => {
+                let next = vc as usize + self.in_speedup;
                 let next = if next < self.v { next } else { next % self.v };
-                self.sw_rr_offset[info.exp_in as usize] = next as u32;
+                self.sw_rr_offset[exp_in as usize] = next as u32;
                 exp_out as i32
             }
             _ => STALL,
@@ -1022,18 +1024,17 @@ impl IqRouter {
                 continue;
             }
             let output = self.exp_out_port[result as usize] as usize;
-            let info = self.ivc_info[ivc];
-            let (input, vcn) = (info.input as usize, info.vc as usize);
             let st = self.vcs[ivc];
-            let mut f = self.bufs[ivc * b + st.head as usize];
+            let (input, vcn) = (usize::from(st.input), usize::from(st.vc));
+            let mut f = self.bufs[self.slot_index(ivc, st.head as usize)];
             {
                 let s = &mut self.vcs[ivc];
-                s.head = if s.head as usize + 1 == b {
+                s.len -= 1;
+                s.head = if s.len == 0 || s.head as usize + 1 == b {
                     0
                 } else {
                     s.head + 1
                 };
-                s.len -= 1;
             }
             f.vc = st.out_vc;
             if self.routing_delay == 0 && f.is_head() {
