@@ -236,9 +236,13 @@ pub(crate) struct DenseSeparable {
     in_matched: u64,
     out_matched: u64,
     out_any: u64,
+    /// No request has a priority other than `first_pri` (the first request's).
     uniform: bool,
     first_pri: i32,
     req: [u64; 64],
+    /// Per input: requests whose priority differs from `first_pri` (kept in `pri`); the
+    /// others have `first_pri`, so with uniform priorities `pri` is never touched.
+    explicit: [u64; 64],
     /// Output granted to each input (valid where `in_matched` has the input's bit).
     grant: [u8; 64],
     in_ptr: [u32; 64],
@@ -275,6 +279,7 @@ impl DenseSeparable {
             uniform: true,
             first_pri: 0,
             req: [0; 64],
+            explicit: [0; 64],
             grant: [0; 64],
             in_ptr: [0; 64],
             out_ptr: [0; 64],
@@ -292,6 +297,7 @@ impl DenseSeparable {
             let i = m.trailing_zeros() as usize & 63;
             m &= m - 1;
             self.req[i] = 0;
+            self.explicit[i] = 0;
         }
         self.in_any = 0;
         self.in_matched = 0;
@@ -310,17 +316,38 @@ impl DenseSeparable {
             self.uniform = false;
         }
         if self.req[i] & bit != 0 {
-            let (old_label, old_pri) = (u32::from(self.label[i][o]), self.pri[i][o]);
+            let old_label = u32::from(self.label[i][o]);
+            let old_pri = self.pri_of(i, o);
             if supersedes(label, pri, old_label, old_pri, offset, labels) {
                 self.label[i][o] = label as u8;
-                self.pri[i][o] = pri;
+                self.set_pri(i, o, pri);
             }
             return;
         }
         self.req[i] |= bit;
         self.in_any |= 1u64 << i;
         self.label[i][o] = label as u8;
-        self.pri[i][o] = pri;
+        self.set_pri(i, o, pri);
+    }
+
+    /// Priority of the request from input `i` to output `o`.
+    #[inline]
+    fn pri_of(&self, i: usize, o: usize) -> i32 {
+        if self.explicit[i] & (1u64 << o) != 0 {
+            self.pri[i][o]
+        } else {
+            self.first_pri
+        }
+    }
+
+    #[inline]
+    fn set_pri(&mut self, i: usize, o: usize, pri: i32) {
+        if pri == self.first_pri {
+            self.explicit[i] &= !(1u64 << o);
+        } else {
+            self.explicit[i] |= 1u64 << o;
+            self.pri[i][o] = pri;
+        }
     }
 
     fn allocate(&mut self) {
@@ -334,9 +361,8 @@ impl DenseSeparable {
                     continue;
                 }
                 let ptr = self.in_ptr[i];
-                let row = &self.pri[i];
-                let o = if self.uniform {
-                    rr_pick(m, ptr)
+                let (o, p) = if self.uniform {
+                    (rr_pick(m, ptr) as usize & 63, self.first_pri)
                 } else {
                     let mut best = NONE;
                     let mut bits = m;
@@ -346,9 +372,9 @@ impl DenseSeparable {
                         if best == NONE
                             || supersedes(
                                 o,
-                                row[o as usize & 63],
+                                self.pri_of(i, o as usize & 63),
                                 best,
-                                row[best as usize & 63],
+                                self.pri_of(i, best as usize & 63),
                                 ptr,
                                 self.n_out,
                             )
@@ -356,10 +382,9 @@ impl DenseSeparable {
                             best = o;
                         }
                     }
-                    best
-                } as usize
-                    & 63;
-                let p = row[o];
+                    let o = best as usize & 63;
+                    (o, self.pri_of(i, o))
+                };
                 let ob = &mut self.bidders[o];
                 if *ob == 0 || p > self.bid_pri[o] {
                     *ob = 1u64 << i;

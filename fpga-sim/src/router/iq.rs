@@ -32,7 +32,7 @@ use super::alloc::{supersedes, SwitchAllocator};
 use super::buffer_state::BufferState;
 use super::config::{RouterConfig, RouterConfigError};
 use super::flit::{Credit, Flit, Route};
-use super::ring::Ring;
+use super::ring::{PortQueues, Ring};
 use super::RouterError;
 
 /// Decides where head flits go.
@@ -244,12 +244,10 @@ pub struct IqRouter {
     xbar_q: Stage<XbarItem>,
     proc_credits: Ring<CreditItem>,
 
-    out_buf: Vec<Ring<Flit>>,
-    out_pending: usize,
-    out_mask: Vec<u64>,
-    credit_buf: Vec<Ring<Credit>>,
-    credit_pending: usize,
-    credit_mask: Vec<u64>,
+    /// Flits waiting for each output channel.
+    out_q: PortQueues<Flit>,
+    /// Credits waiting for each input's credit channel.
+    credit_q: PortQueues<Credit>,
     step_credit: Vec<u64>,
     step_credit_inputs: Vec<u32>,
 
@@ -328,12 +326,8 @@ impl IqRouter {
             sa_q: Stage::with_capacity(ivcs),
             xbar_q: Stage::with_capacity(xbar_cap),
             proc_credits: Ring::with_capacity(n_out * (cfg.credit_delay as usize + 2)),
-            out_buf: (0..n_out).map(|_| Ring::with_capacity(out_cap)).collect(),
-            out_pending: 0,
-            out_mask: vec![0; n_out.div_ceil(64)],
-            credit_buf: (0..n_in).map(|_| Ring::with_capacity(4)).collect(),
-            credit_pending: 0,
-            credit_mask: vec![0; n_in.div_ceil(64)],
+            out_q: PortQueues::new(n_out, out_cap),
+            credit_q: PortQueues::new(n_in, 4),
             step_credit: vec![0; n_in],
             step_credit_inputs: Vec::with_capacity(n_in),
             exp_out_port: (0..exp_out)
@@ -415,7 +409,7 @@ impl IqRouter {
     /// Whether the router has nothing to do until a flit or credit arrives: no flit in any
     /// stage, nothing queued for output, no credit pending.
     pub fn is_idle(&self) -> bool {
-        !self.active && !self.in_any && self.out_pending == 0 && self.credit_pending == 0
+        !self.active && !self.in_any && self.out_q.is_empty() && self.credit_q.is_empty()
     }
 
     /// Whether [`IqRouter::step`] must be called every cycle even when idle: with a fractional
@@ -429,7 +423,7 @@ impl IqRouter {
     pub fn flits_inside(&self) -> usize {
         self.vcs.iter().map(|v| v.len as usize).sum::<usize>()
             + self.xbar_q.q.len()
-            + self.out_buf.iter().map(Ring::len).sum::<usize>()
+            + self.out_q.total()
     }
 
     /// Read phase: a flit arrived at `input` on VC `flit.vc`.
@@ -495,48 +489,16 @@ impl IqRouter {
     }
 
     /// Write phase: hand out the flit at the head of each non-empty output queue.
-    pub fn poll_flits(&mut self, mut send: impl FnMut(usize, Flit)) {
-        if self.out_pending == 0 {
-            return;
-        }
-        for w in 0..self.out_mask.len() {
-            let mut m = self.out_mask[w];
-            while m != 0 {
-                let o = w * 64 + m.trailing_zeros() as usize;
-                m &= m - 1;
-                let q = &mut self.out_buf[o];
-                if let Some(f) = q.pop_front() {
-                    send(o, f);
-                }
-                if q.is_empty() {
-                    self.out_pending -= 1;
-                    self.out_mask[w] &= !(1u64 << (o % 64));
-                }
-            }
-        }
+    pub fn poll_flits(&mut self, send: impl FnMut(usize, Flit)) {
+        self.out_q.pop_fronts(send);
     }
 
     /// Write phase: hand out the credit at the head of each non-empty input credit queue.
-    pub fn poll_credits(&mut self, mut send: impl FnMut(usize, Credit)) {
-        if self.credit_pending == 0 {
-            return;
-        }
-        for w in 0..self.credit_mask.len() {
-            let mut m = self.credit_mask[w];
-            while m != 0 {
-                let i = w * 64 + m.trailing_zeros() as usize;
-                m &= m - 1;
-                let q = &mut self.credit_buf[i];
-                if let Some(c) = q.pop_front() {
-                    send(i, c);
-                }
-                if q.is_empty() {
-                    self.credit_pending -= 1;
-                    self.credit_mask[w] &= !(1u64 << (i % 64));
-                }
-            }
-        }
+    pub fn poll_credits(&mut self, send: impl FnMut(usize, Credit)) {
+        self.credit_q.pop_fronts(send);
     }
+
+    // ---- internals -------------------------------------------------------------------
 
     /// Index of buffer slot `slot` of input VC `ivc` in `bufs`.
     #[inline]
@@ -595,13 +557,8 @@ impl IqRouter {
         self.active = activity;
 
         for &i in &self.step_credit_inputs {
-            let q = &mut self.credit_buf[i as usize];
-            if q.is_empty() {
-                self.credit_pending += 1;
-                self.credit_mask[i as usize / 64] |= 1u64 << (i % 64);
-            }
-            q.push_back(Credit(self.step_credit[i as usize]));
-            self.step_credit[i as usize] = 0;
+            let c = std::mem::take(&mut self.step_credit[i as usize]);
+            self.credit_q.push(i as usize, Credit(c));
         }
         self.step_credit_inputs.clear();
         Ok(())
@@ -923,7 +880,7 @@ impl IqRouter {
             if st.state == VcState::Active {
                 port = st.out_port as usize;
                 let full = self.next_buf[port].is_full_for(st.out_vc as usize)
-                    || (self.out_limit != usize::MAX && self.out_buf[port].len() >= self.out_limit);
+                    || (self.out_limit != usize::MAX && self.out_q.len(port) >= self.out_limit);
                 if full {
                     it.result = STALL;
                     continue;
@@ -938,7 +895,7 @@ impl IqRouter {
                 let mut cred = false;
                 if self.spec_check_elig {
                     let oq_ok =
-                        self.out_limit == usize::MAX || self.out_buf[port].len() < self.out_limit;
+                        self.out_limit == usize::MAX || self.out_q.len(port) < self.out_limit;
                     if oq_ok {
                         let am = dest.avail_mask() & range_mask(route.vc_lo, route.vc_hi);
                         elig = am != 0;
@@ -1073,12 +1030,7 @@ impl IqRouter {
             let Some(it) = self.xbar_q.q.pop_front() else {
                 break;
             };
-            let q = &mut self.out_buf[it.out as usize];
-            if q.is_empty() {
-                self.out_pending += 1;
-                self.out_mask[it.out as usize / 64] |= 1u64 << (it.out % 64);
-            }
-            q.push_back(it.flit);
+            self.out_q.push(it.out as usize, it.flit);
         }
     }
 }

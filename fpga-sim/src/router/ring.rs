@@ -102,6 +102,100 @@ impl<T: Copy + Default> Ring<T> {
     }
 }
 
+/// One FIFO per port, with every queue's front entry in one dense table: a port's ring is
+/// touched only while more than one entry waits there, and finding the non-empty queues is
+/// a scan of bitmasks.
+pub(crate) struct PortQueues<T: Copy + Default> {
+    front: Vec<T>,
+    /// Per port: a front entry waits.
+    mask: Vec<u64>,
+    /// Per port: entries wait behind the front, in `rest`.
+    more: Vec<u64>,
+    rest: Vec<Ring<T>>,
+    /// Non-empty queues.
+    pending: usize,
+}
+
+impl<T: Copy + Default> PortQueues<T> {
+    /// `ports` empty queues, each with room for `cap` entries before it grows.
+    pub fn new(ports: usize, cap: usize) -> Self {
+        PortQueues {
+            front: vec![T::default(); ports],
+            mask: vec![0; ports.div_ceil(64)],
+            more: vec![0; ports.div_ceil(64)],
+            rest: (0..ports).map(|_| Ring::with_capacity(cap)).collect(),
+            pending: 0,
+        }
+    }
+
+    /// Whether every queue is empty.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.pending == 0
+    }
+
+    /// Append `v` to port `p`'s queue.
+    #[inline]
+    pub fn push(&mut self, p: usize, v: T) {
+        let (w, bit) = (p / 64, 1u64 << (p % 64));
+        if self.mask[w] & bit == 0 {
+            self.mask[w] |= bit;
+            self.front[p] = v;
+            self.pending += 1;
+        } else {
+            self.rest[p].push_back(v);
+            self.more[w] |= bit;
+        }
+    }
+
+    /// Entries waiting at port `p`.
+    #[inline]
+    pub fn len(&self, p: usize) -> usize {
+        let (w, bit) = (p / 64, 1u64 << (p % 64));
+        if self.mask[w] & bit == 0 {
+            0
+        } else if self.more[w] & bit == 0 {
+            1
+        } else {
+            1 + self.rest[p].len()
+        }
+    }
+
+    /// Entries waiting over all ports.
+    pub fn total(&self) -> usize {
+        (0..self.front.len()).map(|p| self.len(p)).sum()
+    }
+
+    /// Remove the front of every non-empty queue, handing each to `f` in port order.
+    #[inline]
+    pub fn pop_fronts(&mut self, mut f: impl FnMut(usize, T)) {
+        if self.pending == 0 {
+            return;
+        }
+        for w in 0..self.mask.len() {
+            let mut m = self.mask[w];
+            while m != 0 {
+                let b = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let p = w * 64 + b;
+                f(p, self.front[p]);
+                if self.more[w] & (1u64 << b) == 0 {
+                    self.mask[w] &= !(1u64 << b);
+                    self.pending -= 1;
+                } else {
+                    let q = &mut self.rest[p];
+                    if let Some(v) = q.pop_front() {
+                        self.front[p] = v;
+                    }
+                    if q.is_empty() {
+                        self.more[w] &= !(1u64 << b);
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,5 +233,27 @@ mod tests {
         assert_eq!((a.len(), b.len()), (2, 2));
         b[1] = 9;
         assert_eq!(*r.get(3), 9);
+    }
+
+    #[test]
+    fn port_queues_keep_fifo_order_per_port() {
+        let mut q: PortQueues<u32> = PortQueues::new(70, 1);
+        assert!(q.is_empty());
+        for (p, v) in [(3, 1), (69, 2), (3, 3), (3, 4), (0, 5)] {
+            q.push(p, v);
+        }
+        assert_eq!(
+            (q.len(3), q.len(69), q.len(0), q.len(1), q.total()),
+            (3, 1, 1, 0, 5)
+        );
+        let mut got = Vec::new();
+        q.pop_fronts(|p, v| got.push((p, v)));
+        assert_eq!(got, vec![(0, 5), (3, 1), (69, 2)]);
+        q.push(69, 6);
+        got.clear();
+        q.pop_fronts(|p, v| got.push((p, v)));
+        q.pop_fronts(|p, v| got.push((p, v)));
+        assert_eq!(got, vec![(3, 3), (69, 6), (3, 4)]);
+        assert!(q.is_empty() && q.total() == 0);
     }
 }
