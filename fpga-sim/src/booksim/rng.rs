@@ -30,33 +30,42 @@ fn mod_sum(x: f64, y: f64) -> f64 {
     s - if s >= 1.0 { 1.0 } else { 0.0 }
 }
 
-/// Elements per block of [`lagged_fill`]: below the short lag (so a block's inputs all lie
-/// before it) and a multiple of the vector widths.
-const BLOCK: usize = 36;
-
-/// `aa[j] = op(aa[j - KK], aa[j - LL])` for `j` in `KK..n`, in fixed blocks of `BLOCK`
-/// elements: within a block every input lies before the block, so inputs and outputs are
-/// separate fixed-size arrays and the compiler vectorises each block completely.
-#[inline]
-fn lagged_fill<T: Copy>(aa: &mut [T], op: impl Fn(T, T) -> T) {
-    let n = aa.len();
-    let mut j = KK;
-    while j + BLOCK <= n {
-        let (done, rest) = aa.split_at_mut(j);
-        let (Ok(far), Ok(near), Ok(out)) = (
-            <&[T; BLOCK]>::try_from(&done[j - KK..j - KK + BLOCK]),
-            <&[T; BLOCK]>::try_from(&done[j - LL..j - LL + BLOCK]),
-            <&mut [T; BLOCK]>::try_from(&mut rest[..BLOCK]),
-        ) else {
-            break;
-        };
-        for i in 0..BLOCK {
-            out[i] = op(far[i], near[i]);
-        }
-        j += BLOCK;
+/// Knuth's `ran_array` recurrence, `a[j] = op(a[j - KK], a[j - LL])`, run in place on a
+/// window holding the last `KK` values (oldest first): `n` more values of the sequence are
+/// computed and the window moves past them. The window is all the recurrence needs, so a
+/// refill touches 100 values of memory instead of 1,109.
+fn advance<T: Copy>(x: &mut [T; KK], n: usize, op: impl Fn(T, T) -> T + Copy) {
+    for _ in 0..n / KK {
+        pass(x, KK, op);
     }
-    for i in j..n {
-        aa[i] = op(aa[i - KK], aa[i - LL]);
+    let r = n % KK;
+    if r > 0 {
+        pass(x, r, op);
+        x.rotate_left(r);
+    }
+}
+
+/// Replace `x[p]` by the next value of the sequence for `p` in `0..m`: value `p` needs the
+/// one `KK` before it (the old `x[p]`) and the one `LL` before it, which is the old
+/// `x[p + KK - LL]` for `p < LL` and the new `x[p - LL]` after. Each of the three stretches
+/// reads only slots outside the ones it writes, so each is a plain vector loop.
+#[inline]
+fn pass<T: Copy>(x: &mut [T; KK], m: usize, op: impl Fn(T, T) -> T) {
+    let (lo, hi) = x.split_at_mut(KK - LL);
+    for (d, &s) in lo.iter_mut().zip(hi.iter()).take(m.min(LL)) {
+        *d = op(*d, s);
+    }
+    if m > LL {
+        let (lo, hi) = x.split_at_mut(LL);
+        for (d, &s) in hi.iter_mut().zip(lo.iter()).take((m - LL).min(LL)) {
+            *d = op(*d, s);
+        }
+    }
+    if m > 2 * LL {
+        let (lo, hi) = x.split_at_mut(2 * LL);
+        for (d, &s) in hi.iter_mut().zip(lo[LL..].iter()).take(m - 2 * LL) {
+            *d = op(*d, s);
+        }
     }
 }
 
@@ -67,9 +76,10 @@ const MASK30: u32 = MM as u32 - 1;
 /// Knuth's 30-bit integer generator (`ran_start`, `ran_array`, `ran_arr_next`).
 #[derive(Clone)]
 pub struct KnuthInt {
+    /// The window of the last `KK` values (not yet reduced modulo 2^30).
     x: [u32; KK],
-    /// Numbers of the current cycle followed by room for the next state (`QUALITY + KK`).
-    buf: Box<[u32; QUALITY + KK]>,
+    /// The numbers being handed out: the first `USED` of the current cycle.
+    out: [u32; USED],
     next: usize,
 }
 
@@ -78,21 +88,17 @@ impl KnuthInt {
     pub fn new(seed: i64) -> Self {
         let mut g = KnuthInt {
             x: [0; KK],
-            buf: Box::new([0; QUALITY + KK]),
+            out: [0; USED],
             next: USED,
         };
         g.start(seed);
         g
     }
 
-    /// Knuth's `ran_array` for `work.len() - KK` numbers: they land in `work[..len - KK]`
-    /// (not yet reduced modulo 2^30), and the state moves past them. The sequence simply
-    /// continues into the last `KK` places, which are the new state.
-    fn array(x: &mut [u32; KK], work: &mut [u32]) {
-        let n = work.len() - KK;
-        work[..KK].copy_from_slice(x);
-        lagged_fill(work, u32::wrapping_sub);
-        x.copy_from_slice(&work[n..]);
+    /// Knuth's `ran_array(aa, n)`: the `n` numbers it yields start with the current
+    /// window, and the window moves past them.
+    fn array(x: &mut [u32; KK], n: usize) {
+        advance(x, n, u32::wrapping_sub);
     }
 
     fn start(&mut self, seed: i64) {
@@ -135,9 +141,8 @@ impl KnuthInt {
             let to = if j < LL { j + KK - LL } else { j - LL };
             self.x[to] = v as u32;
         }
-        let mut warm = [0u32; KK + KK - 1 + KK];
         for _ in 0..10 {
-            Self::array(&mut self.x, &mut warm);
+            Self::array(&mut self.x, KK + KK - 1);
         }
         self.next = USED;
     }
@@ -148,7 +153,7 @@ impl KnuthInt {
         let i = self.next;
         if i < USED {
             self.next = i + 1;
-            return self.buf[i] & MASK30;
+            return self.out[i] & MASK30;
         }
         self.refill()
     }
@@ -158,9 +163,10 @@ impl KnuthInt {
     #[cold]
     #[inline(never)]
     fn refill(&mut self) -> u32 {
-        Self::array(&mut self.x, &mut self.buf[..]);
+        self.out.copy_from_slice(&self.x);
+        Self::array(&mut self.x, QUALITY);
         self.next = 1;
-        self.buf[0] & MASK30
+        self.out[0] & MASK30
     }
 
     /// BookSim's `RandomInt(max)`: uniform in `[0, max]`.
@@ -189,9 +195,10 @@ const FRAC: u64 = (1u64 << 52) - 1;
 /// loops are plain vector additions.
 #[derive(Clone)]
 pub struct KnuthFloat {
+    /// The window of the last `KK` values (not yet reduced modulo 2^52).
     u: [u64; KK],
-    /// Numbers of the current cycle followed by room for the next state (`QUALITY + KK`).
-    buf: Box<[u64; QUALITY + KK]>,
+    /// The numbers being handed out: the first `USED` of the current cycle.
+    out: [u64; USED],
     next: usize,
 }
 
@@ -200,20 +207,16 @@ impl KnuthFloat {
     pub fn new(seed: i64) -> Self {
         let mut g = KnuthFloat {
             u: [0; KK],
-            buf: Box::new([0; QUALITY + KK]),
+            out: [0; USED],
             next: USED,
         };
         g.start(seed);
         g
     }
 
-    /// Knuth's `ranf_array` on the multiples of 2^-52 (not yet reduced modulo 2^52), for
-    /// `work.len() - KK` numbers, as [`KnuthInt`]'s.
-    fn array(u: &mut [u64; KK], work: &mut [u64]) {
-        let n = work.len() - KK;
-        work[..KK].copy_from_slice(u);
-        lagged_fill(work, u64::wrapping_add);
-        u.copy_from_slice(&work[n..]);
+    /// Knuth's `ranf_array(aa, n)` on the multiples of 2^-52, as [`KnuthInt`]'s.
+    fn array(u: &mut [u64; KK], n: usize) {
+        advance(u, n, u64::wrapping_add);
     }
 
     fn start(&mut self, seed: i64) {
@@ -257,9 +260,8 @@ impl KnuthFloat {
             let to = if j < LL { j + KK - LL } else { j - LL };
             self.u[to] = (v / ULP) as u64;
         }
-        let mut warm = [0u64; KK + KK - 1 + KK];
         for _ in 0..10 {
-            Self::array(&mut self.u, &mut warm);
+            Self::array(&mut self.u, KK + KK - 1);
         }
         self.next = USED;
     }
@@ -270,7 +272,7 @@ impl KnuthFloat {
         let i = self.next;
         if i < USED {
             self.next = i + 1;
-            return self.buf[i] & FRAC;
+            return self.out[i] & FRAC;
         }
         self.refill()
     }
@@ -278,9 +280,10 @@ impl KnuthFloat {
     #[cold]
     #[inline(never)]
     fn refill(&mut self) -> u64 {
-        Self::array(&mut self.u, &mut self.buf[..]);
+        self.out.copy_from_slice(&self.u);
+        Self::array(&mut self.u, QUALITY);
         self.next = 1;
-        self.buf[0] & FRAC
+        self.out[0] & FRAC
     }
 
     /// The next fraction in `[0, 1)` (BookSim's `RandomFloat()`).
@@ -335,25 +338,28 @@ mod tests {
 
     #[test]
     fn knuth_integer_check_value() {
+        // Knuth's check: a[0] after 2010 calls of ran_array(a, 1009), or 1010 of
+        // ran_array(a, 2009); a[0] is the window before the last call.
         let mut g = KnuthInt::new(310_952);
-        let mut a = vec![0u32; 2009 + KK];
+        let mut a0 = 0;
         for _ in 0..=2009 {
-            KnuthInt::array(&mut g.x, &mut a[..1009 + KK]);
+            a0 = g.x[0];
+            KnuthInt::array(&mut g.x, 1009);
         }
-        assert_eq!(a[0] & MASK30, 995_235_265);
+        assert_eq!(a0 & MASK30, 995_235_265);
         let mut g = KnuthInt::new(310_952);
         for _ in 0..=1009 {
-            KnuthInt::array(&mut g.x, &mut a);
+            a0 = g.x[0];
+            KnuthInt::array(&mut g.x, 2009);
         }
-        assert_eq!(a[0] & MASK30, 995_235_265);
+        assert_eq!(a0 & MASK30, 995_235_265);
     }
 
     #[test]
     fn knuth_float_check_value() {
         let mut g = KnuthFloat::new(310_952);
-        let mut a = vec![0u64; 2009 + KK];
         for _ in 0..2009 {
-            KnuthFloat::array(&mut g.u, &mut a[..1009 + KK]);
+            KnuthFloat::array(&mut g.u, 1009);
         }
         assert_eq!(
             format!("{:.20}", (g.u[0] & FRAC) as f64 * ULP),
@@ -361,7 +367,7 @@ mod tests {
         );
         let mut g = KnuthFloat::new(310_952);
         for _ in 0..1009 {
-            KnuthFloat::array(&mut g.u, &mut a);
+            KnuthFloat::array(&mut g.u, 2009);
         }
         assert_eq!(
             format!("{:.20}", (g.u[0] & FRAC) as f64 * ULP),
