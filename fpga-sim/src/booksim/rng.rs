@@ -49,7 +49,7 @@ fn advance<T: Copy>(x: &mut [T; KK], n: usize, op: impl Fn(T, T) -> T + Copy) {
 /// one `KK` before it (the old `x[p]`) and the one `LL` before it, which is the old
 /// `x[p + KK - LL]` for `p < LL` and the new `x[p - LL]` after. Each of the three stretches
 /// reads only slots outside the ones it writes, so each is a plain vector loop.
-#[inline]
+#[inline(always)]
 fn pass<T: Copy>(x: &mut [T; KK], m: usize, op: impl Fn(T, T) -> T) {
     let (lo, hi) = x.split_at_mut(KK - LL);
     for (d, &s) in lo.iter_mut().zip(hi.iter()).take(m.min(LL)) {

@@ -87,18 +87,59 @@ impl Default for Stat {
 }
 
 impl Stat {
-    fn add(&mut self, v: f64) {
-        self.n += 1;
-        self.sum += v;
-        // f64::max/min return the other operand for a NaN: the first sample replaces the
-        // empty statistic's NaN, as in BookSim.
-        self.max = self.max.max(v);
-        self.min = self.min.min(v);
-    }
-
     /// Mean (NaN when empty, as in BookSim).
     pub fn avg(&self) -> f64 {
         self.sum / self.n as f64
+    }
+}
+
+/// The per-packet statistics of the current measurement, in integers (every value is a
+/// whole number of cycles or hops): the sums are the ones [`Stat`] would accumulate in
+/// floating point (exact below 2^53). Copied into [`SimResult`] after every run of cycles.
+#[derive(Clone, Copy)]
+struct PacketStats {
+    n: u64,
+    /// Packet latency, network latency, fragmentation, hops.
+    sum: [i64; 4],
+    min: [i64; 4],
+    max: [i64; 4],
+}
+
+impl PacketStats {
+    const EMPTY: PacketStats = PacketStats {
+        n: 0,
+        sum: [0; 4],
+        min: [i64::MAX; 4],
+        max: [i64::MIN; 4],
+    };
+
+    #[inline]
+    #[allow(clippy::needless_range_loop)]
+    fn add(&mut self, v: [i64; 4]) {
+        self.n += 1;
+        // A fixed four-iteration loop the compiler unrolls (the iterator form does not).
+        for k in 0..4 {
+            self.sum[k] += v[k];
+            // Extremes rarely move: branches predict better than selects.
+            if v[k] < self.min[k] {
+                self.min[k] = v[k];
+            }
+            if v[k] > self.max[k] {
+                self.max[k] = v[k];
+            }
+        }
+    }
+
+    fn stat(&self, k: usize) -> Stat {
+        if self.n == 0 {
+            return Stat::default();
+        }
+        Stat {
+            n: self.n,
+            sum: self.sum[k] as f64,
+            min: self.min[k] as f64,
+            max: self.max[k] as f64,
+        }
     }
 }
 
@@ -142,6 +183,12 @@ struct Sources {
     last_vc: Vec<i32>,
     /// Credit state of the injection channel's VCs.
     buf: Vec<BufferState>,
+    /// Bit per source: it holds a packet (`pkt[n].slot != NO_PACKET`).
+    busy: Vec<u64>,
+    /// Scratch of [`Sim::generate`]: bit per source whose trial succeeded this cycle, and
+    /// the new packet's creation time.
+    born: Vec<u64>,
+    born_ctime: Vec<i64>,
 }
 
 /// Per-simulation results (one of `sim_count`).
@@ -270,6 +317,7 @@ pub struct Sim {
     drain_time: i64,
     reset_time: i64,
     cur: SimResult,
+    pstats: PacketStats,
     in_flight: u64,
     in_flight_ctime: i64,
     measured_in_flight: u64,
@@ -304,6 +352,9 @@ impl Sim {
                 BufferState::new(vcs, cfg.router.vc_buf_size, cfg.router.wait_for_tail_credit);
                 nodes
             ],
+            busy: vec![0; nodes.div_ceil(64)],
+            born: vec![0; nodes.div_ceil(64)],
+            born_ctime: vec![0; nodes],
         };
         let mut sched = Scheduler::new();
         sched.at(Instant::ZERO, ());
@@ -322,6 +373,7 @@ impl Sim {
             drain_time: -1,
             reset_time: 0,
             cur: SimResult::default(),
+            pstats: PacketStats::EMPTY,
             in_flight: 0,
             in_flight_ctime: 0,
             measured_in_flight: 0,
@@ -366,6 +418,9 @@ impl Sim {
             run_until(self, &mut sched, until);
             self.sched = Some(sched);
         }
+        let ps = &self.pstats;
+        (self.cur.plat, self.cur.nlat) = (ps.stat(0), ps.stat(1));
+        (self.cur.frag, self.cur.hops) = (ps.stat(2), ps.stat(3));
         match self.error.take() {
             Some(e) => Err(e),
             None => Ok(()),
@@ -381,6 +436,7 @@ impl Sim {
             accepted_packets: vec![0; n],
             ..SimResult::default()
         };
+        self.pstats = PacketStats::EMPTY;
         self.reset_time = self.time;
     }
 
@@ -496,9 +552,14 @@ impl Sim {
     /// Sources whose queue is empty generate their next packet (`_Inject`): one Bernoulli
     /// trial per cycle of the source's own clock `qtime`, catching up lazily, so a source
     /// behind its clock models an unbounded queue.
+    ///
+    /// Two passes: first every idle source's trials (which draw only from the fraction
+    /// generator), then, for the sources that succeeded, the destination and subnetwork
+    /// draws (only from the integer generator). Each generator sees BookSim's order (node
+    /// by node), and the trial outcomes land in a bitmask instead of steering branches.
     fn generate(&mut self) {
         let threshold = self.rate_threshold;
-        let nodes = self.wiring.nodes as u32;
+        let nodes = self.wiring.nodes;
         let time = self.time;
         let (state, drain_time) = (self.state, self.drain_time);
         let include_queuing = self.cfg.include_queuing;
@@ -513,64 +574,88 @@ impl Sim {
             measured_in_flight,
             ..
         } = self;
-        let tables = sources
-            .qtime
-            .iter_mut()
-            .zip(sources.pkt.iter_mut())
-            .zip(sources.qdrained.iter_mut());
-        for (n, ((qtime, pkt), qdrained)) in tables.enumerate() {
-            if pkt.slot != NO_PACKET {
-                continue;
-            }
-            while *qtime <= time {
-                let q = *qtime;
-                *qtime += 1;
-                if rng.float.below(threshold) {
-                    let ctime = if include_queuing { q } else { time };
-                    let dest = rng.int.int(nodes - 1);
-                    let _subnet = rng.int.int(0);
-                    let record = match state {
-                        State::Running => true,
-                        State::Draining => ctime < drain_time,
-                        State::WarmingUp => false,
-                    };
-                    let p = Packet {
-                        src: n as u32,
-                        dest,
-                        size,
-                        ctime,
-                        itime: 0,
-                        head_atime: 0,
-                        record,
-                    };
-                    let slot = match free.pop() {
-                        Some(s) => {
-                            if let Some(old) = packets.get_mut(s as usize) {
-                                *old = p;
-                            }
-                            s
+        let draining = state == State::Draining;
+        for w in 0..sources.busy.len() {
+            let valid = if (w + 1) * 64 <= nodes {
+                !0u64
+            } else {
+                (1u64 << (nodes % 64)) - 1
+            };
+            let mut idle = !sources.busy[w] & valid;
+            let mut born = 0u64;
+            while idle != 0 {
+                let b = idle.trailing_zeros() as usize;
+                idle &= idle - 1;
+                let n = w * 64 + b;
+                let qtime = &mut sources.qtime[n];
+                if *qtime == time {
+                    // Caught up: exactly one trial.
+                    *qtime += 1;
+                    born |= u64::from(rng.float.below(threshold)) << b;
+                    sources.born_ctime[n] = time;
+                } else {
+                    while *qtime <= time {
+                        let q = *qtime;
+                        *qtime += 1;
+                        if rng.float.below(threshold) {
+                            born |= 1u64 << b;
+                            sources.born_ctime[n] = if include_queuing { q } else { time };
+                            break;
                         }
-                        None => {
-                            packets.push(p);
-                            (packets.len() - 1) as u32
-                        }
-                    };
-                    *in_flight += u64::from(size);
-                    *in_flight_ctime += i64::from(size) * ctime;
-                    if record {
-                        *measured_in_flight += u64::from(size);
                     }
-                    *pkt = Partial {
-                        slot,
-                        sent: 0,
-                        vc: -1,
-                        dest,
-                    };
-                    break;
+                }
+                if draining && *qtime > drain_time {
+                    sources.qdrained[n] = true;
                 }
             }
-            if state == State::Draining && *qtime > drain_time {
-                *qdrained = true;
+            sources.born[w] = born;
+        }
+        for w in 0..sources.born.len() {
+            let mut born = std::mem::take(&mut sources.born[w]);
+            sources.busy[w] |= born;
+            while born != 0 {
+                let n = w * 64 + born.trailing_zeros() as usize;
+                born &= born - 1;
+                let ctime = sources.born_ctime[n];
+                let dest = rng.int.int(nodes as u32 - 1);
+                let _subnet = rng.int.int(0);
+                let record = match state {
+                    State::Running => true,
+                    State::Draining => ctime < drain_time,
+                    State::WarmingUp => false,
+                };
+                let p = Packet {
+                    src: n as u32,
+                    dest,
+                    size,
+                    ctime,
+                    itime: 0,
+                    head_atime: 0,
+                    record,
+                };
+                let slot = match free.pop() {
+                    Some(s) => {
+                        if let Some(old) = packets.get_mut(s as usize) {
+                            *old = p;
+                        }
+                        s
+                    }
+                    None => {
+                        packets.push(p);
+                        (packets.len() - 1) as u32
+                    }
+                };
+                *in_flight += u64::from(size);
+                *in_flight_ctime += i64::from(size) * ctime;
+                if record {
+                    *measured_in_flight += u64::from(size);
+                }
+                sources.pkt[n] = Partial {
+                    slot,
+                    sent: 0,
+                    vc: -1,
+                    dest,
+                };
             }
         }
     }
@@ -592,79 +677,82 @@ impl Sim {
             rng,
             ..
         } = self;
-        let tables = sources
-            .pkt
-            .iter_mut()
-            .zip(sources.last_vc.iter_mut())
-            .zip(sources.buf.iter_mut());
-        for (n, ((p, last_vc), buf)) in tables.enumerate() {
-            if p.slot == NO_PACKET {
-                continue;
-            }
-            let head = p.sent == 0;
-            if head && p.vc < 0 {
-                // The first VC after the last one used that is free and has credit (BookSim
-                // tries VC 0 only while the source has used none).
-                let ok = buf.avail_mask() & !buf.full_mask();
-                let lvc = *last_vc;
-                p.vc = if lvc < 0 || lvc > vcs - 1 {
-                    if ok & 1 != 0 {
-                        0
+        for w in 0..sources.busy.len() {
+            let mut busy = sources.busy[w];
+            while busy != 0 {
+                let n = w * 64 + busy.trailing_zeros() as usize;
+                busy &= busy - 1;
+                let (p, last_vc, buf) = (
+                    &mut sources.pkt[n],
+                    &mut sources.last_vc[n],
+                    &mut sources.buf[n],
+                );
+                let head = p.sent == 0;
+                if head && p.vc < 0 {
+                    // The first VC after the last one used that is free and has credit (BookSim
+                    // tries VC 0 only while the source has used none).
+                    let ok = buf.avail_mask() & !buf.full_mask();
+                    let lvc = *last_vc;
+                    p.vc = if lvc < 0 || lvc > vcs - 1 {
+                        if ok & 1 != 0 {
+                            0
+                        } else {
+                            -1
+                        }
                     } else {
-                        -1
-                    }
-                } else {
-                    let start = ((lvc + 1) % vcs) as u32;
-                    let upper = ok & (!0u64 << start);
-                    if upper != 0 {
-                        upper.trailing_zeros() as i32
-                    } else if ok != 0 {
-                        ok.trailing_zeros() as i32
-                    } else {
-                        -1
-                    }
+                        let start = ((lvc + 1) % vcs) as u32;
+                        let upper = ok & (!0u64 << start);
+                        if upper != 0 {
+                            upper.trailing_zeros() as i32
+                        } else if ok != 0 {
+                            ok.trailing_zeros() as i32
+                        } else {
+                            -1
+                        }
+                    };
+                }
+                if p.vc < 0 || buf.is_full_for(p.vc as usize) {
+                    continue;
+                }
+                let tail = p.sent + 1 == size;
+                let mut f = Flit::new(p.slot, p.dest, head, tail);
+                f.vc = p.vc as u8;
+                let terr = |err| SimError::Terminal {
+                    node: n as u32,
+                    cycle: time,
+                    err,
                 };
-            }
-            if p.vc < 0 || buf.is_full_for(p.vc as usize) {
-                continue;
-            }
-            let tail = p.sent + 1 == size;
-            let mut f = Flit::new(p.slot, p.dest, head, tail);
-            f.vc = p.vc as u8;
-            let terr = |err| SimError::Terminal {
-                node: n as u32,
-                cycle: time,
-                err,
-            };
-            if head {
-                if let Some(pk) = packets.get_mut(p.slot as usize) {
-                    pk.itime = time;
+                if head {
+                    if let Some(pk) = packets.get_mut(p.slot as usize) {
+                        pk.itime = time;
+                    }
+                    if lookahead {
+                        let c = wiring.inject(n);
+                        if let End::Router { router, port } = wiring.dst[c] {
+                            let mut rt = BookSimRouting {
+                                wiring,
+                                rng: &mut rng.int,
+                            };
+                            f.la_route = rt.route_at(router, port as usize, &f);
+                        }
+                    }
+                    buf.take_buffer(p.vc as usize, 0).map_err(terr)?;
+                    *last_vc = p.vc;
                 }
-                if lookahead {
-                    let c = wiring.inject(n);
-                    if let End::Router { router, port } = wiring.dst[c] {
-                        let mut rt = BookSimRouting {
-                            wiring,
-                            rng: &mut rng.int,
-                        };
-                        f.la_route = rt.route_at(router, port as usize, &f);
+                buf.sending_flit(&f).map_err(terr)?;
+                p.sent += 1;
+                if tail {
+                    *p = Partial::NONE;
+                    sources.busy[w] &= !(1u64 << (n % 64));
+                }
+                if counting {
+                    cur.sent_flits[n] += 1;
+                    if head {
+                        cur.sent_packets[n] += 1;
                     }
                 }
-                buf.take_buffer(p.vc as usize, 0).map_err(terr)?;
-                *last_vc = p.vc;
+                flits.send(slot, wiring.inject(n), f);
             }
-            buf.sending_flit(&f).map_err(terr)?;
-            p.sent += 1;
-            if tail {
-                *p = Partial::NONE;
-            }
-            if counting {
-                cur.sent_flits[n] += 1;
-                if head {
-                    cur.sent_packets[n] += 1;
-                }
-            }
-            flits.send(slot, wiring.inject(n), f);
         }
         Ok(())
     }
@@ -691,14 +779,13 @@ impl Sim {
             let p = *p;
             if self.state == State::WarmingUp || p.record {
                 let t = self.time;
-                self.cur
-                    .hops
-                    .add(f64::from(self.wiring.hops(p.src as usize, p.dest as usize)));
-                self.cur.plat.add((t - p.ctime) as f64);
-                self.cur.nlat.add((t - p.itime) as f64);
-                self.cur
-                    .frag
-                    .add(((t - p.head_atime) - i64::from(p.size - 1)) as f64);
+                let hops = i64::from(self.wiring.hops(p.src as usize, p.dest as usize));
+                self.pstats.add([
+                    t - p.ctime,
+                    t - p.itime,
+                    (t - p.head_atime) - i64::from(p.size - 1),
+                    hops,
+                ]);
             }
             self.free.push(slot as u32);
             self.work.flits += u64::from(p.size);

@@ -257,12 +257,11 @@ pub(crate) struct DenseSeparable {
 /// First set bit of `mask` in round-robin order starting at `ptr`.
 #[inline]
 fn rr_pick(mask: u64, ptr: u32) -> u32 {
-    let upper = if ptr < 64 { mask & (!0u64 << ptr) } else { 0 };
-    if upper != 0 {
-        upper.trailing_zeros()
-    } else {
-        mask.trailing_zeros()
-    }
+    // Without a branch: rotate `ptr` down to bit 0 and take the first set bit. Positions
+    // at or above the arbiter's size are never set, so circular order over 64 positions is
+    // round-robin order over the arbiter's. (`mask` is never empty here.)
+    let ptr = if ptr < 64 { ptr } else { 0 };
+    (mask.rotate_right(ptr).trailing_zeros() + ptr) & 63
 }
 
 impl DenseSeparable {

@@ -212,7 +212,6 @@ pub struct IqRouter {
     n_out: usize,
     v: usize,
     b: usize,
-    in_speedup: usize,
     out_speedup: usize,
     internal_speedup: f64,
     routing_delay: i64,
@@ -263,6 +262,9 @@ pub struct IqRouter {
     va_taken_ports: Vec<u32>,
     sw_alloc: SwitchAllocator,
     sw_rr_offset: Vec<u32>,
+    /// Per VC: where its input's VC offset moves when it wins the switch
+    /// (`(vc + input_speedup) % vcs`).
+    sw_rr_next: [u8; 64],
 
     active: bool,
     partial_internal: f64,
@@ -285,7 +287,6 @@ impl IqRouter {
             n_out,
             v,
             b,
-            in_speedup: cfg.input_speedup,
             out_speedup: cfg.output_speedup,
             internal_speedup: cfg.internal_speedup,
             routing_delay: i64::from(cfg.routing_delay),
@@ -350,6 +351,7 @@ impl IqRouter {
             sw_rr_offset: (0..exp_in)
                 .map(|i| (i % cfg.input_speedup) as u32)
                 .collect(),
+            sw_rr_next: std::array::from_fn(|vc| ((vc + cfg.input_speedup) % v) as u8),
             active: false,
             partial_internal: 0.0,
             stats: RouterStats::default(),
@@ -729,12 +731,10 @@ impl IqRouter {
                 }
                 let base = port as u32 * v;
                 let off = st.va_in_ptr.wrapping_sub(base);
-                let upper = if off < v { avail & (!0u64 << off) } else { 0 };
-                let bit = if upper != 0 {
-                    upper.trailing_zeros()
-                } else {
-                    avail.trailing_zeros()
-                };
+                // First available VC at or after the pointer, circularly, without a branch
+                // (bits at or above `v` are never set).
+                let off = if off < v { off } else { 0 };
+                let bit = (avail.rotate_right(off).trailing_zeros() + off) & 63;
                 let ov = base + bit;
                 let pri = i32::from(self.bufs[st.head as usize * n_ivc + ivc].pri);
                 // Output stage: the output VC keeps the best bid.
@@ -935,9 +935,7 @@ impl IqRouter {
         let (exp_in, vc) = (st.exp_in, u32::from(st.vc));
         match self.sw_alloc.grant(exp_in) {
             Some((exp_out, label)) if label == vc => {
-                let next = vc as usize + self.in_speedup;
-                let next = if next < self.v { next } else { next % self.v };
-                self.sw_rr_offset[exp_in as usize] = next as u32;
+                self.sw_rr_offset[exp_in as usize] = u32::from(self.sw_rr_next[vc as usize & 63]);
                 exp_out as i32
             }
             _ => STALL,
