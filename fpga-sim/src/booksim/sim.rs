@@ -174,21 +174,63 @@ impl Partial {
     };
 }
 
-/// The terminals' sources: one entry per node in each table.
+/// One terminal's source state and counters.
+#[derive(Clone, Copy)]
+struct Terminal {
+    /// The source's own clock (BookSim's `_qtime`).
+    qtime: i64,
+    /// Scratch of [`Sim::generate`]: creation time of the packet born this cycle.
+    born_ctime: i64,
+    pkt: Partial,
+    last_vc: i32,
+    qdrained: bool,
+    /// Flits and packets injected and ejected since the statistics were cleared (copied into
+    /// [`SimResult`] after every run of cycles).
+    sent_flits: u64,
+    sent_packets: u64,
+    accepted_flits: u64,
+    accepted_packets: u64,
+}
+
+impl Terminal {
+    const NEW: Terminal = Terminal {
+        qtime: 0,
+        born_ctime: 0,
+        pkt: Partial::NONE,
+        last_vc: -1,
+        qdrained: false,
+        sent_flits: 0,
+        sent_packets: 0,
+        accepted_flits: 0,
+        accepted_packets: 0,
+    };
+}
+
+/// The terminals, in chunks of 64 that line up with the words of the bitmasks: a loop over
+/// a mask word indexes its chunk with the bit number, which needs no bounds check.
 struct Sources {
-    /// Each source's own clock (BookSim's `_qtime`).
-    qtime: Vec<i64>,
-    qdrained: Vec<bool>,
-    pkt: Vec<Partial>,
-    last_vc: Vec<i32>,
-    /// Credit state of the injection channel's VCs.
-    buf: Vec<BufferState>,
-    /// Bit per source: it holds a packet (`pkt[n].slot != NO_PACKET`).
+    nodes: usize,
+    term: Vec<[Terminal; 64]>,
+    /// Credit state of each injection channel's VCs.
+    buf: Vec<[BufferState; 64]>,
+    /// Bit per source: it holds a packet (`pkt.slot != NO_PACKET`).
     busy: Vec<u64>,
-    /// Scratch of [`Sim::generate`]: bit per source whose trial succeeded this cycle, and
-    /// the new packet's creation time.
+    /// Scratch of [`Sim::generate`]: bit per source whose trial succeeded this cycle.
     born: Vec<u64>,
-    born_ctime: Vec<i64>,
+}
+
+impl Sources {
+    /// Terminal `n`.
+    #[inline]
+    fn term(&mut self, n: usize) -> Option<&mut Terminal> {
+        self.term.get_mut(n / 64).map(|c| &mut c[n % 64])
+    }
+
+    /// Every terminal, in node order.
+    fn all(&mut self) -> impl Iterator<Item = &mut Terminal> {
+        let nodes = self.nodes;
+        self.term.iter_mut().flatten().take(nodes)
+    }
 }
 
 /// Per-simulation results (one of `sim_count`).
@@ -343,18 +385,16 @@ impl Sim {
             * cfg.router.vc_buf_size;
         let packet_cap = slots + 4 * chans + 2 * nodes;
         let vcs = cfg.router.vcs;
+        let chunks = nodes.div_ceil(64);
+        let buf = BufferState::new(vcs, cfg.router.vc_buf_size, cfg.router.wait_for_tail_credit);
         let sources = Sources {
-            qtime: vec![0; nodes],
-            qdrained: vec![false; nodes],
-            pkt: vec![Partial::NONE; nodes],
-            last_vc: vec![-1; nodes],
-            buf: vec![
-                BufferState::new(vcs, cfg.router.vc_buf_size, cfg.router.wait_for_tail_credit);
-                nodes
-            ],
-            busy: vec![0; nodes.div_ceil(64)],
-            born: vec![0; nodes.div_ceil(64)],
-            born_ctime: vec![0; nodes],
+            nodes,
+            term: vec![[Terminal::NEW; 64]; chunks],
+            buf: (0..chunks)
+                .map(|_| std::array::from_fn(|_| buf.clone()))
+                .collect(),
+            busy: vec![0; chunks],
+            born: vec![0; chunks],
         };
         let mut sched = Scheduler::new();
         sched.at(Instant::ZERO, ());
@@ -421,6 +461,19 @@ impl Sim {
         let ps = &self.pstats;
         (self.cur.plat, self.cur.nlat) = (ps.stat(0), ps.stat(1));
         (self.cur.frag, self.cur.hops) = (ps.stat(2), ps.stat(3));
+        let cur = &mut self.cur;
+        let counters = (cur.sent_flits.iter_mut())
+            .zip(cur.sent_packets.iter_mut())
+            .zip(cur.accepted_flits.iter_mut())
+            .zip(cur.accepted_packets.iter_mut());
+        for ((((sf, sp), af), ap), t) in counters.zip(self.sources.all()) {
+            (*sf, *sp, *af, *ap) = (
+                t.sent_flits,
+                t.sent_packets,
+                t.accepted_flits,
+                t.accepted_packets,
+            );
+        }
         match self.error.take() {
             Some(e) => Err(e),
             None => Ok(()),
@@ -437,6 +490,10 @@ impl Sim {
             ..SimResult::default()
         };
         self.pstats = PacketStats::EMPTY;
+        for t in self.sources.all() {
+            (t.sent_flits, t.sent_packets) = (0, 0);
+            (t.accepted_flits, t.accepted_packets) = (0, 0);
+        }
         self.reset_time = self.time;
     }
 
@@ -464,13 +521,16 @@ impl Sim {
         for &(c, cr) in &arrivals {
             match self.wiring.src[c as usize] {
                 End::Node(n) => {
-                    self.sources.buf[n as usize]
-                        .process_credit(cr)
-                        .map_err(|err| SimError::Terminal {
-                            node: n,
-                            cycle: self.time,
-                            err,
-                        })?;
+                    let (w, b) = (n as usize / 64, n as usize % 64);
+                    if let Some(chunk) = self.sources.buf.get_mut(w) {
+                        chunk[b]
+                            .process_credit(cr)
+                            .map_err(|err| SimError::Terminal {
+                                node: n,
+                                cycle: self.time,
+                                err,
+                            })?;
+                    }
                 }
                 End::Router { router, port } => {
                     self.routers[router as usize]
@@ -492,9 +552,9 @@ impl Sim {
             match self.wiring.dst[c as usize] {
                 End::Node(n) => {
                     if counting {
-                        self.cur.accepted_flits[n as usize] += 1;
-                        if f.is_tail() {
-                            self.cur.accepted_packets[n as usize] += 1;
+                        if let Some(t) = self.sources.term(n as usize) {
+                            t.accepted_flits += 1;
+                            t.accepted_packets += u64::from(f.is_tail());
                         }
                     }
                     self.credits
@@ -575,48 +635,51 @@ impl Sim {
             ..
         } = self;
         let draining = state == State::Draining;
-        for w in 0..sources.busy.len() {
+        let words = sources.busy.iter().zip(sources.born.iter_mut());
+        for (w, ((&busy, born_w), chunk)) in words.zip(sources.term.iter_mut()).enumerate() {
             let valid = if (w + 1) * 64 <= nodes {
                 !0u64
             } else {
                 (1u64 << (nodes % 64)) - 1
             };
-            let mut idle = !sources.busy[w] & valid;
+            let mut idle = !busy & valid;
             let mut born = 0u64;
             while idle != 0 {
                 let b = idle.trailing_zeros() as usize;
                 idle &= idle - 1;
-                let n = w * 64 + b;
-                let qtime = &mut sources.qtime[n];
-                if *qtime == time {
+                let t = &mut chunk[b];
+                if t.qtime == time {
                     // Caught up: exactly one trial.
-                    *qtime += 1;
+                    t.qtime += 1;
                     born |= u64::from(rng.float.below(threshold)) << b;
-                    sources.born_ctime[n] = time;
+                    t.born_ctime = time;
                 } else {
-                    while *qtime <= time {
-                        let q = *qtime;
-                        *qtime += 1;
+                    while t.qtime <= time {
+                        let q = t.qtime;
+                        t.qtime += 1;
                         if rng.float.below(threshold) {
                             born |= 1u64 << b;
-                            sources.born_ctime[n] = if include_queuing { q } else { time };
+                            t.born_ctime = if include_queuing { q } else { time };
                             break;
                         }
                     }
                 }
-                if draining && *qtime > drain_time {
-                    sources.qdrained[n] = true;
+                if draining && t.qtime > drain_time {
+                    t.qdrained = true;
                 }
             }
-            sources.born[w] = born;
+            *born_w = born;
         }
-        for w in 0..sources.born.len() {
-            let mut born = std::mem::take(&mut sources.born[w]);
-            sources.busy[w] |= born;
+        let words = sources.busy.iter_mut().zip(sources.born.iter_mut());
+        for (w, ((busy, born_w), chunk)) in words.zip(sources.term.iter_mut()).enumerate() {
+            let mut born = std::mem::take(born_w);
+            *busy |= born;
             while born != 0 {
-                let n = w * 64 + born.trailing_zeros() as usize;
+                let b = born.trailing_zeros() as usize;
+                let n = w * 64 + b;
                 born &= born - 1;
-                let ctime = sources.born_ctime[n];
+                let t = &mut chunk[b];
+                let ctime = t.born_ctime;
                 let dest = rng.int.int(nodes as u32 - 1);
                 let _subnet = rng.int.int(0);
                 let record = match state {
@@ -650,7 +713,7 @@ impl Sim {
                 if record {
                     *measured_in_flight += u64::from(size);
                 }
-                sources.pkt[n] = Partial {
+                t.pkt = Partial {
                     slot,
                     sent: 0,
                     vc: -1,
@@ -672,21 +735,19 @@ impl Sim {
             sources,
             packets,
             flits,
-            cur,
             wiring,
             rng,
             ..
         } = self;
-        for w in 0..sources.busy.len() {
-            let mut busy = sources.busy[w];
+        let chunks = sources.term.iter_mut().zip(sources.buf.iter_mut());
+        for (w, (busy_w, (tchunk, bchunk))) in sources.busy.iter_mut().zip(chunks).enumerate() {
+            let mut busy = *busy_w;
             while busy != 0 {
-                let n = w * 64 + busy.trailing_zeros() as usize;
+                let b = busy.trailing_zeros() as usize;
+                let n = w * 64 + b;
                 busy &= busy - 1;
-                let (p, last_vc, buf) = (
-                    &mut sources.pkt[n],
-                    &mut sources.last_vc[n],
-                    &mut sources.buf[n],
-                );
+                let (t, buf) = (&mut tchunk[b], &mut bchunk[b]);
+                let (p, last_vc) = (&mut t.pkt, &mut t.last_vc);
                 let head = p.sent == 0;
                 if head && p.vc < 0 {
                     // The first VC after the last one used that is free and has credit (BookSim
@@ -743,13 +804,11 @@ impl Sim {
                 p.sent += 1;
                 if tail {
                     *p = Partial::NONE;
-                    sources.busy[w] &= !(1u64 << (n % 64));
+                    *busy_w &= !(1u64 << b);
                 }
                 if counting {
-                    cur.sent_flits[n] += 1;
-                    if head {
-                        cur.sent_packets[n] += 1;
-                    }
+                    t.sent_flits += 1;
+                    t.sent_packets += u64::from(head);
                 }
                 flits.send(slot, wiring.inject(n), f);
             }
@@ -795,7 +854,13 @@ impl Sim {
 
     fn packets_outstanding(&self) -> bool {
         if self.measured_in_flight == 0 {
-            self.sources.qdrained.iter().any(|&d| !d)
+            let nodes = self.sources.nodes;
+            self.sources
+                .term
+                .iter()
+                .flatten()
+                .take(nodes)
+                .any(|t| !t.qdrained)
         } else {
             true
         }
@@ -926,8 +991,9 @@ impl Sim {
         let mut results = Vec::new();
         for _ in 0..self.cfg.sim_count {
             self.time = 0;
-            self.sources.qtime.fill(0);
-            self.sources.qdrained.fill(false);
+            for t in self.sources.all() {
+                (t.qtime, t.qdrained) = (0, false);
+            }
             self.state = State::WarmingUp;
             self.clear_stats();
             if let Err(reason) = self.single_sim()? {
