@@ -241,6 +241,8 @@ pub struct IqRouter {
     va_q: Stage<StageItem>,
     sa_q: Stage<StageItem>,
     xbar_q: Stage<XbarItem>,
+    /// A stage's completed batch while its update runs (storage reused every step).
+    batch: Vec<StageItem>,
     proc_credits: Ring<CreditItem>,
 
     /// Flits waiting for each output channel.
@@ -326,6 +328,7 @@ impl IqRouter {
             va_q: Stage::with_capacity(ivcs),
             sa_q: Stage::with_capacity(ivcs),
             xbar_q: Stage::with_capacity(xbar_cap),
+            batch: Vec::with_capacity(ivcs),
             proc_credits: Ring::with_capacity(n_out * (cfg.credit_delay as usize + 2)),
             out_q: PortQueues::new(n_out, out_cap),
             credit_q: PortQueues::new(n_in, 4),
@@ -659,10 +662,10 @@ impl IqRouter {
         now: i64,
         routing: &mut R,
     ) -> Result<(), RouterError> {
-        for _ in 0..self.route_q.take_due(now) {
-            let Some(it) = self.route_q.q.pop_front() else {
-                break;
-            };
+        let n = self.route_q.take_due(now);
+        let mut batch = std::mem::take(&mut self.batch);
+        self.route_q.q.drain_front_into(n, &mut batch);
+        for &it in &batch {
             let ivc = it.ivc as usize;
             let f = self.front(ivc);
             let r = routing.route(self.id, usize::from(self.vcs[ivc].input), &f);
@@ -677,6 +680,7 @@ impl IqRouter {
             }
             self.va_q.push(item);
         }
+        self.batch = batch;
         Ok(())
     }
 
@@ -708,20 +712,32 @@ impl IqRouter {
         let (n_ov, n_iv) = (self.n_out as u32 * v, self.n_in as u32 * v);
         for iter in 0..self.alloc_iters {
             // Input stage: each unmatched input VC picks one available output VC of its
-            // route, the first at or after its round-robin pointer.
-            let (qa, qb) = self.va_q.q.front_slices_mut(n);
+            // route, the first at or after its round-robin pointer. (Tables as local slices:
+            // their addresses and lengths stay in registers across the loop.)
+            let IqRouter {
+                va_q,
+                vcs,
+                next_buf,
+                va_taken,
+                bufs,
+                va_out,
+                va_touched,
+                ..
+            } = self;
+            let (vcs, next_buf, bufs) = (&vcs[..], &next_buf[..], &bufs[..]);
+            let (va_taken, va_out) = (&va_taken[..], &mut va_out[..]);
+            let (qa, qb) = va_q.q.front_slices_mut(n);
             for it in qa.iter_mut().chain(qb.iter_mut()) {
                 let ivc = it.ivc as usize;
-                let st = self.vcs[ivc];
+                let st = vcs[ivc];
                 if iter > 0 && (st.va_grant != NONE || it.result < UNDECIDED) {
                     continue;
                 }
                 let route = st.route;
                 let port = route.port as usize;
-                let mut avail =
-                    self.next_buf[port].avail_mask() & range_mask(route.vc_lo, route.vc_hi);
+                let mut avail = next_buf[port].avail_mask() & range_mask(route.vc_lo, route.vc_hi);
                 if iter > 0 {
-                    avail &= !self.va_taken[port];
+                    avail &= !va_taken[port];
                 }
                 if avail == 0 {
                     if iter == 0 {
@@ -736,12 +752,12 @@ impl IqRouter {
                 let off = if off < v { off } else { 0 };
                 let bit = (avail.rotate_right(off).trailing_zeros() + off) & 63;
                 let ov = base + bit;
-                let pri = i32::from(self.bufs[st.head as usize * n_ivc + ivc].pri);
+                let pri = i32::from(bufs[st.head as usize * n_ivc + ivc].pri);
                 // Output stage: the output VC keeps the best bid.
-                let out = &mut self.va_out[ov as usize];
+                let out = &mut va_out[ov as usize];
                 if out.best == NONE {
                     (out.best, out.best_pri) = (it.ivc, pri);
-                    self.va_touched.push((ov, (port as u32) << 6 | bit));
+                    va_touched.push((ov, (port as u32) << 6 | bit));
                 } else if supersedes(it.ivc, pri, out.best, out.best_pri, out.ptr, n_iv) {
                     (out.best, out.best_pri) = (it.ivc, pri);
                 }
@@ -749,28 +765,38 @@ impl IqRouter {
             if self.va_touched.is_empty() {
                 break;
             }
-            for t in 0..self.va_touched.len() {
-                let (ov, packed) = self.va_touched[t];
-                let out = &mut self.va_out[ov as usize];
+            let IqRouter {
+                vcs,
+                va_out,
+                va_touched,
+                va_granted,
+                va_taken,
+                va_taken_ports,
+                alloc_iters,
+                ..
+            } = self;
+            let (vcs, va_out) = (&mut vcs[..], &mut va_out[..]);
+            for &(ov, packed) in va_touched.iter() {
+                let out = &mut va_out[ov as usize];
                 let win = std::mem::replace(&mut out.best, NONE);
                 if iter == 0 {
                     out.ptr = if win + 1 == n_iv { 0 } else { win + 1 };
                 }
-                let st = &mut self.vcs[win as usize];
+                let st = &mut vcs[win as usize];
                 st.va_grant = packed;
                 if iter == 0 {
                     st.va_in_ptr = if ov + 1 == n_ov { 0 } else { ov + 1 };
                 }
-                self.va_granted.push(win);
-                if self.alloc_iters > 1 {
+                va_granted.push(win);
+                if *alloc_iters > 1 {
                     let port = (packed >> 6) as usize;
-                    if self.va_taken[port] == 0 {
-                        self.va_taken_ports.push(port as u32);
+                    if va_taken[port] == 0 {
+                        va_taken_ports.push(port as u32);
                     }
-                    self.va_taken[port] |= 1u64 << (packed & 63);
+                    va_taken[port] |= 1u64 << (packed & 63);
                 }
             }
-            self.va_touched.clear();
+            va_touched.clear();
         }
         for &p in &self.va_taken_ports {
             self.va_taken[p as usize] = 0;
@@ -792,10 +818,10 @@ impl IqRouter {
 
     fn va_update(&mut self, now: i64) -> Result<(), RouterError> {
         let one_cycle = self.vc_alloc_delay == 1;
-        for _ in 0..self.va_q.take_due(now) {
-            let Some(it) = self.va_q.q.pop_front() else {
-                break;
-            };
+        let n = self.va_q.take_due(now);
+        let mut batch = std::mem::take(&mut self.batch);
+        self.va_q.q.drain_front_into(n, &mut batch);
+        for &it in &batch {
             let ivc = it.ivc as usize;
             let result = if one_cycle {
                 match self.vcs[ivc].va_grant {
@@ -823,6 +849,7 @@ impl IqRouter {
                 self.va_q.push(item);
             }
         }
+        self.batch = batch;
         Ok(())
     }
 
@@ -871,16 +898,34 @@ impl IqRouter {
         let v = self.v as u32;
         let n_ivc = self.vcs.len();
         let os = self.out_speedup as u32;
-        let (qa, qb) = self.sa_q.q.front_slices_mut(n);
+        let IqRouter {
+            sa_q,
+            vcs,
+            next_buf,
+            bufs,
+            out_q,
+            sw_alloc,
+            sw_rr_offset,
+            out_limit,
+            speculative,
+            spec_check_elig,
+            spec_check_cred,
+            ..
+        } = self;
+        let (vcs, next_buf, bufs, sw_rr_offset) =
+            (&vcs[..], &next_buf[..], &bufs[..], &sw_rr_offset[..]);
+        let (out_limit, speculative) = (*out_limit, *speculative);
+        let (spec_check_elig, spec_check_cred) = (*spec_check_elig, *spec_check_cred);
+        let (qa, qb) = sa_q.q.front_slices_mut(n);
         for it in qa.iter_mut().chain(qb.iter_mut()) {
             let ivc = it.ivc as usize;
-            let st = self.vcs[ivc];
+            let st = vcs[ivc];
             let port;
             let mut prio = 0;
             if st.state == VcState::Active {
                 port = st.out_port as usize;
-                let full = self.next_buf[port].is_full_for(st.out_vc as usize)
-                    || (self.out_limit != usize::MAX && self.out_q.len(port) >= self.out_limit);
+                let full = next_buf[port].is_full_for(st.out_vc as usize)
+                    || (out_limit != usize::MAX && out_q.len(port) >= out_limit);
                 if full {
                     it.result = STALL;
                     continue;
@@ -890,38 +935,37 @@ impl IqRouter {
                 // with an available VC (spec_check_elig) that has credit (spec_check_cred).
                 let route = st.route;
                 port = route.port as usize;
-                let dest = &self.next_buf[port];
+                let dest = &next_buf[port];
                 let mut elig = false;
                 let mut cred = false;
-                if self.spec_check_elig {
-                    let oq_ok =
-                        self.out_limit == usize::MAX || self.out_q.len(port) < self.out_limit;
+                if spec_check_elig {
+                    let oq_ok = out_limit == usize::MAX || out_q.len(port) < out_limit;
                     if oq_ok {
                         let am = dest.avail_mask() & range_mask(route.vc_lo, route.vc_hi);
                         elig = am != 0;
-                        cred = if self.spec_check_cred {
+                        cred = if spec_check_cred {
                             am & !dest.full_mask() != 0
                         } else {
                             elig
                         };
                     }
                 }
-                if (self.spec_check_elig && !elig) || (self.spec_check_cred && !cred) {
+                if (spec_check_elig && !elig) || (spec_check_cred && !cred) {
                     it.result = STALL;
                     continue;
                 }
-                if self.speculative && st.state == VcState::VcAlloc {
+                if speculative && st.state == VcState::VcAlloc {
                     prio = i32::MIN;
                 }
             }
             let exp_out = port as u32 * os + u32::from(st.out_off);
-            prio += i32::from(self.bufs[st.head as usize * n_ivc + ivc].pri);
-            self.sw_alloc.bid(
+            prio += i32::from(bufs[st.head as usize * n_ivc + ivc].pri);
+            sw_alloc.bid(
                 st.exp_in,
                 exp_out,
                 u32::from(st.vc),
                 prio,
-                self.sw_rr_offset[st.exp_in as usize],
+                sw_rr_offset[st.exp_in as usize],
                 v,
             );
         }
@@ -960,10 +1004,10 @@ impl IqRouter {
         routing: &mut R,
     ) -> Result<(), RouterError> {
         let b = self.b;
-        for _ in 0..self.sa_q.take_due(now) {
-            let Some(it) = self.sa_q.q.pop_front() else {
-                break;
-            };
+        let n = self.sa_q.take_due(now);
+        let mut batch = std::mem::take(&mut self.batch);
+        self.sa_q.q.drain_front_into(n, &mut batch);
+        for &it in &batch {
             let ivc = it.ivc as usize;
             let retry = StageItem {
                 ivc: it.ivc,
@@ -1020,16 +1064,17 @@ impl IqRouter {
                 self.sa_q.push(retry);
             }
         }
+        self.batch = batch;
         Ok(())
     }
 
     fn switch_update(&mut self, now: i64) {
-        for _ in 0..self.xbar_q.take_due(now) {
-            let Some(it) = self.xbar_q.q.pop_front() else {
-                break;
-            };
+        let n = self.xbar_q.take_due(now);
+        let (a, b) = self.xbar_q.q.front_slices_mut(n);
+        for it in a.iter().chain(b.iter()) {
             self.out_q.push(it.out as usize, it.flit);
         }
+        self.xbar_q.q.advance(n);
     }
 }
 

@@ -89,6 +89,25 @@ impl<T: Copy + Default> Ring<T> {
         (a, b)
     }
 
+    /// Drop the first `n` values (at most `len`).
+    #[inline]
+    pub fn advance(&mut self, n: usize) {
+        let n = n.min(self.len);
+        self.head = (self.head + n) & self.mask;
+        self.len -= n;
+    }
+
+    /// Move the first `n` values (at most `len`) into `out`, in order, replacing its contents.
+    #[inline]
+    pub fn drain_front_into(&mut self, n: usize, out: &mut Vec<T>) {
+        out.clear();
+        let (a, b) = self.front_slices_mut(n);
+        let n = a.len() + b.len();
+        out.extend_from_slice(a);
+        out.extend_from_slice(b);
+        self.advance(n);
+    }
+
     #[cold]
     fn grow(&mut self) {
         let n = self.buf.len() * 2;
@@ -233,6 +252,10 @@ mod tests {
         assert_eq!((a.len(), b.len()), (2, 2));
         b[1] = 9;
         assert_eq!(*r.get(3), 9);
+        let mut out = vec![7];
+        r.drain_front_into(3, &mut out);
+        assert_eq!(out, vec![2, 3, 4]);
+        assert_eq!((r.len(), r.pop_front()), (1, Some(9)));
     }
 
     #[test]
