@@ -505,12 +505,6 @@ impl IqRouter {
 
     // ---- internals -------------------------------------------------------------------
 
-    /// Index of buffer slot `slot` of input VC `ivc` in `bufs`.
-    #[inline]
-    fn slot_index(&self, ivc: usize, slot: usize) -> usize {
-        slot * self.vcs.len() + ivc
-    }
-
     fn internal_step<R: RoutingFunction>(
         &mut self,
         now: i64,
@@ -567,16 +561,7 @@ impl IqRouter {
     fn input_queuing(&mut self, now: i64) -> Result<(), RouterError> {
         if self.in_any {
             self.in_any = false;
-            for w in 0..self.in_mask.len() {
-                let mut m = self.in_mask[w];
-                self.in_mask[w] = 0;
-                while m != 0 {
-                    let input = w * 64 + m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    let f = self.in_flit[input];
-                    self.enqueue_flit(input, f)?;
-                }
-            }
+            self.enqueue_arrivals()?;
         }
         while let Some(c) = self.proc_credits.front() {
             if now < c.time {
@@ -589,56 +574,67 @@ impl IqRouter {
         Ok(())
     }
 
-    #[inline]
-    fn enqueue_flit(&mut self, input: usize, f: Flit) -> Result<(), RouterError> {
-        let vcn = f.vc as usize;
-        let ivc = input * self.v + vcn;
-        let b = self.b;
-        let st = self.vcs[ivc];
-        if st.len as usize >= b {
-            return Err(RouterError::BufferOverflow { input, vc: f.vc });
-        }
-        let slot = st.head as usize + st.len as usize;
-        let slot = if slot >= b { slot - b } else { slot };
-        let k = self.slot_index(ivc, slot);
-        self.bufs[k] = f;
-        self.vcs[ivc].len = st.len + 1;
-        match st.state {
-            VcState::Idle => {
-                if !f.is_head() || st.len != 0 {
-                    return Err(RouterError::NotHead { input, vc: f.vc });
+    /// Write the flits that arrived this cycle into their VC buffers, in input order; a head
+    /// at an idle VC starts routing, a flit at an active empty VC joins switch allocation.
+    fn enqueue_arrivals(&mut self) -> Result<(), RouterError> {
+        let (v, b) = (self.v, self.b);
+        let routing_stage = self.routing_delay > 0;
+        let speculative = self.speculative;
+        let IqRouter {
+            in_mask,
+            in_flit,
+            vcs,
+            bufs,
+            route_q,
+            va_q,
+            sa_q,
+            ..
+        } = self;
+        let (vcs, bufs, in_flit) = (&mut vcs[..], &mut bufs[..], &in_flit[..]);
+        let n_ivc = vcs.len();
+        for (w, mask) in in_mask.iter_mut().enumerate() {
+            let mut m = std::mem::take(mask);
+            while m != 0 {
+                let input = w * 64 + m.trailing_zeros() as usize;
+                m &= m - 1;
+                let f = in_flit[input];
+                let ivc = input * v + f.vc as usize;
+                let st = &mut vcs[ivc];
+                let len = st.len as usize;
+                if len >= b {
+                    return Err(RouterError::BufferOverflow { input, vc: f.vc });
                 }
-                self.start_packet(ivc, f);
-            }
-            VcState::Active if st.len == 0 => {
-                self.sa_q.push(StageItem {
+                let slot = st.head as usize + len;
+                let slot = if slot >= b { slot - b } else { slot };
+                bufs[slot * n_ivc + ivc] = f;
+                st.len += 1;
+                let item = StageItem {
                     ivc: ivc as u32,
                     result: UNDECIDED,
-                });
+                };
+                match st.state {
+                    VcState::Idle => {
+                        if !f.is_head() || len != 0 {
+                            return Err(RouterError::NotHead { input, vc: f.vc });
+                        }
+                        if routing_stage {
+                            st.state = VcState::Routing;
+                            route_q.push(item);
+                        } else {
+                            st.route = f.la_route;
+                            st.state = VcState::VcAlloc;
+                            if speculative {
+                                sa_q.push(item);
+                            }
+                            va_q.push(item);
+                        }
+                    }
+                    VcState::Active if len == 0 => sa_q.push(item),
+                    _ => {}
+                }
             }
-            _ => {}
         }
         Ok(())
-    }
-
-    /// A head flit reached the front of VC `ivc`: start routing it.
-    #[inline]
-    fn start_packet(&mut self, ivc: usize, head: Flit) {
-        let item = StageItem {
-            ivc: ivc as u32,
-            result: UNDECIDED,
-        };
-        if self.routing_delay > 0 {
-            self.vcs[ivc].state = VcState::Routing;
-            self.route_q.push(item);
-        } else {
-            self.vcs[ivc].route = head.la_route;
-            self.vcs[ivc].state = VcState::VcAlloc;
-            if self.speculative {
-                self.sa_q.push(item);
-            }
-            self.va_q.push(item);
-        }
     }
 
     fn route_update<R: RoutingFunction>(
