@@ -143,6 +143,69 @@ impl PacketStats {
     }
 }
 
+/// The packets in flight and what retiring them measures.
+struct Ledger {
+    packets: Vec<Packet>,
+    free: Vec<u32>,
+    /// Flits generated and not yet retired, and the sum of their creation times.
+    in_flight: u64,
+    in_flight_ctime: i64,
+    /// Of those, flits of measured packets.
+    measured_in_flight: u64,
+    pstats: PacketStats,
+    /// Flits of retired packets.
+    retired_flits: u64,
+    /// A flit retired since the flag was last cleared (BookSim resets its deadlock timer).
+    retired_any: bool,
+}
+
+impl Ledger {
+    /// Flit `f` reached terminal `n` at `time`; a tail retires its packet (measured if it
+    /// is `record`ed, or if `record_all`, during warm-up).
+    #[inline]
+    fn retire(
+        &mut self,
+        n: u32,
+        f: Flit,
+        time: i64,
+        record_all: bool,
+        wiring: &Wiring,
+    ) -> Result<(), SimError> {
+        self.retired_any = true;
+        let slot = f.payload as usize;
+        let p = &mut self.packets[slot];
+        if f.is_head() && p.dest != n {
+            return Err(SimError::Misrouted {
+                want: p.dest,
+                got: n,
+            });
+        }
+        self.in_flight -= 1;
+        self.in_flight_ctime -= p.ctime;
+        if p.record {
+            self.measured_in_flight -= 1;
+        }
+        if f.is_head() {
+            p.head_atime = time;
+        }
+        if f.is_tail() {
+            let p = *p;
+            if record_all || p.record {
+                let hops = i64::from(wiring.hops(p.src as usize, p.dest as usize));
+                self.pstats.add([
+                    time - p.ctime,
+                    time - p.itime,
+                    (time - p.head_atime) - i64::from(p.size - 1),
+                    hops,
+                ]);
+            }
+            self.free.push(slot as u32);
+            self.retired_flits += u64::from(p.size);
+        }
+        Ok(())
+    }
+}
+
 #[derive(Clone, Copy, Default)]
 struct Packet {
     src: u32,
@@ -350,8 +413,7 @@ pub struct Sim {
     /// `packet_rate` as an integer threshold on the fraction generator's raw values.
     rate_threshold: u64,
     sources: Sources,
-    packets: Vec<Packet>,
-    free: Vec<u32>,
+    ledger: Ledger,
     time: i64,
     global: u64,
     state: State,
@@ -359,10 +421,6 @@ pub struct Sim {
     drain_time: i64,
     reset_time: i64,
     cur: SimResult,
-    pstats: PacketStats,
-    in_flight: u64,
-    in_flight_ctime: i64,
-    measured_in_flight: u64,
     deadlock_timer: i64,
     credits_in_channels: i64,
     work: Work,
@@ -404,8 +462,16 @@ impl Sim {
             flits: Channels::new(chans, 1),
             credits: Channels::new(chans, 1),
             sources,
-            packets: Vec::with_capacity(packet_cap),
-            free: Vec::with_capacity(packet_cap),
+            ledger: Ledger {
+                packets: Vec::with_capacity(packet_cap),
+                free: Vec::with_capacity(packet_cap),
+                in_flight: 0,
+                in_flight_ctime: 0,
+                measured_in_flight: 0,
+                pstats: PacketStats::EMPTY,
+                retired_flits: 0,
+                retired_any: false,
+            },
             time: 0,
             global: 0,
             state: State::WarmingUp,
@@ -413,10 +479,6 @@ impl Sim {
             drain_time: -1,
             reset_time: 0,
             cur: SimResult::default(),
-            pstats: PacketStats::EMPTY,
-            in_flight: 0,
-            in_flight_ctime: 0,
-            measured_in_flight: 0,
             deadlock_timer: 0,
             credits_in_channels: 0,
             work: Work::default(),
@@ -443,6 +505,7 @@ impl Sim {
     pub fn work(&self) -> Work {
         Work {
             events: self.sched.as_ref().map_or(0, Scheduler::executed),
+            flits: self.ledger.retired_flits,
             ..self.work
         }
     }
@@ -458,7 +521,7 @@ impl Sim {
             run_until(self, &mut sched, until);
             self.sched = Some(sched);
         }
-        let ps = &self.pstats;
+        let ps = &self.ledger.pstats;
         (self.cur.plat, self.cur.nlat) = (ps.stat(0), ps.stat(1));
         (self.cur.frag, self.cur.hops) = (ps.stat(2), ps.stat(3));
         let cur = &mut self.cur;
@@ -489,7 +552,7 @@ impl Sim {
             accepted_packets: vec![0; n],
             ..SimResult::default()
         };
-        self.pstats = PacketStats::EMPTY;
+        self.ledger.pstats = PacketStats::EMPTY;
         for t in self.sources.all() {
             (t.sent_flits, t.sent_packets) = (0, 0);
             (t.accepted_flits, t.accepted_packets) = (0, 0);
@@ -504,7 +567,7 @@ impl Sim {
     /// One BookSim cycle (`TrafficManager::_Step`).
     fn step(&mut self) -> Result<(), SimError> {
         let g = self.global;
-        if self.in_flight > 0 {
+        if self.ledger.in_flight > 0 {
             self.deadlock_timer += 1;
             if self.deadlock_timer > self.cfg.deadlock_warn_timeout {
                 self.deadlock_timer = 0;
@@ -514,66 +577,15 @@ impl Sim {
         // Terminals and routers read what their channels deliver this cycle. Credits first
         // (credits and flits touch disjoint state, so their order does not matter, and the
         // credit list must be empty before the sinks send this cycle's credits).
-        let counting = self.counting();
-        let slot = self.flits.slot(g);
-        let arrivals = self.credits.take(slot);
-        self.credits_in_channels -= arrivals.len() as i64;
-        for &(c, cr) in &arrivals {
-            match self.wiring.src[c as usize] {
-                End::Node(n) => {
-                    let (w, b) = (n as usize / 64, n as usize % 64);
-                    if let Some(chunk) = self.sources.buf.get_mut(w) {
-                        chunk[b]
-                            .process_credit(cr)
-                            .map_err(|err| SimError::Terminal {
-                                node: n,
-                                cycle: self.time,
-                                err,
-                            })?;
-                    }
-                }
-                End::Router { router, port } => {
-                    self.routers[router as usize]
-                        .handle_credit(g, port as usize, cr)
-                        .map_err(|err| SimError::Router {
-                            router,
-                            cycle: self.time,
-                            err,
-                        })?;
-                }
-            }
-        }
-        self.credits.restore(slot, arrivals);
+        self.read_credits(g)?;
         // Flits: routers buffer them; sinks return a credit and retire them at once (BookSim
         // does this after injection, but nothing in generation or injection reads what a
         // sink changes, and retirement order only permutes exact integer sums).
-        let arrivals = self.flits.take(slot);
-        for &(c, f) in &arrivals {
-            match self.wiring.dst[c as usize] {
-                End::Node(n) => {
-                    if counting {
-                        if let Some(t) = self.sources.term(n as usize) {
-                            t.accepted_flits += 1;
-                            t.accepted_packets += u64::from(f.is_tail());
-                        }
-                    }
-                    self.credits
-                        .send(slot, self.wiring.eject(n as usize), Credit::for_vc(f.vc));
-                    self.credits_in_channels += 1;
-                    self.retire(n, f)?;
-                }
-                End::Router { router, port } => {
-                    self.routers[router as usize]
-                        .handle_flit(port as usize, f)
-                        .map_err(|err| SimError::Router {
-                            router,
-                            cycle: self.time,
-                            err,
-                        })?;
-                }
-            }
+        self.read_flits(g)?;
+        if std::mem::take(&mut self.ledger.retired_any) {
+            self.deadlock_timer = 0;
         }
-        self.flits.restore(slot, arrivals);
+        let slot = self.flits.slot(g);
         if !self.empty_network {
             self.generate();
         }
@@ -594,18 +606,112 @@ impl Sim {
                     cycle: self.time,
                     err,
                 })?;
-            let (flits, credits) = (&mut self.flits, &mut self.credits);
-            let (outs, ins) = (&self.wiring.router_out[r], &self.wiring.router_in[r]);
-            router.poll_flits(|o, f| flits.send(slot, outs[o] as usize, f));
-            let sent = &mut self.credits_in_channels;
-            router.poll_credits(|i, c| {
-                *sent += 1;
-                credits.send(slot, ins[i] as usize, c)
-            });
+            let (flits, credits) = (self.flits.list(slot), self.credits.list(slot));
+            let (outs, ins) = (
+                &self.wiring.router_out[r][..],
+                &self.wiring.router_in[r][..],
+            );
+            router.poll_flits(|o, f| flits.push((outs[o], f)));
+            let before = credits.len();
+            router.poll_credits(|i, c| credits.push((ins[i], c)));
+            self.credits_in_channels += (credits.len() - before) as i64;
         }
         self.time += 1;
         self.global += 1;
         self.work.cycles += 1;
+        Ok(())
+    }
+
+    /// Credits delivered this cycle, to terminals' injection buffers and to routers.
+    fn read_credits(&mut self, g: u64) -> Result<(), SimError> {
+        let cycle = self.time;
+        let slot = self.credits.slot(g);
+        let Sim {
+            wiring,
+            routers,
+            sources,
+            credits,
+            credits_in_channels,
+            ..
+        } = self;
+        let arrivals = credits.take(slot);
+        *credits_in_channels -= arrivals.len() as i64;
+        let (src, routers) = (&wiring.src[..], &mut routers[..]);
+        for &(c, cr) in &arrivals {
+            match src[c as usize] {
+                End::Node(n) => {
+                    let (w, b) = (n as usize / 64, n as usize % 64);
+                    if let Some(chunk) = sources.buf.get_mut(w) {
+                        chunk[b]
+                            .process_credit(cr)
+                            .map_err(|err| SimError::Terminal {
+                                node: n,
+                                cycle,
+                                err,
+                            })?;
+                    }
+                }
+                End::Router { router, port } => {
+                    routers[router as usize]
+                        .handle_credit(g, port as usize, cr)
+                        .map_err(|err| SimError::Router { router, cycle, err })?;
+                }
+            }
+        }
+        credits.restore(slot, arrivals);
+        Ok(())
+    }
+
+    /// Flits delivered this cycle: routers buffer them; sinks count them, return a credit
+    /// and retire them.
+    fn read_flits(&mut self, g: u64) -> Result<(), SimError> {
+        let (cycle, counting) = (self.time, self.counting());
+        let slot = self.flits.slot(g);
+        let arrivals = self.flits.take(slot);
+        let result = self.deliver(&arrivals, slot, cycle, counting);
+        self.flits.restore(slot, arrivals);
+        result
+    }
+
+    fn deliver(
+        &mut self,
+        arrivals: &[(u32, Flit)],
+        slot: usize,
+        cycle: i64,
+        counting: bool,
+    ) -> Result<(), SimError> {
+        let record_all = self.state == State::WarmingUp;
+        let Sim {
+            wiring,
+            routers,
+            sources,
+            credits,
+            credits_in_channels,
+            ledger,
+            ..
+        } = self;
+        let (dst, routers) = (&wiring.dst[..], &mut routers[..]);
+        let credit_list = credits.list(slot);
+        for &(c, f) in arrivals {
+            match dst[c as usize] {
+                End::Node(n) => {
+                    if counting {
+                        if let Some(t) = sources.term(n as usize) {
+                            t.accepted_flits += 1;
+                            t.accepted_packets += u64::from(f.is_tail());
+                        }
+                    }
+                    credit_list.push((wiring.eject(n as usize) as u32, Credit::for_vc(f.vc)));
+                    *credits_in_channels += 1;
+                    ledger.retire(n, f, cycle, record_all, wiring)?;
+                }
+                End::Router { router, port } => {
+                    routers[router as usize]
+                        .handle_flit(port as usize, f)
+                        .map_err(|err| SimError::Router { router, cycle, err })?;
+                }
+            }
+        }
         Ok(())
     }
 
@@ -627,13 +733,17 @@ impl Sim {
         let Sim {
             sources,
             rng,
+            ledger,
+            ..
+        } = self;
+        let Ledger {
             packets,
             free,
             in_flight,
             in_flight_ctime,
             measured_in_flight,
             ..
-        } = self;
+        } = ledger;
         let draining = state == State::Draining;
         let words = sources.busy.iter().zip(sources.born.iter_mut());
         for (w, ((&busy, born_w), chunk)) in words.zip(sources.term.iter_mut()).enumerate() {
@@ -733,12 +843,13 @@ impl Sim {
         let lookahead = self.cfg.router.routing_delay == 0;
         let Sim {
             sources,
-            packets,
+            ledger: Ledger { packets, .. },
             flits,
             wiring,
             rng,
             ..
         } = self;
+        let sent = flits.list(slot);
         let chunks = sources.term.iter_mut().zip(sources.buf.iter_mut());
         for (w, (busy_w, (tchunk, bchunk))) in sources.busy.iter_mut().zip(chunks).enumerate() {
             let mut busy = *busy_w;
@@ -810,50 +921,14 @@ impl Sim {
                     t.sent_flits += 1;
                     t.sent_packets += u64::from(head);
                 }
-                flits.send(slot, wiring.inject(n), f);
+                sent.push((wiring.inject(n) as u32, f));
             }
-        }
-        Ok(())
-    }
-
-    fn retire(&mut self, n: u32, f: Flit) -> Result<(), SimError> {
-        self.deadlock_timer = 0;
-        let slot = f.payload as usize;
-        let p = &mut self.packets[slot];
-        if f.is_head() && p.dest != n {
-            return Err(SimError::Misrouted {
-                want: p.dest,
-                got: n,
-            });
-        }
-        self.in_flight -= 1;
-        self.in_flight_ctime -= p.ctime;
-        if p.record {
-            self.measured_in_flight -= 1;
-        }
-        if f.is_head() {
-            p.head_atime = self.time;
-        }
-        if f.is_tail() {
-            let p = *p;
-            if self.state == State::WarmingUp || p.record {
-                let t = self.time;
-                let hops = i64::from(self.wiring.hops(p.src as usize, p.dest as usize));
-                self.pstats.add([
-                    t - p.ctime,
-                    t - p.itime,
-                    (t - p.head_atime) - i64::from(p.size - 1),
-                    hops,
-                ]);
-            }
-            self.free.push(slot as u32);
-            self.work.flits += u64::from(p.size);
         }
         Ok(())
     }
 
     fn packets_outstanding(&self) -> bool {
-        if self.measured_in_flight == 0 {
+        if self.ledger.measured_in_flight == 0 {
             let nodes = self.sources.nodes;
             self.sources
                 .term
@@ -869,9 +944,9 @@ impl Sim {
     /// Latency of retired packets plus the age of every flit in flight
     /// (BookSim's instability test).
     fn latency_with_in_flight(&self) -> f64 {
-        let sum =
-            self.cur.plat.sum + (self.in_flight as i64 * self.time - self.in_flight_ctime) as f64;
-        sum / (self.cur.plat.n + self.in_flight) as f64
+        let sum = self.cur.plat.sum
+            + (self.ledger.in_flight as i64 * self.time - self.ledger.in_flight_ctime) as f64;
+        sum / (self.cur.plat.n + self.ledger.in_flight) as f64
     }
 
     /// One simulation (`_SingleSim`): warm up, sample until converged, drain. Returns whether
@@ -920,7 +995,7 @@ impl Sim {
                     accepted: cur_accepted,
                     latency_change,
                     accepted_change,
-                    in_flight: self.in_flight,
+                    in_flight: self.ledger.in_flight,
                 });
             }
             if measure_latency && lat_exc {
@@ -1002,7 +1077,7 @@ impl Sim {
             }
             // Empty the network, then wait for the last credits.
             self.empty_network = true;
-            while self.in_flight > 0 {
+            while self.ledger.in_flight > 0 {
                 self.run_cycles(1)?;
             }
             while !self.routers.iter().all(IqRouter::is_idle) || self.credits_in_channels > 0 {

@@ -505,17 +505,6 @@ impl IqRouter {
 
     // ---- internals -------------------------------------------------------------------
 
-    /// Index of buffer slot `slot` of input VC `ivc` in `bufs`.
-    #[inline]
-    fn slot_index(&self, ivc: usize, slot: usize) -> usize {
-        slot * self.vcs.len() + ivc
-    }
-
-    #[inline]
-    fn front(&self, ivc: usize) -> Flit {
-        self.bufs[self.slot_index(ivc, self.vcs[ivc].head as usize)]
-    }
-
     fn internal_step<R: RoutingFunction>(
         &mut self,
         now: i64,
@@ -572,16 +561,7 @@ impl IqRouter {
     fn input_queuing(&mut self, now: i64) -> Result<(), RouterError> {
         if self.in_any {
             self.in_any = false;
-            for w in 0..self.in_mask.len() {
-                let mut m = self.in_mask[w];
-                self.in_mask[w] = 0;
-                while m != 0 {
-                    let input = w * 64 + m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    let f = self.in_flit[input];
-                    self.enqueue_flit(input, f)?;
-                }
-            }
+            self.enqueue_arrivals()?;
         }
         while let Some(c) = self.proc_credits.front() {
             if now < c.time {
@@ -594,67 +574,67 @@ impl IqRouter {
         Ok(())
     }
 
-    #[inline]
-    fn enqueue_flit(&mut self, input: usize, f: Flit) -> Result<(), RouterError> {
-        let vcn = f.vc as usize;
-        let ivc = input * self.v + vcn;
-        let b = self.b;
-        let st = self.vcs[ivc];
-        if st.len as usize >= b {
-            return Err(RouterError::BufferOverflow { input, vc: f.vc });
-        }
-        let slot = st.head as usize + st.len as usize;
-        let slot = if slot >= b { slot - b } else { slot };
-        let k = self.slot_index(ivc, slot);
-        self.bufs[k] = f;
-        self.vcs[ivc].len += 1;
-        match st.state {
-            VcState::Idle => {
-                if !f.is_head() || st.len != 0 {
-                    return Err(RouterError::NotHead { input, vc: f.vc });
+    /// Write the flits that arrived this cycle into their VC buffers, in input order; a head
+    /// at an idle VC starts routing, a flit at an active empty VC joins switch allocation.
+    fn enqueue_arrivals(&mut self) -> Result<(), RouterError> {
+        let (v, b) = (self.v, self.b);
+        let routing_stage = self.routing_delay > 0;
+        let speculative = self.speculative;
+        let IqRouter {
+            in_mask,
+            in_flit,
+            vcs,
+            bufs,
+            route_q,
+            va_q,
+            sa_q,
+            ..
+        } = self;
+        let (vcs, bufs, in_flit) = (&mut vcs[..], &mut bufs[..], &in_flit[..]);
+        let n_ivc = vcs.len();
+        for (w, mask) in in_mask.iter_mut().enumerate() {
+            let mut m = std::mem::take(mask);
+            while m != 0 {
+                let input = w * 64 + m.trailing_zeros() as usize;
+                m &= m - 1;
+                let f = in_flit[input];
+                let ivc = input * v + f.vc as usize;
+                let st = &mut vcs[ivc];
+                let len = st.len as usize;
+                if len >= b {
+                    return Err(RouterError::BufferOverflow { input, vc: f.vc });
                 }
-                self.start_packet(ivc, f);
-            }
-            VcState::Active if st.len == 0 => {
-                self.sa_q.push(StageItem {
+                let slot = st.head as usize + len;
+                let slot = if slot >= b { slot - b } else { slot };
+                bufs[slot * n_ivc + ivc] = f;
+                st.len += 1;
+                let item = StageItem {
                     ivc: ivc as u32,
                     result: UNDECIDED,
-                });
+                };
+                match st.state {
+                    VcState::Idle => {
+                        if !f.is_head() || len != 0 {
+                            return Err(RouterError::NotHead { input, vc: f.vc });
+                        }
+                        if routing_stage {
+                            st.state = VcState::Routing;
+                            route_q.push(item);
+                        } else {
+                            st.route = f.la_route;
+                            st.state = VcState::VcAlloc;
+                            if speculative {
+                                sa_q.push(item);
+                            }
+                            va_q.push(item);
+                        }
+                    }
+                    VcState::Active if len == 0 => sa_q.push(item),
+                    _ => {}
+                }
             }
-            _ => {}
         }
         Ok(())
-    }
-
-    /// A head flit reached the front of VC `ivc`: start routing it.
-    #[inline]
-    fn start_packet(&mut self, ivc: usize, head: Flit) {
-        let item = StageItem {
-            ivc: ivc as u32,
-            result: UNDECIDED,
-        };
-        if self.routing_delay > 0 {
-            self.vcs[ivc].state = VcState::Routing;
-            self.route_q.push(item);
-        } else {
-            self.vcs[ivc].route = head.la_route;
-            self.vcs[ivc].state = VcState::VcAlloc;
-            if self.speculative {
-                self.sa_q.push(item);
-            }
-            self.va_q.push(item);
-        }
-    }
-
-    fn check_route(&self, r: Route) -> Result<Route, RouterError> {
-        if r.port as usize >= self.n_out || r.vc_lo > r.vc_hi || r.vc_hi as usize >= self.v {
-            return Err(RouterError::BadRoute {
-                port: r.port,
-                vc_lo: r.vc_lo,
-                vc_hi: r.vc_hi,
-            });
-        }
-        Ok(r)
     }
 
     fn route_update<R: RoutingFunction>(
@@ -662,25 +642,44 @@ impl IqRouter {
         now: i64,
         routing: &mut R,
     ) -> Result<(), RouterError> {
+        let (id, speculative) = (self.id, self.speculative);
+        let (n_out, v) = (self.n_out, self.v);
         let n = self.route_q.take_due(now);
-        let mut batch = std::mem::take(&mut self.batch);
-        self.route_q.q.drain_front_into(n, &mut batch);
-        for &it in &batch {
+        let IqRouter {
+            batch,
+            route_q,
+            va_q,
+            sa_q,
+            vcs,
+            bufs,
+            ..
+        } = self;
+        route_q.q.drain_front_into(n, batch);
+        let (vcs, bufs) = (&mut vcs[..], &bufs[..]);
+        let n_ivc = vcs.len();
+        for &it in batch.iter() {
             let ivc = it.ivc as usize;
-            let f = self.front(ivc);
-            let r = routing.route(self.id, usize::from(self.vcs[ivc].input), &f);
-            self.vcs[ivc].route = self.check_route(r)?;
-            self.vcs[ivc].state = VcState::VcAlloc;
+            let st = &mut vcs[ivc];
+            let f = bufs[st.head as usize * n_ivc + ivc];
+            let r = routing.route(id, usize::from(st.input), &f);
+            if r.port as usize >= n_out || r.vc_lo > r.vc_hi || r.vc_hi as usize >= v {
+                return Err(RouterError::BadRoute {
+                    port: r.port,
+                    vc_lo: r.vc_lo,
+                    vc_hi: r.vc_hi,
+                });
+            }
+            st.route = r;
+            st.state = VcState::VcAlloc;
             let item = StageItem {
                 ivc: it.ivc,
                 result: UNDECIDED,
             };
-            if self.speculative {
-                self.sa_q.push(item);
+            if speculative {
+                sa_q.push(item);
             }
-            self.va_q.push(item);
+            va_q.push(item);
         }
-        self.batch = batch;
         Ok(())
     }
 
@@ -818,13 +817,22 @@ impl IqRouter {
 
     fn va_update(&mut self, now: i64) -> Result<(), RouterError> {
         let one_cycle = self.vc_alloc_delay == 1;
+        let speculative = self.speculative;
         let n = self.va_q.take_due(now);
-        let mut batch = std::mem::take(&mut self.batch);
-        self.va_q.q.drain_front_into(n, &mut batch);
-        for &it in &batch {
-            let ivc = it.ivc as usize;
+        let IqRouter {
+            batch,
+            va_q,
+            sa_q,
+            vcs,
+            next_buf,
+            ..
+        } = self;
+        va_q.q.drain_front_into(n, batch);
+        let (vcs, next_buf) = (&mut vcs[..], &mut next_buf[..]);
+        for &it in batch.iter() {
+            let st = &mut vcs[it.ivc as usize];
             let result = if one_cycle {
-                match self.vcs[ivc].va_grant {
+                match st.va_grant {
                     NONE => STALL,
                     g => g as i32,
                 }
@@ -837,19 +845,17 @@ impl IqRouter {
             };
             if result >= 0 {
                 let (port, ovc) = (result as usize >> 6, result as usize & 63);
-                self.next_buf[port].take_buffer(ovc, it.ivc)?;
-                let st = &mut self.vcs[ivc];
+                next_buf[port].take_buffer(ovc, it.ivc)?;
                 st.out_port = port as u16;
                 st.out_vc = ovc as u8;
                 st.state = VcState::Active;
-                if !self.speculative {
-                    self.sa_q.push(item);
+                if !speculative {
+                    sa_q.push(item);
                 }
             } else {
-                self.va_q.push(item);
+                va_q.push(item);
             }
         }
-        self.batch = batch;
         Ok(())
     }
 
@@ -1003,68 +1009,128 @@ impl IqRouter {
         now: i64,
         routing: &mut R,
     ) -> Result<(), RouterError> {
-        let b = self.b;
         let n = self.sa_q.take_due(now);
         let mut batch = std::mem::take(&mut self.batch);
         self.sa_q.q.drain_front_into(n, &mut batch);
-        for &it in &batch {
+        let result = self.sa_update_batch(&batch, routing);
+        self.batch = batch;
+        result
+    }
+
+    /// Switch-allocation update of a completed batch: winners cross the switch, the others
+    /// retry. Works on local table slices so that their addresses and lengths stay in
+    /// registers.
+    fn sa_update_batch<R: RoutingFunction>(
+        &mut self,
+        batch: &[StageItem],
+        routing: &mut R,
+    ) -> Result<(), RouterError> {
+        let (b, id) = (self.b, self.id);
+        let lookahead = self.routing_delay == 0;
+        let routing_stage = self.routing_delay > 0;
+        let (fused, speculative) = (self.sa_fused, self.speculative);
+        let IqRouter {
+            vcs,
+            bufs,
+            exp_out_port,
+            next_buf,
+            xbar_q,
+            stats,
+            step_credit,
+            step_credit_inputs,
+            sa_q,
+            va_q,
+            route_q,
+            sw_alloc,
+            sw_rr_offset,
+            sw_rr_next,
+            ..
+        } = self;
+        let (vcs, bufs, exp_out_port) = (&mut vcs[..], &bufs[..], &exp_out_port[..]);
+        let (next_buf, step_credit) = (&mut next_buf[..], &mut step_credit[..]);
+        let sw_rr_offset = &mut sw_rr_offset[..];
+        let n_ivc = vcs.len();
+        for &it in batch {
             let ivc = it.ivc as usize;
             let retry = StageItem {
                 ivc: it.ivc,
                 result: UNDECIDED,
             };
-            let result = if !self.sa_fused || it.result == STALL {
+            let st = vcs[ivc];
+            let result = if !fused || it.result == STALL {
                 it.result
             } else {
-                self.sa_grant(ivc)
+                // The grant of this VC's switch input, if it went to this VC; the input's VC
+                // offset then moves past it.
+                match sw_alloc.grant(st.exp_in) {
+                    Some((exp_out, label)) if label == u32::from(st.vc) => {
+                        sw_rr_offset[st.exp_in as usize] =
+                            u32::from(sw_rr_next[usize::from(st.vc) & 63]);
+                        exp_out as i32
+                    }
+                    _ => STALL,
+                }
             };
             if result < 0 {
-                self.sa_q.push(retry);
+                sa_q.push(retry);
                 continue;
             }
-            let output = self.exp_out_port[result as usize] as usize;
-            let st = self.vcs[ivc];
+            let output = exp_out_port[result as usize] as usize;
             let (input, vcn) = (usize::from(st.input), usize::from(st.vc));
-            let mut f = self.bufs[self.slot_index(ivc, st.head as usize)];
-            {
-                let s = &mut self.vcs[ivc];
-                s.len -= 1;
-                s.head = if s.len == 0 || s.head as usize + 1 == b {
-                    0
-                } else {
-                    s.head + 1
-                };
-            }
+            let mut f = bufs[st.head as usize * n_ivc + ivc];
+            let len = st.len - 1;
+            let head = if len == 0 || st.head as usize + 1 == b {
+                0
+            } else {
+                st.head + 1
+            };
+            let s = &mut vcs[ivc];
+            (s.len, s.head) = (len, head);
             f.vc = st.out_vc;
-            if self.routing_delay == 0 && f.is_head() {
-                f.la_route = routing.lookahead(self.id, output, &f).unwrap_or_default();
+            if lookahead && f.is_head() {
+                f.la_route = routing.lookahead(id, output, &f).unwrap_or_default();
             }
-            self.next_buf[output].sending_flit(&f)?;
-            self.xbar_q.push(XbarItem {
+            next_buf[output].sending_flit(&f)?;
+            xbar_q.push(XbarItem {
                 flit: f,
                 out: output as u32,
             });
-            self.stats.flits_switched += 1;
-            if self.step_credit[input] == 0 {
-                self.step_credit_inputs.push(input as u32);
+            stats.flits_switched += 1;
+            let credit = &mut step_credit[input];
+            if *credit == 0 {
+                step_credit_inputs.push(input as u32);
             }
-            self.step_credit[input] |= 1u64 << vcn;
+            *credit |= 1u64 << vcn;
 
-            if st.len == 1 {
+            if len == 0 {
                 if f.is_tail() {
-                    self.vcs[ivc].state = VcState::Idle;
+                    s.state = VcState::Idle;
                 }
             } else if f.is_tail() {
-                let nf = self.front(ivc);
+                // The next packet's head is at the front: it starts routing now.
+                let nf = bufs[head as usize * n_ivc + ivc];
                 if !nf.is_head() {
                     return Err(RouterError::NotHead { input, vc: nf.vc });
                 }
-                self.start_packet(ivc, nf);
+                let item = StageItem {
+                    ivc: it.ivc,
+                    result: UNDECIDED,
+                };
+                if routing_stage {
+                    s.state = VcState::Routing;
+                    route_q.push(item);
+                } else {
+                    s.route = nf.la_route;
+                    s.state = VcState::VcAlloc;
+                    if speculative {
+                        sa_q.push(item);
+                    }
+                    va_q.push(item);
+                }
             } else {
-                self.sa_q.push(retry);
+                sa_q.push(retry);
             }
         }
-        self.batch = batch;
         Ok(())
     }
 
