@@ -48,6 +48,12 @@ cargo check -p podlink-protocol --no-default-features
 step "no_std build of podlink-protocol for $RISCV"
 cargo build -p podlink-protocol --no-default-features --target "$RISCV"
 
+step "protocol examples: lossless over a faulty wire (exit 0 only when nothing is lost, doubled or reordered)"
+for profile in ualink ethernet; do
+  cargo run -q --release -p podlink-protocol --example lossy_link -- \
+    --profile "$profile" --flits 20000 --flit-error-rate 0.01 --burst-len 4 --link-flaps 3 --seed 11
+done
+
 step "switch firmware under QEMU (self-test, PERF targets)"
 ./switch-fw/run-qemu.sh
 

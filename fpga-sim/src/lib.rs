@@ -5,11 +5,16 @@
 //!
 //! * [`engine`]: the deterministic discrete-event engine (picosecond time, stable tie-break).
 //! * [`sim`]: the pod model (accelerators, links, switches) and [`sim::results::run`].
+//! * [`router`]: the flit-level input-queued VC router (pipeline, allocators, credits).
+//! * [`booksim`]: the BookSim-comparable mode that validates the router model.
 
+pub mod booksim;
 pub mod engine;
+pub mod export;
 pub mod pod;
 pub mod report;
 pub mod rng;
+pub mod router;
 pub mod sim;
 pub mod verify;
 pub mod workload;

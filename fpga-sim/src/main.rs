@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use podlink_sim::pod::{presets, topology::Fabric, PodFile};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -30,6 +31,27 @@ enum Cmd {
         #[arg(long)]
         preset: Option<String>,
     },
+    /// Write the binary configuration of one switch of a pod (what podlink-switch loads).
+    Export {
+        /// The pod file (or `--preset NAME`).
+        pod: Option<PathBuf>,
+        /// A built-in preset instead of a file.
+        #[arg(long)]
+        preset: Option<String>,
+        /// Switch index (as `podlink-sim verify` counts them).
+        #[arg(long)]
+        switch: u32,
+        /// Output file.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// BookSim-comparable mode: `booksim CONFIG [key=value ...] [--bench]`.
+    #[command(disable_help_flag = true)]
+    Booksim {
+        /// BookSim configuration file(s) and `key=value` overrides, in order.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 /// Load a pod from a file or a preset name (default preset when neither is given).
@@ -44,6 +66,44 @@ fn load_pod(file: Option<&PathBuf>, preset: Option<&str>) -> Result<PodFile, Str
 fn main() -> ExitCode {
     let args = Args::parse();
     match args.cmd {
+        Some(Cmd::Export {
+            pod,
+            preset,
+            switch,
+            out,
+        }) => {
+            let pod = match load_pod(pod.as_ref(), preset.as_deref()) {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("podlink-sim: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let fabric = Fabric::build(&pod);
+            match podlink_sim::export::export(&pod, &fabric, switch) {
+                Ok(bytes) => match std::fs::write(&out, &bytes) {
+                    Ok(()) => {
+                        println!(
+                            "{}: switch {switch} ({}): {} bytes -> {}",
+                            pod.name,
+                            fabric.switches[switch as usize].name,
+                            bytes.len(),
+                            out.display()
+                        );
+                        ExitCode::SUCCESS
+                    }
+                    Err(e) => {
+                        eprintln!("podlink-sim: {}: {e}", out.display());
+                        ExitCode::from(2)
+                    }
+                },
+                Err(e) => {
+                    eprintln!("podlink-sim: {}: {e}", pod.name);
+                    ExitCode::from(1)
+                }
+            }
+        }
+        Some(Cmd::Booksim { args }) => podlink_sim::booksim::cli_main(&args),
         None | Some(Cmd::Run) => {
             eprintln!("podlink-sim: the pod model is not built yet");
             ExitCode::from(1)
@@ -55,7 +115,10 @@ fn main() -> ExitCode {
                 } else {
                     ""
                 };
-                println!("{:<18} {}{mark}", p.name, p.about);
+                // A closed pipe (`| head`) ends the listing quietly.
+                if writeln!(std::io::stdout(), "{:<18} {}{mark}", p.name, p.about).is_err() {
+                    break;
+                }
             }
             ExitCode::SUCCESS
         }

@@ -126,3 +126,46 @@ mod tests {
         assert!(v.iter().all(|x| x.check == "budgets"));
     }
 }
+
+#[cfg(test)]
+mod override_tests {
+    use super::*;
+    use crate::pod::presets;
+
+    fn with_routes(extra: &str) -> Result<PodFile, crate::pod::PodError> {
+        let base = presets::PRESETS
+            .iter()
+            .find(|p| p.name == "two-tier-384")
+            .unwrap()
+            .text;
+        PodFile::parse(&format!("{base}\n{extra}"), "pod.toml")
+    }
+
+    #[test]
+    fn missing_route_and_loop_are_refused_by_verify() {
+        // Leaf 0 loses its route to accelerator 200.
+        let pod = with_routes("[[routes]]\nswitch = 0\ndest = \"200\"\nports = []\n").unwrap();
+        let v = verify(&pod, &Fabric::build(&pod));
+        assert!(
+            v.iter()
+                .any(|f| f.message.contains("switch 0: no route to accelerator 200")),
+            "{v:?}"
+        );
+        // Spine 0 (switch 24, port 0 goes to leaf 0) sends accelerator 300 back to leaf 0,
+        // which sends it up again: a loop.
+        let pod = with_routes("[[routes]]\nswitch = 24\ndest = \"300\"\nports = [0]\n").unwrap();
+        let v = verify(&pod, &Fabric::build(&pod));
+        assert!(v.iter().any(|f| f.message.contains("loop")), "{v:?}");
+        // Export refuses both too.
+        assert!(crate::export::export(&pod, &Fabric::build(&pod), 0).is_err());
+    }
+
+    #[test]
+    fn override_entries_are_validated_with_file_and_line() {
+        let e = with_routes("[[routes]]\nswitch = 99\ndest = \"1\"\nports = []\n").unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("routes.0.switch"));
+        assert!(e.line.is_some());
+        let e = with_routes("[[routes]]\nswitch = 0\ndest = \"1\"\nports = [40]\n").unwrap_err();
+        assert!(e.message.contains("port 40"), "{e}");
+    }
+}

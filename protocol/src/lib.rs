@@ -9,6 +9,11 @@
 //!   the address-compression cache, 640 B data-link (DL) flits with their headers, segment
 //!   headers, DL messages and CRC, a streaming DL packer/unpacker in which TL flits straddle
 //!   segments and DL flits, and the Ethernet profile frame (EtherType 0x88B5).
+//! * [`phy`]: a seeded fault injector and a delay-line wire, for tests, simulation and bring-up.
+//! * [`retry`]: DL link-level retry and link bring-up (`LinkRetry`).
+//! * [`flow`]: TL credits and the Ethernet profile's CBFC.
+//! * [`link`]: the composed link per profile (`UaLink`, `EthLink`) and DL control messages.
+//! * [`testing`]: a two-endpoint harness in virtual time (`LinkPair`) and checking endpoints.
 //!
 //! ## Guarantees
 //!
@@ -28,5 +33,11 @@
     )
 )]
 
+pub mod flow;
+pub mod link;
+pub mod phy;
+pub mod retry;
+pub mod testing;
 pub mod time;
+mod timer;
 pub mod wire;

@@ -65,6 +65,22 @@ pub struct PodFile {
     /// Workloads. Empty: the default workload (uniform random 64 B reads and writes).
     #[serde(default)]
     pub workloads: Vec<Workload>,
+    /// Route overrides, applied after the topology's own routes (for experiments and for
+    /// conformance scenarios; `podlink-sim verify` refuses missing routes and loops).
+    #[serde(default)]
+    pub routes: Vec<RouteOverride>,
+}
+
+/// Replace the route of some destinations at one switch.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RouteOverride {
+    /// Switch index (as `podlink-sim verify` numbers them).
+    pub switch: u32,
+    /// Destination accelerators, e.g. "0-31,40".
+    pub dest: String,
+    /// Egress ports (empty: no route).
+    pub ports: Vec<u32>,
 }
 
 /// Pod topology.
@@ -420,6 +436,36 @@ impl PodFile {
         }
     }
 
+    /// Number of switches and the port count of each.
+    pub fn switch_ports(&self) -> Vec<u32> {
+        let n = self.accelerators();
+        match self.topology {
+            Topology::SingleSwitch {
+                ports_per_accel, ..
+            } => vec![n.saturating_mul(ports_per_accel)],
+            Topology::MultiPlane {
+                planes,
+                ports_per_plane,
+                ..
+            } => {
+                vec![n.saturating_mul(ports_per_plane); planes as usize]
+            }
+            Topology::LeafSpine {
+                leaves,
+                spines,
+                accels_per_leaf,
+                uplinks_per_spine,
+            } => {
+                let mut v = vec![accels_per_leaf + spines * uplinks_per_spine; leaves as usize];
+                v.extend(std::iter::repeat_n(
+                    leaves * uplinks_per_spine,
+                    spines as usize,
+                ));
+                v
+            }
+        }
+    }
+
     /// Semantic checks: `Err((field path, message))`.
     fn validate(&self) -> Result<(), (String, String)> {
         let e = |f: &str, m: String| Err((f.to_string(), m));
@@ -576,6 +622,29 @@ impl PodFile {
                     );
                 }
                 *slot = Some(p.id);
+            }
+        }
+        let sw_ports = self.switch_ports();
+        for (i, r) in self.routes.iter().enumerate() {
+            let f = |k: &str| format!("routes.{i}.{k}");
+            let Some(&np) = sw_ports.get(r.switch as usize) else {
+                return e(
+                    &f("switch"),
+                    format!("{}: the pod has {} switches", r.switch, sw_ports.len()),
+                );
+            };
+            parse_ranges(&r.dest, n).map_err(|m| (f("dest"), m))?;
+            if r.ports.len() > 8 {
+                return e(
+                    &f("ports"),
+                    format!("{} ports: a route lists at most 8", r.ports.len()),
+                );
+            }
+            if let Some(p) = r.ports.iter().find(|p| **p >= np) {
+                return e(
+                    &f("ports"),
+                    format!("port {p}: switch {} has {np} ports", r.switch),
+                );
             }
         }
         for (i, w) in self.workloads.iter().enumerate() {

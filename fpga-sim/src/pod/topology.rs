@@ -6,6 +6,22 @@
 
 use super::config::{PodFile, Topology};
 
+/// Most egress ways one route may list: the switch firmware's table width
+/// (`podlink_switch::MAX_WAYS`), so every route the simulator uses can be deployed.
+pub const MAX_ROUTE_WAYS: usize = podlink_switch::MAX_WAYS;
+
+/// At most [`MAX_ROUTE_WAYS`] of `ways` for destination `d`: a window that rotates with `d`, so
+/// that with more uplinks than a route can list, destinations still spread over all of them.
+fn spread_ways(ways: &[u32], d: u32) -> Vec<u32> {
+    if ways.len() <= MAX_ROUTE_WAYS {
+        return ways.to_vec();
+    }
+    let start = (d as usize * MAX_ROUTE_WAYS) % ways.len();
+    (0..MAX_ROUTE_WAYS)
+        .map(|k| ways[(start + k) % ways.len()])
+        .collect()
+}
+
 /// What the far end of a switch port is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Attach {
@@ -130,7 +146,7 @@ impl Fabric {
                         sw.routes[d as usize] = if d / accels_per_leaf == l {
                             vec![d % accels_per_leaf]
                         } else {
-                            up.clone()
+                            spread_ways(&up, d)
                         };
                     }
                 }
@@ -138,13 +154,26 @@ impl Fabric {
                     let sw = &mut f.switches[(leaves + s) as usize];
                     for d in 0..n {
                         let leaf = d / accels_per_leaf;
-                        sw.routes[d as usize] = sw
+                        let down: Vec<u32> = sw
                             .ports
                             .iter()
                             .enumerate()
                             .filter(|(_, a)| matches!(a, Attach::Switch { switch, .. } if *switch == leaf))
                             .map(|(i, _)| i as u32)
                             .collect();
+                        sw.routes[d as usize] = spread_ways(&down, d);
+                    }
+                }
+            }
+        }
+        for r in &pod.routes {
+            if let (Some(sw), Ok(dests)) = (
+                f.switches.get_mut(r.switch as usize),
+                super::config::parse_ranges(&r.dest, n),
+            ) {
+                for d in dests {
+                    if let Some(route) = sw.routes.get_mut(d as usize) {
+                        *route = r.ports.clone();
                     }
                 }
             }

@@ -118,8 +118,30 @@ const fn tl_segment_header_byte(carry: usize, starts: usize) -> u8 {
         | (((carry >> 2) & 3) << 2)
 }
 
+/// The five segment headers of a TL-only flit for each stream position at its start
+/// (`have` = 0, 4, …, 60 bytes of a TL flit already received), computed at compile time.
+// Indexing here runs in const evaluation: an out-of-range index fails the build, never a run.
+#[allow(clippy::indexing_slicing)]
+const TL_ONLY_HEADERS: [[u8; SEGMENT_COUNT]; TL_FLIT_LEN / 4] = {
+    let mut table = [[0u8; SEGMENT_COUNT]; TL_FLIT_LEN / 4];
+    let mut k = 0;
+    while k < TL_FLIT_LEN / 4 {
+        let mut have = k * 4;
+        let mut i = 0;
+        while i < SEGMENT_COUNT {
+            let size = SEGMENT_SIZES[i];
+            let carry = (TL_FLIT_LEN - have) % TL_FLIT_LEN;
+            table[k][i] = tl_segment_header_byte(carry, starts_in(carry, size));
+            have = (have + size) % TL_FLIT_LEN;
+            i += 1;
+        }
+        k += 1;
+    }
+    table
+};
+
 /// TL flits starting in an area of `len` bytes whose first `carry` bytes finish an earlier one.
-fn starts_in(carry: usize, len: usize) -> usize {
+const fn starts_in(carry: usize, len: usize) -> usize {
     match len.checked_sub(carry) {
         Some(rest) if rest > 0 => rest.saturating_add(TL_FLIT_LEN - 1) / TL_FLIT_LEN,
         _ => 0,
@@ -494,7 +516,7 @@ impl DlUnpacker {
         // stream position implies, is one contiguous run of TL bytes.
         if self.synced && flit.segment_header_bytes() == self.expected_tl_headers() {
             let mut stats = UnpackStats::default();
-            self.feed(flit.payload(), sink, &mut stats);
+            self.feed_run(flit.payload(), sink, &mut stats);
             return Ok(stats);
         }
         // Check the whole flit first (no TL bytes are moved), so that an error delivers nothing.
@@ -614,8 +636,48 @@ impl DlUnpacker {
         }
     }
 
+    /// [`Self::feed`] for one long run: finish the partial flit, deliver the whole flits in
+    /// place, keep the tail as the next partial flit.
+    fn feed_run<S: UnpackSink + ?Sized>(
+        &mut self,
+        bytes: &[u8],
+        sink: &mut S,
+        st: &mut UnpackStats,
+    ) {
+        let lead = self.carry().min(bytes.len());
+        let (head, rest) = bytes.split_at(lead);
+        if !head.is_empty() {
+            if let Some(dst) = self
+                .partial
+                .get_mut(self.have..self.have.saturating_add(lead))
+            {
+                dst.copy_from_slice(head);
+            }
+            self.have = self.have.saturating_add(lead);
+            if self.have == TL_FLIT_LEN {
+                self.have = 0;
+                let full = self.partial;
+                Self::deliver(&full, sink, st);
+            }
+        }
+        let mut flits = rest.chunks_exact(TL_FLIT_LEN);
+        for f in &mut flits {
+            if let Ok(f) = <&[u8; TL_FLIT_LEN]>::try_from(f) {
+                Self::deliver(f, sink, st);
+            }
+        }
+        let tail = flits.remainder();
+        if !tail.is_empty() {
+            // `have` is 0 here: `lead` completed the partial flit or used all of `bytes`.
+            if let Some(dst) = self.partial.get_mut(..tail.len()) {
+                dst.copy_from_slice(tail);
+            }
+            self.have = tail.len();
+        }
+    }
+
     /// Hand one complete TL flit to the sink, or drop and count it if it is a NOP.
-    #[inline]
+    #[inline(always)]
     fn deliver<S: UnpackSink + ?Sized>(f: &[u8; TL_FLIT_LEN], sink: &mut S, st: &mut UnpackStats) {
         // A NOP is all zeros; a real flit almost always differs in its first word.
         let (head, _) = f.split_first_chunk::<8>().unwrap_or((&[1; 8], &[]));
@@ -628,17 +690,12 @@ impl DlUnpacker {
     }
 
     /// The segment headers of a flit that carries only TL data, continuing from the current
-    /// stream position.
+    /// stream position (a table lookup: the position is one of 16 multiples of 4 bytes).
     fn expected_tl_headers(&self) -> [u8; SEGMENT_COUNT] {
-        let mut out = [0u8; SEGMENT_COUNT];
-        let mut have = self.have;
-        for (i, o) in out.iter_mut().enumerate() {
-            let size = SEGMENT_SIZES.get(i).copied().unwrap_or(0);
-            let carry = TL_FLIT_LEN.saturating_sub(have) % TL_FLIT_LEN;
-            *o = tl_segment_header_byte(carry, starts_in(carry, size));
-            have = have.saturating_add(size) % TL_FLIT_LEN;
-        }
-        out
+        TL_ONLY_HEADERS
+            .get((self.have / 4) % (TL_FLIT_LEN / 4))
+            .copied()
+            .unwrap_or([0xff; SEGMENT_COUNT])
     }
 
     fn carry_or_full(&self) -> usize {

@@ -25,6 +25,7 @@ pub mod dl_header;
 pub mod dl_msg;
 pub mod dl_stream;
 pub mod eth;
+pub mod eth_cbfc;
 pub mod eth_rel;
 mod ids;
 pub mod tl_field;

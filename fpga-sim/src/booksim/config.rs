@@ -1,0 +1,921 @@
+//! BookSim2 configuration files: syntax, key names, defaults, and what this mode can honour.
+//!
+//! Syntax (BookSim's `config.l`): statements `key = value;`, `//` comments to the end of the
+//! line, values that are integers, floating-point numbers, bare strings
+//! (`[A-Za-z_\-/.][A-Za-z0-9_\-/.+(){},]*`), `{...}` lists, or (an extension) double-quoted
+//! strings. Command-line overrides `key=value` use the same syntax with the `;` implied, and
+//! apply in order after the file, as in BookSim.
+//!
+//! Defaults are BookSim's (`booksim_config.cpp`). Every key is checked: a key BookSim does not
+//! know, or a value this mode cannot reproduce faithfully, is an error naming the key.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use thiserror::Error;
+
+use crate::router::RouterConfig;
+
+/// A configuration value as written.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    /// An integer token.
+    Int(i64),
+    /// A floating-point token.
+    Float(f64),
+    /// A string, list or quoted token.
+    Str(String),
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Int(i) => write!(f, "{i}"),
+            Value::Float(x) => write!(f, "{x}"),
+            Value::Str(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+/// Where a setting came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Origin {
+    /// File name, or `command line`.
+    pub source: String,
+    /// Line number (1-based) within the source.
+    pub line: usize,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.source, self.line)
+    }
+}
+
+/// A configuration this mode cannot use.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Not BookSim syntax.
+    #[error("{origin}: syntax error: {msg}")]
+    Syntax {
+        /// Where.
+        origin: Origin,
+        /// What.
+        msg: String,
+    },
+    /// A key BookSim does not have.
+    #[error("{origin}: unknown configuration key `{key}`")]
+    UnknownKey {
+        /// The key.
+        key: String,
+        /// Where it was set.
+        origin: Origin,
+    },
+    /// A value of the wrong kind or out of range.
+    #[error("{origin}: `{key} = {value}`: {reason}")]
+    BadValue {
+        /// The key.
+        key: String,
+        /// The value.
+        value: String,
+        /// Why.
+        reason: String,
+        /// Where it was set.
+        origin: Origin,
+    },
+    /// A value BookSim accepts but this mode does not reproduce.
+    #[error("`{key} = {value}` is not supported by the BookSim-comparable mode: {reason}")]
+    Unsupported {
+        /// The key.
+        key: String,
+        /// The value in effect.
+        value: String,
+        /// Why, and what is supported.
+        reason: String,
+    },
+    /// Command-line usage.
+    #[error("{0}")]
+    Usage(String),
+}
+
+// ---- lexer and parser --------------------------------------------------------------
+
+#[derive(Debug, PartialEq)]
+enum Tok {
+    Val(Value),
+    Eq,
+    Semi,
+}
+
+fn is_str_start(c: char) -> bool {
+    c.is_ascii_alphabetic() || matches!(c, '_' | '-' | '/' | '.')
+}
+
+fn is_str_cont(c: char) -> bool {
+    c.is_ascii_alphanumeric()
+        || matches!(c, '_' | '-' | '/' | '.' | '+' | '(' | ')' | '{' | '}' | ',')
+}
+
+fn lex(text: &str, source: &str) -> Result<Vec<(Tok, usize)>, ConfigError> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut toks = Vec::new();
+    let mut i = 0;
+    let mut line = 1;
+    let err = |line: usize, msg: String| ConfigError::Syntax {
+        origin: Origin {
+            source: source.to_string(),
+            line,
+        },
+        msg,
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '\n' {
+            line += 1;
+            i += 1;
+        } else if c.is_whitespace() {
+            i += 1;
+        } else if c == '/' && chars.get(i + 1) == Some(&'/') {
+            while i < chars.len() && chars[i] != '\n' {
+                i += 1;
+            }
+        } else if c == '=' {
+            toks.push((Tok::Eq, line));
+            i += 1;
+        } else if c == ';' {
+            toks.push((Tok::Semi, line));
+            i += 1;
+        } else if c == '"' {
+            let start = i + 1;
+            i += 1;
+            while i < chars.len() && chars[i] != '"' && chars[i] != '\n' {
+                i += 1;
+            }
+            if chars.get(i) != Some(&'"') {
+                return Err(err(line, "unterminated string".into()));
+            }
+            let s: String = chars[start..i].iter().collect();
+            toks.push((Tok::Val(Value::Str(s)), line));
+            i += 1;
+        } else if c == '{' {
+            let start = i;
+            let mut depth = 0usize;
+            while i < chars.len() {
+                match chars[i] {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    '\n' => return Err(err(line, "unterminated `{` list".into())),
+                    _ => {}
+                }
+                i += 1;
+            }
+            if i >= chars.len() {
+                return Err(err(line, "unterminated `{` list".into()));
+            }
+            i += 1;
+            let s: String = chars[start..i]
+                .iter()
+                .filter(|c| !c.is_whitespace())
+                .collect();
+            toks.push((Tok::Val(Value::Str(s)), line));
+        } else if c.is_ascii_digit()
+            || ((c == '-' || c == '.')
+                && chars
+                    .get(i + 1)
+                    .is_some_and(|d| d.is_ascii_digit() || (*d == '.' && c == '-')))
+        {
+            let start = i;
+            i += 1;
+            while i < chars.len()
+                && (chars[i].is_ascii_digit()
+                    || chars[i] == '.'
+                    || chars[i] == 'e'
+                    || chars[i] == 'E'
+                    || ((chars[i] == '+' || chars[i] == '-') && matches!(chars[i - 1], 'e' | 'E')))
+            {
+                i += 1;
+            }
+            let s: String = chars[start..i].iter().collect();
+            if let Ok(v) = s.parse::<i64>() {
+                toks.push((Tok::Val(Value::Int(v)), line));
+            } else if let Ok(v) = s.parse::<f64>() {
+                toks.push((Tok::Val(Value::Float(v)), line));
+            } else {
+                return Err(err(line, format!("bad number `{s}`")));
+            }
+        } else if is_str_start(c) {
+            let start = i;
+            while i < chars.len() && is_str_cont(chars[i]) {
+                i += 1;
+            }
+            let s: String = chars[start..i].iter().collect();
+            toks.push((Tok::Val(Value::Str(s)), line));
+        } else {
+            return Err(err(line, format!("unexpected character `{c}`")));
+        }
+    }
+    Ok(toks)
+}
+
+/// Parse BookSim configuration text into `(key, value, origin)` settings, in order.
+pub fn parse(text: &str, source: &str) -> Result<Vec<(String, Value, Origin)>, ConfigError> {
+    let toks = lex(text, source)?;
+    let mut out = Vec::new();
+    let mut i = 0;
+    let origin = |line| Origin {
+        source: source.to_string(),
+        line,
+    };
+    while i < toks.len() {
+        let (key, line) = match &toks[i] {
+            (Tok::Val(Value::Str(k)), l) => (k.clone(), *l),
+            (t, l) => {
+                return Err(ConfigError::Syntax {
+                    origin: origin(*l),
+                    msg: format!("expected a key, found {t:?}"),
+                })
+            }
+        };
+        if !matches!(toks.get(i + 1), Some((Tok::Eq, _))) {
+            return Err(ConfigError::Syntax {
+                origin: origin(line),
+                msg: format!("expected `=` after `{key}`"),
+            });
+        }
+        let value = match toks.get(i + 2) {
+            Some((Tok::Val(v), _)) => v.clone(),
+            _ => {
+                return Err(ConfigError::Syntax {
+                    origin: origin(line),
+                    msg: format!("expected a value for `{key}`"),
+                })
+            }
+        };
+        match toks.get(i + 3) {
+            Some((Tok::Semi, _)) => i += 4,
+            None => i += 3,
+            Some((_, l)) => {
+                return Err(ConfigError::Syntax {
+                    origin: origin(*l),
+                    msg: format!("expected `;` after `{key} = {value}`"),
+                })
+            }
+        }
+        out.push((key, value, origin(line)));
+    }
+    Ok(out)
+}
+
+// ---- typed configuration -----------------------------------------------------------
+
+/// The network.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Topology {
+    /// k-ary n-fly (butterfly) with destination-tag routing; n = 1 is a k x k crossbar.
+    Fly {
+        /// Radix.
+        k: u32,
+        /// Stages.
+        n: u32,
+    },
+    /// k-ary n-level fat tree with nearest-common-ancestor routing (random up ports).
+    FatTree {
+        /// Radix (down ports per router).
+        k: u32,
+        /// Levels.
+        n: u32,
+    },
+}
+
+impl Topology {
+    /// Terminals (`k^n`).
+    pub fn nodes(&self) -> usize {
+        let (Topology::Fly { k, n } | Topology::FatTree { k, n }) = *self;
+        (k as usize).pow(n)
+    }
+}
+
+/// `sim_type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SimType {
+    /// Measure latency: abort when unstable, drain measured packets.
+    Latency,
+    /// Measure sustained throughput only.
+    Throughput,
+}
+
+/// A validated BookSim configuration.
+#[derive(Clone, Debug)]
+pub struct BooksimConfig {
+    /// Network.
+    pub topology: Topology,
+    /// Router parameters (ports are filled in per router).
+    pub router: RouterConfig,
+    /// Flits per packet.
+    pub packet_size: u32,
+    /// Packets per node per cycle (BookSim's `_load`).
+    pub packet_rate: f64,
+    /// `injection_rate` as written.
+    pub injection_rate: f64,
+    /// `injection_rate_uses_flits`.
+    pub injection_rate_uses_flits: bool,
+    /// `sim_type`.
+    pub sim_type: SimType,
+    /// `warmup_periods`.
+    pub warmup_periods: u32,
+    /// `sample_period`, cycles.
+    pub sample_period: u32,
+    /// `max_samples`.
+    pub max_samples: u32,
+    /// `latency_thres`.
+    pub latency_thres: f64,
+    /// `warmup_thres`.
+    pub warmup_thres: f64,
+    /// `acc_warmup_thres`.
+    pub acc_warmup_thres: f64,
+    /// `stopping_thres`.
+    pub stopping_thres: f64,
+    /// `acc_stopping_thres`.
+    pub acc_stopping_thres: f64,
+    /// `include_queuing`: latency counted from generation (true) or from leaving the queue.
+    pub include_queuing: bool,
+    /// `seed`.
+    pub seed: i64,
+    /// `sim_count`.
+    pub sim_count: u32,
+    /// `print_csv_results`.
+    pub print_csv_results: bool,
+    /// `deadlock_warn_timeout`, cycles.
+    pub deadlock_warn_timeout: i64,
+}
+
+/// Keys BookSim knows that change nothing in what this mode simulates (other topologies,
+/// other traffic managers, tracing, power), each with the values accepted. `None` accepts
+/// any value.
+const INERT_KEYS: &[(&str, Option<&str>)] = &[
+    ("channel_file", Some("")),
+    ("c", None),
+    ("x", None),
+    ("y", None),
+    ("xr", None),
+    ("yr", None),
+    ("use_noc_latency", None),
+    ("fail_seed", None),
+    ("in_ports", None),
+    ("out_ports", None),
+    ("output_delay", None),
+    ("vct", None),
+    ("perm_seed", None),
+    ("burst_alpha", None),
+    ("burst_beta", None),
+    ("burst_r1", None),
+    ("batch_size", None),
+    ("batch_count", None),
+    ("max_outstanding_requests", None),
+    ("write_fraction", None),
+    ("read_request_begin_vc", None),
+    ("read_request_end_vc", None),
+    ("write_request_begin_vc", None),
+    ("write_request_end_vc", None),
+    ("read_reply_begin_vc", None),
+    ("read_reply_end_vc", None),
+    ("write_reply_begin_vc", None),
+    ("write_reply_end_vc", None),
+    ("read_request_subnet", None),
+    ("read_reply_subnet", None),
+    ("write_request_subnet", None),
+    ("write_reply_subnet", None),
+    ("read_request_size", None),
+    ("write_request_size", None),
+    ("read_reply_size", None),
+    ("write_reply_size", None),
+    ("class_priority", None),
+    ("pair_stats", Some("0")),
+    ("print_activity", Some("0")),
+    ("viewer_trace", Some("0")),
+    ("watch_file", Some("")),
+    ("watch_flits", Some("")),
+    ("watch_packets", Some("")),
+    ("watch_transactions", Some("")),
+    ("watch_out", Some("")),
+    ("stats_out", Some("")),
+    ("sent_packets_out", Some("")),
+    ("sim_power", Some("0")),
+    ("power_output_file", None),
+    ("tech_file", None),
+    ("channel_width", None),
+    ("channel_sweep", None),
+    ("network_file", Some("")),
+    ("private_bufs", None),
+    ("private_buf_size", None),
+    ("private_buf_start_vc", None),
+    ("private_buf_end_vc", None),
+    ("max_held_slots", None),
+    ("feedback_aging_scale", None),
+    ("feedback_offset", None),
+    ("spec_mask_by_reqs", None),
+];
+
+/// Keys with exactly one honoured value (BookSim's default): anything else is unsupported.
+const FIXED_KEYS: &[(&str, &str, &str)] = &[
+    (
+        "router",
+        "iq",
+        "only the input-queued `iq` router is modelled",
+    ),
+    ("subnets", "1", "one network"),
+    ("classes", "1", "one traffic class"),
+    (
+        "traffic",
+        "uniform",
+        "uniform random traffic (a node may pick itself)",
+    ),
+    ("injection_process", "bernoulli", "Bernoulli injection"),
+    ("priority", "none", "no message priorities"),
+    ("use_read_write", "0", "no request/reply traffic"),
+    ("buffer_policy", "private", "private per-VC buffers"),
+    ("buf_size", "-1", "per-VC buffers sized by vc_buf_size"),
+    ("noq", "0", "no next-hop output queueing"),
+    ("hold_switch_for_packet", "0", "switch allocated per flit"),
+    ("vc_busy_when_full", "0", "full VCs stay allocatable"),
+    ("vc_prioritize_empty", "0", "no empty-VC preference"),
+    ("vc_priority_donation", "0", "no priority donation"),
+    ("vc_shuffle_requests", "0", "no request shuffling"),
+    (
+        "spec_sw_allocator",
+        "prio",
+        "speculative requests at low priority in one allocator",
+    ),
+    ("arb_type", "round_robin", "round-robin arbiters"),
+    ("link_failures", "0", "no failed links"),
+    ("measure_stats", "1", "class 0 measured"),
+    ("packet_size_rate", "1", "a single packet size"),
+    (
+        "print_csv_results",
+        "0",
+        "BookSim's CSV result line is not produced",
+    ),
+];
+
+struct Raw {
+    map: BTreeMap<String, (Value, Origin)>,
+    used: Vec<String>,
+}
+
+impl Raw {
+    fn take(&mut self, key: &str) -> Option<(Value, Origin)> {
+        self.used.push(key.to_string());
+        self.map.get(key).cloned()
+    }
+
+    fn int(&mut self, key: &str, default: i64) -> Result<i64, ConfigError> {
+        match self.take(key) {
+            None => Ok(default),
+            Some((Value::Int(v), _)) => Ok(v),
+            Some((Value::Float(f), _)) if f.fract() == 0.0 && f.abs() < 1e15 => Ok(f as i64),
+            Some((v, origin)) => Err(bad(key, &v, "expects an integer", origin)),
+        }
+    }
+
+    fn float(&mut self, key: &str, default: f64) -> Result<f64, ConfigError> {
+        match self.take(key) {
+            None => Ok(default),
+            Some((Value::Int(v), _)) => Ok(v as f64),
+            Some((Value::Float(v), _)) => Ok(v),
+            Some((v, origin)) => Err(bad(key, &v, "expects a number", origin)),
+        }
+    }
+
+    fn string(&mut self, key: &str, default: &str) -> String {
+        match self.take(key) {
+            None => default.to_string(),
+            Some((v, _)) => v.to_string(),
+        }
+    }
+
+    fn origin(&self, key: &str) -> Origin {
+        self.map.get(key).map(|(_, o)| o.clone()).unwrap_or(Origin {
+            source: "default".into(),
+            line: 0,
+        })
+    }
+}
+
+fn bad(key: &str, v: &Value, reason: &str, origin: Origin) -> ConfigError {
+    ConfigError::BadValue {
+        key: key.to_string(),
+        value: v.to_string(),
+        reason: reason.to_string(),
+        origin,
+    }
+}
+
+fn unsupported(key: &str, value: impl fmt::Display, reason: &str) -> ConfigError {
+    ConfigError::Unsupported {
+        key: key.to_string(),
+        value: value.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+/// An allocator name as BookSim writes it, e.g. `separable_input_first` or
+/// `separable_input_first(round_robin)`.
+fn check_allocator(key: &str, name: &str) -> Result<(), ConfigError> {
+    let (base, param) = match name.find('(') {
+        Some(i) => (&name[..i], name[i + 1..].trim_end_matches(')')),
+        None => (name, ""),
+    };
+    if base != "separable_input_first" {
+        let why = if base == "islip" {
+            "BookSim's default `islip` is not modelled; set separable_input_first"
+        } else {
+            "only separable_input_first is modelled"
+        };
+        return Err(unsupported(key, name, why));
+    }
+    if !param.is_empty() && param != "round_robin" {
+        return Err(unsupported(
+            key,
+            name,
+            "only round_robin arbiters are modelled",
+        ));
+    }
+    Ok(())
+}
+
+impl BooksimConfig {
+    /// Build a configuration from settings applied in order (later settings win).
+    pub fn from_settings(settings: Vec<(String, Value, Origin)>) -> Result<Self, ConfigError> {
+        let mut raw = Raw {
+            map: BTreeMap::new(),
+            used: Vec::new(),
+        };
+        for (k, v, o) in settings {
+            raw.map.insert(k, (v, o));
+        }
+
+        let topo_name = raw.string("topology", "torus");
+        let k = raw.int("k", 8)?;
+        let n = raw.int("n", 2)?;
+        let rf = raw.string("routing_function", "none");
+        for (key, val) in [("k", k), ("n", n)] {
+            if !(1..=1 << 16).contains(&val) {
+                return Err(bad(
+                    key,
+                    &Value::Int(val),
+                    "must be at least 1",
+                    raw.origin(key),
+                ));
+            }
+        }
+        let (k32, n32) = (k as u32, n as u32);
+        let nodes = (k as u128).checked_pow(n32).unwrap_or(u128::MAX);
+        if nodes > 1 << 20 {
+            return Err(unsupported(
+                "k",
+                format!("{k} (n = {n})"),
+                "at most 2^20 terminals",
+            ));
+        }
+        let topology = match topo_name.as_str() {
+            "fly" => {
+                if rf != "dest_tag" {
+                    return Err(unsupported("routing_function", &rf, "fly uses dest_tag"));
+                }
+                Topology::Fly { k: k32, n: n32 }
+            }
+            "fattree" => {
+                if rf != "nca" {
+                    return Err(unsupported("routing_function", &rf, "fattree uses nca"));
+                }
+                Topology::FatTree { k: k32, n: n32 }
+            }
+            other => {
+                return Err(unsupported(
+                    "topology",
+                    other,
+                    "supported: fly (k, n; n = 1 is a crossbar) and fattree (k, n)",
+                ))
+            }
+        };
+        if k < 2 && !(matches!(topology, Topology::Fly { .. }) && n == 1) {
+            return Err(bad(
+                "k",
+                &Value::Int(k),
+                "must be at least 2",
+                raw.origin("k"),
+            ));
+        }
+
+        for (key, want, why) in FIXED_KEYS {
+            let got = raw.string(key, want);
+            let got_norm = if *key == "packet_size_rate" && got == "{1}" {
+                "1".to_string()
+            } else {
+                got
+            };
+            if got_norm != *want {
+                return Err(unsupported(key, got_norm, why));
+            }
+        }
+        let vc_alloc = raw.string("vc_allocator", "islip");
+        check_allocator("vc_allocator", &vc_alloc)?;
+        let sw_alloc = raw.string("sw_allocator", "islip");
+        check_allocator("sw_allocator", &sw_alloc)?;
+
+        let nonneg =
+            |raw: &mut Raw, key: &str, default: i64, min: i64| -> Result<i64, ConfigError> {
+                let v = raw.int(key, default)?;
+                if v < min || v > i64::from(u32::MAX) {
+                    return Err(bad(
+                        key,
+                        &Value::Int(v),
+                        &format!("must be at least {min}"),
+                        raw.origin(key),
+                    ));
+                }
+                Ok(v)
+            };
+        let vcs = nonneg(&mut raw, "num_vcs", 16, 1)?;
+        let vc_buf_size = nonneg(&mut raw, "vc_buf_size", 8, 1)?;
+        let obs = raw.int("output_buffer_size", -1)?;
+        let router = RouterConfig {
+            inputs: 1,
+            outputs: 1,
+            vcs: vcs as usize,
+            vc_buf_size: vc_buf_size as usize,
+            wait_for_tail_credit: nonneg(&mut raw, "wait_for_tail_credit", 0, 0)? != 0,
+            routing_delay: nonneg(&mut raw, "routing_delay", 1, 0)? as u32,
+            vc_alloc_delay: nonneg(&mut raw, "vc_alloc_delay", 1, 1)? as u32,
+            sw_alloc_delay: nonneg(&mut raw, "sw_alloc_delay", 1, 1)? as u32,
+            st_prepare_delay: nonneg(&mut raw, "st_prepare_delay", 0, 0)? as u32,
+            st_final_delay: nonneg(&mut raw, "st_final_delay", 1, 0)? as u32,
+            credit_delay: nonneg(&mut raw, "credit_delay", 0, 0)? as u32,
+            input_speedup: nonneg(&mut raw, "input_speedup", 1, 1)? as usize,
+            output_speedup: nonneg(&mut raw, "output_speedup", 1, 1)? as usize,
+            internal_speedup: raw.float("internal_speedup", 1.0)?,
+            speculative: nonneg(&mut raw, "speculative", 0, 0)? != 0,
+            spec_check_elig: nonneg(&mut raw, "spec_check_elig", 1, 0)? != 0,
+            spec_check_cred: nonneg(&mut raw, "spec_check_cred", 1, 0)? != 0,
+            // BookSim's separable allocators make one pass whatever alloc_iters says
+            // (alloc_iters only feeds pim, islip and select); so does this mode.
+            alloc_iters: 1,
+            output_buffer_size: if obs < 0 { None } else { Some(obs as usize) },
+        };
+        let iters = nonneg(&mut raw, "alloc_iters", 1, 1)?;
+        let _ = iters;
+        if let Err(e) = router.validate() {
+            return Err(unsupported("router", "parameters", &e.to_string()));
+        }
+
+        let packet_size_str = raw.string("packet_size", "1");
+        let packet_size: i64 = packet_size_str
+            .trim_matches(|c| c == '{' || c == '}')
+            .parse()
+            .map_err(|_| {
+                unsupported(
+                    "packet_size",
+                    &packet_size_str,
+                    "a single packet size (an integer)",
+                )
+            })?;
+        if !(1..=1 << 16).contains(&packet_size) {
+            return Err(bad(
+                "packet_size",
+                &Value::Int(packet_size),
+                "must be 1..=65536 flits",
+                raw.origin("packet_size"),
+            ));
+        }
+        let injection_rate = match raw.take("injection_rate") {
+            None => 0.1,
+            Some((Value::Int(v), _)) => v as f64,
+            Some((Value::Float(v), _)) => v,
+            Some((Value::Str(s), origin)) => s
+                .trim_matches(|c| c == '{' || c == '}')
+                .parse::<f64>()
+                .map_err(|_| {
+                    bad(
+                        "injection_rate",
+                        &Value::Str(s.clone()),
+                        "expects a number",
+                        origin,
+                    )
+                })?,
+        };
+        let uses_flits = nonneg(&mut raw, "injection_rate_uses_flits", 0, 0)? != 0;
+        let packet_rate = if uses_flits {
+            injection_rate / packet_size as f64
+        } else {
+            injection_rate
+        };
+        if !(0.0..=1.0).contains(&packet_rate) {
+            return Err(bad(
+                "injection_rate",
+                &Value::Float(injection_rate),
+                "the packet injection rate must be within [0, 1] (BookSim's rule)",
+                raw.origin("injection_rate"),
+            ));
+        }
+
+        let sim_type = match raw.string("sim_type", "latency").as_str() {
+            "latency" => SimType::Latency,
+            "throughput" => SimType::Throughput,
+            other => {
+                return Err(unsupported(
+                    "sim_type",
+                    other,
+                    "supported: latency, throughput",
+                ))
+            }
+        };
+        let seed = match raw.take("seed") {
+            None => 0,
+            Some((Value::Int(v), _)) => v,
+            Some((Value::Str(s), _)) if s == "time" => std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs() as i64 & 0x7fff_ffff)
+                .unwrap_or(0),
+            Some((v, origin)) => {
+                return Err(bad("seed", &v, "expects an integer or `time`", origin))
+            }
+        };
+
+        let cfg = BooksimConfig {
+            topology,
+            router,
+            packet_size: packet_size as u32,
+            packet_rate,
+            injection_rate,
+            injection_rate_uses_flits: uses_flits,
+            sim_type,
+            warmup_periods: nonneg(&mut raw, "warmup_periods", 3, 0)? as u32,
+            sample_period: nonneg(&mut raw, "sample_period", 1000, 1)? as u32,
+            max_samples: nonneg(&mut raw, "max_samples", 10, 0)? as u32,
+            latency_thres: raw.float("latency_thres", 500.0)?,
+            warmup_thres: raw.float("warmup_thres", 0.05)?,
+            acc_warmup_thres: raw.float("acc_warmup_thres", 0.05)?,
+            stopping_thres: raw.float("stopping_thres", 0.05)?,
+            acc_stopping_thres: raw.float("acc_stopping_thres", 0.05)?,
+            include_queuing: nonneg(&mut raw, "include_queuing", 1, 0)? != 0,
+            seed,
+            sim_count: nonneg(&mut raw, "sim_count", 1, 1)? as u32,
+            print_csv_results: false,
+            deadlock_warn_timeout: raw.int("deadlock_warn_timeout", 256)?,
+        };
+
+        // Everything else must be a known key that changes nothing here.
+        for (key, (value, origin)) in &raw.map {
+            if raw.used.iter().any(|u| u == key) {
+                continue;
+            }
+            match INERT_KEYS.iter().find(|(k, _)| k == key) {
+                None => {
+                    return Err(ConfigError::UnknownKey {
+                        key: key.clone(),
+                        origin: origin.clone(),
+                    })
+                }
+                Some((_, Some(allowed))) if value.to_string() != *allowed => {
+                    return Err(unsupported(
+                        key,
+                        value,
+                        "tracing and power output are not modelled",
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(cfg)
+    }
+
+    /// Read `args` the way BookSim does: each argument without `=` is a configuration file,
+    /// each `key=value` an override, applied in order.
+    pub fn from_args<S: AsRef<str>>(args: &[S]) -> Result<Self, ConfigError> {
+        let mut settings = Vec::new();
+        let mut have_file = false;
+        for a in args {
+            let a = a.as_ref();
+            if a.contains('=') {
+                settings.extend(parse(a, "command line")?);
+            } else {
+                let text = std::fs::read_to_string(a).map_err(|e| ConfigError::Io {
+                    path: a.to_string(),
+                    source: e,
+                })?;
+                settings.extend(parse(&text, a)?);
+                have_file = true;
+            }
+        }
+        if !have_file {
+            return Err(ConfigError::Usage(
+                "usage: podlink-sim booksim CONFIG [key=value ...]".into(),
+            ));
+        }
+        Self::from_settings(settings)
+    }
+
+    /// Build from configuration text plus overrides (for tests and embedding).
+    pub fn from_text(text: &str, overrides: &[&str]) -> Result<Self, ConfigError> {
+        let mut s = parse(text, "config")?;
+        for o in overrides {
+            s.extend(parse(o, "command line")?);
+        }
+        Self::from_settings(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const XBAR: &str = include_str!("../../tests/data/booksim/xbar16.cfg");
+
+    #[test]
+    fn parses_the_reference_config() {
+        let c = BooksimConfig::from_text(XBAR, &[]).unwrap();
+        assert_eq!(c.topology, Topology::Fly { k: 16, n: 1 });
+        assert_eq!(c.router.vcs, 4);
+        assert_eq!(c.router.vc_buf_size, 8);
+        assert_eq!(c.sample_period, 10000);
+        assert_eq!(c.max_samples, 20);
+        assert_eq!(c.seed, 1);
+        assert!(c.injection_rate_uses_flits);
+        assert_eq!(c.internal_speedup_str(), "1");
+    }
+
+    #[test]
+    fn overrides_apply_in_order() {
+        let c = BooksimConfig::from_text(XBAR, &["packet_size=5", "injection_rate=0.5"]).unwrap();
+        assert_eq!(c.packet_size, 5);
+        assert!((c.packet_rate - 0.1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn syntax() {
+        let s = parse("a = 1; // c\n b=2.5;c = {1,2};\nd=fly", "t").unwrap();
+        assert_eq!(s.len(), 4);
+        assert_eq!(s[1].1, Value::Float(2.5));
+        assert_eq!(s[2].1, Value::Str("{1,2}".into()));
+        assert_eq!(s[3].2.line, 3);
+        assert!(parse("a 1;", "t").is_err());
+        assert!(parse("a = ;", "t").is_err());
+        assert!(parse("a = 1 b = 2;", "t").is_err());
+        assert!(parse("a = \"x", "t").is_err());
+        assert!(parse("a = #;", "t").is_err());
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        for (ov, key) in [
+            ("frobnicate=1", "frobnicate"),
+            ("topology=torus", "topology"),
+            ("routing_function=nca", "routing_function"),
+            ("vc_allocator=islip", "vc_allocator"),
+            ("sw_allocator=wavefront", "sw_allocator"),
+            ("traffic=transpose", "traffic"),
+            ("injection_process=on_off", "injection_process"),
+            ("router=event", "router"),
+            ("sim_type=batch", "sim_type"),
+            ("num_vcs=0", "num_vcs"),
+            ("vc_alloc_delay=0", "vc_alloc_delay"),
+            ("injection_rate=7", "injection_rate"),
+            ("packet_size={1,2}", "packet_size"),
+            ("k=abc", "k"),
+            ("watch_out=-", "watch_out"),
+            ("hold_switch_for_packet=1", "hold_switch_for_packet"),
+        ] {
+            let e = BooksimConfig::from_text(XBAR, &[ov])
+                .expect_err(ov)
+                .to_string();
+            assert!(e.contains(key), "{ov}: {e}");
+        }
+    }
+
+    #[test]
+    fn missing_allocator_is_booksims_islip_default() {
+        let text = "topology = fly; k = 4; n = 1; routing_function = dest_tag;";
+        let e = BooksimConfig::from_text(text, &[]).unwrap_err().to_string();
+        assert!(e.contains("islip"), "{e}");
+    }
+
+    impl BooksimConfig {
+        fn internal_speedup_str(&self) -> String {
+            format!("{}", self.router.internal_speedup)
+        }
+    }
+}

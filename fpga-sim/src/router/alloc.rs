@@ -1,0 +1,585 @@
+//! Round-robin arbitration and the separable input-first allocator.
+//!
+//! The allocator matches requesting inputs to outputs in two arbitration stages: every input
+//! first picks one of the outputs it requests (its round-robin arbiter), then every output
+//! picks one of the inputs that picked it. A winner advances both arbiters' pointers to one
+//! past the party it was matched with; a loser's pointers stay put. This is BookSim's
+//! `SeparableInputFirstAllocator` over `RoundRobinArbiter`s (one pass); higher priorities win
+//! first and round-robin order breaks ties (`supersedes`).
+//!
+//! Requests are kept per input in a fixed-capacity table and only touched entries are cleared,
+//! so an allocation costs time proportional to the requests, not to inputs x outputs, and
+//! allocates no memory.
+
+/// In a round-robin scheme over `size` positions whose highest-priority position is
+/// `offset`, does a request at `a` with priority `pa` beat one at `b` with priority `pb`?
+#[inline]
+pub(crate) fn supersedes(a: u32, pa: i32, b: u32, pb: i32, offset: u32, size: u32) -> bool {
+    pa > pb || (pa == pb && rr_dist(a, offset, size) < rr_dist(b, offset, size))
+}
+
+#[inline]
+fn rr_dist(a: u32, offset: u32, size: u32) -> u32 {
+    if a >= offset {
+        a - offset
+    } else {
+        a + size - offset
+    }
+}
+
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Request {
+    pub out: u32,
+    pub label: i32,
+    pub in_pri: i32,
+    pub out_pri: i32,
+}
+
+#[derive(Clone, Copy)]
+struct Candidate {
+    input: u32,
+    pri: i32,
+}
+
+const NONE: u32 = u32::MAX;
+
+/// Separable input-first allocator with round-robin arbiters.
+pub(crate) struct SeparableInputFirst {
+    n_in: u32,
+    n_out: u32,
+    cap: usize,
+    iters: usize,
+    reqs: Vec<Request>,
+    nreq: Vec<u16>,
+    touched_in: Vec<u32>,
+    in_ptr: Vec<u32>,
+    out_ptr: Vec<u32>,
+    inmatch: Vec<u32>,
+    outmatch: Vec<u32>,
+    matched_in: Vec<u32>,
+    matched_out: Vec<u32>,
+    out_best: Vec<Option<Candidate>>,
+    touched_out: Vec<u32>,
+}
+
+impl SeparableInputFirst {
+    /// `n_in` x `n_out` allocator taking at most `cap` requests per input.
+    pub fn new(n_in: usize, n_out: usize, cap: usize, iters: usize) -> Self {
+        SeparableInputFirst {
+            n_in: n_in as u32,
+            n_out: n_out as u32,
+            cap,
+            iters: iters.max(1),
+            reqs: vec![Request::default(); n_in * cap],
+            nreq: vec![0; n_in],
+            touched_in: Vec::with_capacity(n_in),
+            in_ptr: vec![0; n_in],
+            out_ptr: vec![0; n_out],
+            inmatch: vec![NONE; n_in],
+            outmatch: vec![NONE; n_out],
+            matched_in: Vec::with_capacity(n_in.min(n_out)),
+            matched_out: Vec::with_capacity(n_in.min(n_out)),
+            out_best: vec![None; n_out],
+            touched_out: Vec::with_capacity(n_out),
+        }
+    }
+
+    /// Forget all requests and grants.
+    pub fn clear(&mut self) {
+        for &i in &self.touched_in {
+            self.nreq[i as usize] = 0;
+        }
+        self.touched_in.clear();
+        for &i in &self.matched_in {
+            self.inmatch[i as usize] = NONE;
+        }
+        for &o in &self.matched_out {
+            self.outmatch[o as usize] = NONE;
+        }
+        self.matched_in.clear();
+        self.matched_out.clear();
+    }
+
+    #[inline]
+    fn slot(&self, input: u32) -> usize {
+        input as usize * self.cap
+    }
+
+    /// The request from `input` to `out`, if any.
+    #[inline]
+    pub fn request(&self, input: u32, out: u32) -> Option<Request> {
+        let base = self.slot(input);
+        let n = self.nreq[input as usize] as usize;
+        self.reqs[base..base + n]
+            .iter()
+            .find(|r| r.out == out)
+            .copied()
+    }
+
+    /// Add a request (the caller guarantees no request from `input` to `out` exists yet).
+    /// Returns false when the input's request table is full (the request is dropped).
+    #[inline]
+    pub fn add(&mut self, input: u32, req: Request) -> bool {
+        let n = self.nreq[input as usize] as usize;
+        if n >= self.cap {
+            return false;
+        }
+        if n == 0 {
+            self.touched_in.push(input);
+        }
+        let base = self.slot(input);
+        self.reqs[base + n] = req;
+        self.nreq[input as usize] = (n + 1) as u16;
+        true
+    }
+
+    /// Replace the existing request from `input` to `req.out`.
+    #[inline]
+    pub fn replace(&mut self, input: u32, req: Request) {
+        let base = self.slot(input);
+        let n = self.nreq[input as usize] as usize;
+        if let Some(r) = self.reqs[base..base + n]
+            .iter_mut()
+            .find(|r| r.out == req.out)
+        {
+            *r = req;
+        }
+    }
+
+    /// The output matched to `input`.
+    #[inline]
+    pub fn output_assigned(&self, input: u32) -> Option<u32> {
+        let o = self.inmatch[input as usize];
+        (o != NONE).then_some(o)
+    }
+
+    /// Run the allocation over the current requests.
+    pub fn allocate(&mut self) {
+        for iter in 0..self.iters {
+            self.touched_out.clear();
+            for t in 0..self.touched_in.len() {
+                let i = self.touched_in[t];
+                if self.inmatch[i as usize] != NONE {
+                    continue;
+                }
+                let base = self.slot(i);
+                let n = self.nreq[i as usize] as usize;
+                let ptr = self.in_ptr[i as usize];
+                let mut best: Option<Request> = None;
+                for r in &self.reqs[base..base + n] {
+                    if iter > 0 && self.outmatch[r.out as usize] != NONE {
+                        continue;
+                    }
+                    best = match best {
+                        Some(b)
+                            if !supersedes(r.out, r.in_pri, b.out, b.in_pri, ptr, self.n_out) =>
+                        {
+                            Some(b)
+                        }
+                        _ => Some(*r),
+                    };
+                }
+                let Some(b) = best else { continue };
+                let o = b.out as usize;
+                match self.out_best[o] {
+                    None => {
+                        self.out_best[o] = Some(Candidate {
+                            input: i,
+                            pri: b.out_pri,
+                        });
+                        self.touched_out.push(b.out);
+                    }
+                    Some(c) => {
+                        if supersedes(i, b.out_pri, c.input, c.pri, self.out_ptr[o], self.n_in) {
+                            self.out_best[o] = Some(Candidate {
+                                input: i,
+                                pri: b.out_pri,
+                            });
+                        }
+                    }
+                }
+            }
+            if self.touched_out.is_empty() {
+                break;
+            }
+            for t in 0..self.touched_out.len() {
+                let o = self.touched_out[t];
+                let Some(c) = self.out_best[o as usize].take() else {
+                    continue;
+                };
+                self.inmatch[c.input as usize] = o;
+                self.outmatch[o as usize] = c.input;
+                self.matched_in.push(c.input);
+                self.matched_out.push(o);
+                if iter == 0 {
+                    self.in_ptr[c.input as usize] = if o + 1 == self.n_out { 0 } else { o + 1 };
+                    self.out_ptr[o as usize] = if c.input + 1 == self.n_in {
+                        0
+                    } else {
+                        c.input + 1
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// Separable input-first allocation for at most 64 inputs and 64 outputs, on bitmasks:
+/// the same matches and pointer updates as [`SeparableInputFirst`], each arbitration a few
+/// word operations.
+pub(crate) struct DenseSeparable {
+    n_in: u32,
+    n_out: u32,
+    iters: usize,
+    req: Vec<u64>,
+    label: Vec<u32>,
+    pri: Vec<i32>,
+    in_any: u64,
+    in_ptr: Vec<u32>,
+    out_ptr: Vec<u32>,
+    grant: Vec<u32>,
+    in_matched: u64,
+    out_matched: u64,
+    bidders: Vec<u64>,
+    bid_pri: Vec<i32>,
+    out_any: u64,
+    uniform: bool,
+    first_pri: i32,
+}
+
+/// First set bit of `mask` in round-robin order starting at `ptr`.
+#[inline]
+fn rr_pick(mask: u64, ptr: u32) -> u32 {
+    let upper = if ptr < 64 { mask & (!0u64 << ptr) } else { 0 };
+    if upper != 0 {
+        upper.trailing_zeros()
+    } else {
+        mask.trailing_zeros()
+    }
+}
+
+impl DenseSeparable {
+    fn new(n_in: usize, n_out: usize, iters: usize) -> Self {
+        DenseSeparable {
+            n_in: n_in as u32,
+            n_out: n_out as u32,
+            iters: iters.max(1),
+            req: vec![0; n_in],
+            label: vec![0; n_in * n_out],
+            pri: vec![0; n_in * n_out],
+            in_any: 0,
+            in_ptr: vec![0; n_in],
+            out_ptr: vec![0; n_out],
+            grant: vec![NONE; n_in],
+            in_matched: 0,
+            out_matched: 0,
+            bidders: vec![0; n_out],
+            bid_pri: vec![0; n_out],
+            out_any: 0,
+            uniform: true,
+            first_pri: 0,
+        }
+    }
+
+    fn clear(&mut self) {
+        let mut m = self.in_any;
+        while m != 0 {
+            let i = m.trailing_zeros() as usize;
+            m &= m - 1;
+            self.req[i] = 0;
+        }
+        let mut m = self.in_matched;
+        while m != 0 {
+            let i = m.trailing_zeros() as usize;
+            m &= m - 1;
+            self.grant[i] = NONE;
+        }
+        self.in_any = 0;
+        self.in_matched = 0;
+        self.out_matched = 0;
+        self.uniform = true;
+    }
+
+    #[inline]
+    fn bid(&mut self, input: u32, out: u32, label: u32, pri: i32, offset: u32, labels: u32) {
+        let bit = 1u64 << out;
+        let k = (input * self.n_out + out) as usize;
+        if self.in_any == 0 {
+            self.first_pri = pri;
+        } else if pri != self.first_pri {
+            self.uniform = false;
+        }
+        if self.req[input as usize] & bit != 0 {
+            if supersedes(label, pri, self.label[k], self.pri[k], offset, labels) {
+                self.label[k] = label;
+                self.pri[k] = pri;
+            }
+            return;
+        }
+        self.req[input as usize] |= bit;
+        self.in_any |= 1u64 << input;
+        self.label[k] = label;
+        self.pri[k] = pri;
+    }
+
+    fn allocate(&mut self) {
+        for iter in 0..self.iters {
+            let mut inputs = self.in_any & !self.in_matched;
+            while inputs != 0 {
+                let i = inputs.trailing_zeros();
+                inputs &= inputs - 1;
+                let m = self.req[i as usize] & !self.out_matched;
+                if m == 0 {
+                    continue;
+                }
+                let row = (i * self.n_out) as usize;
+                let ptr = self.in_ptr[i as usize];
+                let o = if self.uniform {
+                    rr_pick(m, ptr)
+                } else {
+                    let mut best = NONE;
+                    let mut bits = m;
+                    while bits != 0 {
+                        let o = bits.trailing_zeros();
+                        bits &= bits - 1;
+                        if best == NONE
+                            || supersedes(
+                                o,
+                                self.pri[row + o as usize],
+                                best,
+                                self.pri[row + best as usize],
+                                ptr,
+                                self.n_out,
+                            )
+                        {
+                            best = o;
+                        }
+                    }
+                    best
+                };
+                let p = self.pri[row + o as usize];
+                let ob = &mut self.bidders[o as usize];
+                if *ob == 0 || p > self.bid_pri[o as usize] {
+                    *ob = 1u64 << i;
+                    self.bid_pri[o as usize] = p;
+                    self.out_any |= 1u64 << o;
+                } else if p == self.bid_pri[o as usize] {
+                    *ob |= 1u64 << i;
+                }
+            }
+            if self.out_any == 0 {
+                break;
+            }
+            let mut outs = self.out_any;
+            self.out_any = 0;
+            while outs != 0 {
+                let o = outs.trailing_zeros();
+                outs &= outs - 1;
+                let w = rr_pick(self.bidders[o as usize], self.out_ptr[o as usize]);
+                self.bidders[o as usize] = 0;
+                self.grant[w as usize] = o;
+                self.in_matched |= 1u64 << w;
+                self.out_matched |= 1u64 << o;
+                if iter == 0 {
+                    self.in_ptr[w as usize] = if o + 1 == self.n_out { 0 } else { o + 1 };
+                    self.out_ptr[o as usize] = if w + 1 == self.n_in { 0 } else { w + 1 };
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn grant(&self, input: u32) -> Option<(u32, u32)> {
+        let o = self.grant[input as usize];
+        (o != NONE).then(|| (o, self.label[(input * self.n_out + o) as usize]))
+    }
+}
+
+/// The switch allocator: a request per (input, output) pair carrying the VC that won the
+/// input's per-output VC arbitration, then separable input-first allocation.
+pub(crate) enum SwitchAllocator {
+    Dense(Box<DenseSeparable>),
+    Sparse(Box<SeparableInputFirst>),
+}
+
+impl SwitchAllocator {
+    /// `n_in` x `n_out`, at most `cap` requests per input; dense when both fit in a word.
+    pub fn new(n_in: usize, n_out: usize, cap: usize, iters: usize) -> Self {
+        if n_in <= 64 && n_out <= 64 {
+            SwitchAllocator::Dense(Box::new(DenseSeparable::new(n_in, n_out, iters)))
+        } else {
+            SwitchAllocator::Sparse(Box::new(SeparableInputFirst::new(n_in, n_out, cap, iters)))
+        }
+    }
+
+    #[cfg(test)]
+    fn new_sparse(n_in: usize, n_out: usize, cap: usize, iters: usize) -> Self {
+        SwitchAllocator::Sparse(Box::new(SeparableInputFirst::new(n_in, n_out, cap, iters)))
+    }
+
+    pub fn clear(&mut self) {
+        match self {
+            SwitchAllocator::Dense(d) => d.clear(),
+            SwitchAllocator::Sparse(s) => s.clear(),
+        }
+    }
+
+    /// Input `input` bids for `out` with VC `label` at priority `pri`; when the input already
+    /// bids for `out`, the VC that wins round-robin order from `offset` over `labels` VCs
+    /// (higher priority first) keeps the bid.
+    #[inline]
+    pub fn bid(&mut self, input: u32, out: u32, label: u32, pri: i32, offset: u32, labels: u32) {
+        match self {
+            SwitchAllocator::Dense(d) => d.bid(input, out, label, pri, offset, labels),
+            SwitchAllocator::Sparse(s) => {
+                let req = Request {
+                    out,
+                    label: label as i32,
+                    in_pri: pri,
+                    out_pri: pri,
+                };
+                match s.request(input, out) {
+                    Some(old) => {
+                        if supersedes(label, pri, old.label as u32, old.in_pri, offset, labels) {
+                            s.replace(input, req);
+                        }
+                    }
+                    None => {
+                        s.add(input, req);
+                    }
+                }
+            }
+        }
+    }
+
+    pub fn allocate(&mut self) {
+        match self {
+            SwitchAllocator::Dense(d) => d.allocate(),
+            SwitchAllocator::Sparse(s) => s.allocate(),
+        }
+    }
+
+    /// The output granted to `input` and the VC label of its request.
+    #[inline]
+    pub fn grant(&self, input: u32) -> Option<(u32, u32)> {
+        match self {
+            SwitchAllocator::Dense(d) => d.grant(input),
+            SwitchAllocator::Sparse(s) => {
+                let o = s.output_assigned(input)?;
+                s.request(input, o).map(|r| (o, r.label as u32))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(out: u32) -> Request {
+        Request {
+            out,
+            label: out as i32,
+            in_pri: 0,
+            out_pri: 0,
+        }
+    }
+
+    #[test]
+    fn supersedes_round_robin_and_priority() {
+        assert!(supersedes(2, 0, 3, 0, 2, 4));
+        assert!(!supersedes(1, 0, 3, 0, 2, 4)); // 1 is three places after 2, 3 is one
+        assert!(supersedes(1, 5, 3, 0, 2, 4));
+    }
+
+    #[test]
+    fn input_first_conflict_and_pointer_update() {
+        let mut a = SeparableInputFirst::new(2, 2, 2, 1);
+        // Both inputs want output 0 only.
+        a.add(0, req(0));
+        a.add(1, req(0));
+        a.allocate();
+        assert_eq!(a.output_assigned(0), Some(0));
+        assert_eq!(a.output_assigned(1), None);
+        a.clear();
+        a.add(0, req(0));
+        a.add(1, req(0));
+        a.allocate();
+        // Output 0's pointer moved past input 0.
+        assert_eq!(a.output_assigned(1), Some(0));
+        assert_eq!(a.output_assigned(0), None);
+    }
+
+    #[test]
+    fn one_pass_leaves_a_match_on_the_table_more_iterations_find_it() {
+        // Input 0 wants outputs 0 and 1, input 1 wants output 0. Both input pointers at 0:
+        // both pick output 0, input 0 wins, input 1 loses; output 1 stays idle in one pass.
+        for (iters, expect) in [(1, None), (2, None)] {
+            let mut a = SeparableInputFirst::new(2, 2, 2, iters);
+            a.add(0, req(0));
+            a.add(0, req(1));
+            a.add(1, req(0));
+            a.allocate();
+            assert_eq!(a.output_assigned(0), Some(0));
+            assert_eq!(a.output_assigned(1), expect);
+        }
+        // Input 1 wants 0 and 1, input 0 wants 0: iteration 2 gives input 1 output 1.
+        let mut a = SeparableInputFirst::new(2, 2, 2, 2);
+        a.add(0, req(0));
+        a.add(1, req(0));
+        a.add(1, req(1));
+        a.allocate();
+        assert_eq!(a.output_assigned(0), Some(0));
+        assert_eq!(a.output_assigned(1), Some(1));
+    }
+
+    /// The dense allocator makes the same grants as the sparse one, round after round.
+    #[test]
+    fn dense_matches_sparse() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for case in 0..200 {
+            let n_in = 1 + rnd(20) as usize;
+            let n_out = 1 + rnd(20) as usize;
+            let labels = 1 + rnd(6) as u32;
+            let iters = 1 + (case % 3);
+            let mut d = SwitchAllocator::new(n_in, n_out, n_out, iters);
+            let mut s = SwitchAllocator::new_sparse(n_in, n_out, n_out, iters);
+            assert!(matches!(d, SwitchAllocator::Dense(_)));
+            for _round in 0..30 {
+                d.clear();
+                s.clear();
+                for _ in 0..rnd(3 * n_in as u64 + 1) {
+                    let (i, o) = (rnd(n_in as u64) as u32, rnd(n_out as u64) as u32);
+                    let label = rnd(u64::from(labels)) as u32;
+                    let pri = match rnd(4) {
+                        0 => i32::MIN,
+                        1 => 3,
+                        _ => 0,
+                    };
+                    let off = rnd(u64::from(labels)) as u32;
+                    d.bid(i, o, label, pri, off, labels);
+                    s.bid(i, o, label, pri, off, labels);
+                }
+                d.allocate();
+                s.allocate();
+                for i in 0..n_in as u32 {
+                    assert_eq!(d.grant(i), s.grant(i), "case {case} input {i}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn full_request_table_drops() {
+        let mut a = SeparableInputFirst::new(1, 4, 2, 1);
+        assert!(a.add(0, req(0)));
+        assert!(a.add(0, req(1)));
+        assert!(!a.add(0, req(2)));
+    }
+}

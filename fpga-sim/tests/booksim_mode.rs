@@ -1,0 +1,159 @@
+//! The BookSim-comparable mode beyond the reference crossbar: other topologies, pipeline
+//! options, determinism, and the command line.
+
+use std::process::Command;
+
+use podlink_sim::booksim::{headline, run, BooksimConfig, Outcome};
+
+const CFG: &str = include_str!("data/booksim/xbar16.cfg");
+
+fn latency_and_rate(overrides: &[&str]) -> (f64, f64) {
+    let cfg = BooksimConfig::from_text(CFG, overrides).unwrap();
+    headline(&run(cfg).unwrap())
+}
+
+/// Zero-load latency: 2 cycles per channel (a 1-cycle BookSim channel is read in the cycle
+/// after the one it is written in), the router stages after the first (which runs in the
+/// arrival cycle), and serialisation of the body. The crossbar: 2 + 3 + 2 = 7, as BookSim's
+/// "1 source + 1 channel + route + VA + SA + crossbar + 1 channel".
+fn zero_load(routers: f64, packet: f64, per_router: f64) -> f64 {
+    2.0 * (routers + 1.0) + (per_router - 1.0) * routers + (packet - 1.0)
+}
+
+#[test]
+fn zero_load_latency_matches_the_pipeline_for_each_topology() {
+    let short = ["sample_period=2000", "injection_rate=0.002"];
+    for (topo, hops) in [
+        (&["k=8"][..], 1.0),
+        (&["k=4", "n=2"][..], 2.0),
+        (&["k=2", "n=3"][..], 3.0),
+        // Fat tree k=4, n=2: 1 router for a same-leaf destination (1/4), else 3.
+        (
+            &["topology=fattree", "routing_function=nca", "k=4", "n=2"][..],
+            2.5,
+        ),
+    ] {
+        for ps in [1.0, 5.0] {
+            let p = format!("packet_size={ps}");
+            let mut o: Vec<&str> = topo.to_vec();
+            o.extend_from_slice(&short);
+            o.push(&p);
+            let cfg = BooksimConfig::from_text(CFG, &o).unwrap();
+            let Outcome::Done(r) = run(cfg).unwrap() else {
+                panic!("{o:?} unstable")
+            };
+            // The fat tree's hop mix is random: use the mean hop count the run saw.
+            let h = r[0].hops.avg();
+            assert!((h - hops).abs() < 0.2, "{o:?}: hops {h} vs {hops}");
+            let lat = r[0].plat.avg();
+            let want = zero_load(h, ps, 4.0);
+            assert!((lat - want).abs() < 0.1, "{o:?}: {lat} vs {want}");
+        }
+    }
+}
+
+#[test]
+fn pipeline_options_shift_zero_load_latency_as_booksim_does() {
+    let base = [
+        "sample_period=2000",
+        "injection_rate=0.002",
+        "packet_size=1",
+    ];
+    for (opt, per_router) in [
+        ("speculative=1", 3.0),
+        ("routing_delay=0", 3.0),
+        ("vc_alloc_delay=2", 5.0),
+        ("internal_speedup=2.0", 2.0),
+    ] {
+        let mut o = base.to_vec();
+        o.push(opt);
+        let (lat, _) = latency_and_rate(&o);
+        let want = zero_load(1.0, 1.0, per_router);
+        assert!((lat - want).abs() < 0.1, "{opt}: {lat} vs {want}");
+    }
+}
+
+#[test]
+fn runs_are_deterministic_and_conserve_flits() {
+    let o = [
+        "topology=fattree",
+        "routing_function=nca",
+        "k=4",
+        "n=2",
+        "packet_size=5",
+        "injection_rate=0.4",
+        "sample_period=1000",
+    ];
+    let a = latency_and_rate(&o);
+    let b = latency_and_rate(&o);
+    assert_eq!(a.0.to_bits(), b.0.to_bits());
+    assert_eq!(a.1.to_bits(), b.1.to_bits());
+    let cfg = BooksimConfig::from_text(CFG, &o).unwrap();
+    match run(cfg).unwrap() {
+        Outcome::Done(r) => {
+            let r = &r[0];
+            // Everything injected in the window is accounted for by ejections plus flits
+            // still in flight at the window's end (at most a few per node).
+            let sent: u64 = r.sent_flits.iter().sum();
+            let got: u64 = r.accepted_flits.iter().sum();
+            assert!(sent.abs_diff(got) < 16 * 40, "{sent} vs {got}");
+            assert!(r.plat.n > 1000);
+        }
+        Outcome::Unstable { .. } => panic!("0.4 load is stable"),
+    }
+}
+
+#[test]
+fn overload_is_reported_unstable_in_latency_mode() {
+    let (lat, acc) = latency_and_rate(&["injection_rate=0.9", "sample_period=1000"]);
+    assert!(lat.is_infinite());
+    assert!(acc > 0.5 && acc < 0.75, "{acc}");
+}
+
+fn cli(args: &[&str]) -> (i32, String, String) {
+    let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/booksim/xbar16.cfg");
+    let out = Command::new(env!("CARGO_BIN_EXE_podlink-sim"))
+        .arg("booksim")
+        .arg(cfg)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn command_line_prints_booksim_lines() {
+    let (code, out, _) = cli(&["injection_rate=0.05", "sample_period=2000", "--quiet"]);
+    assert_eq!(code, 0);
+    assert_eq!(out.matches("Packet latency average = ").count(), 1, "{out}");
+    assert_eq!(
+        out.matches("Accepted flit rate average = ").count(),
+        1,
+        "{out}"
+    );
+}
+
+#[test]
+fn command_line_errors_name_the_key_and_exit_2() {
+    for (arg, key) in [
+        ("bogus_key=3", "bogus_key"),
+        ("topology=torus", "topology"),
+        ("vc_allocator=islip", "vc_allocator"),
+        ("num_vcs=0", "num_vcs"),
+        ("--frobnicate", "--frobnicate"),
+    ] {
+        let (code, _, err) = cli(&[arg]);
+        assert_eq!(code, 2, "{arg}");
+        assert!(err.contains(key), "{arg}: {err}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_podlink-sim"))
+        .args(["booksim", "/nonexistent.cfg"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent.cfg"));
+}
