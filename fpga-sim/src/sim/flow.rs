@@ -1,31 +1,21 @@
 //! Moving flits and frames: transmitters, wires, receivers, control messages and switch
 //! pipelines (`spec-notes/simulator.md#links`).
 
-use super::link::{InFlight, RxVerdict};
+use super::link::InFlight;
 use super::port::{flow_of, vc_of, Frame, FrameSlab};
 use super::switch::{frame_cost, QUEUE_CAPACITY};
 use super::trace::Mark;
 use super::{Ctl, Ev, Owner, Sim};
+use podlink_protocol::link::TlSink;
 use podlink_protocol::time::Instant;
 use podlink_protocol::wire::dl_flit::FLIT_LEN;
-use podlink_protocol::wire::dl_stream::{PackSource, UnpackSink, TL_FLIT_LEN};
-use podlink_protocol::wire::{
-    DlFlit, DlMessage, TlItem, TlMessage, TlPacker, TlPushError, TlUnpacker,
-};
+use podlink_protocol::wire::dl_stream::TL_FLIT_LEN;
+use podlink_protocol::wire::{TlItem, TlMessage, TlPushError, TlUnpacker};
 
 /// Data half-flits kept in a TL packer before a DL flit is packed (about one DL flit).
 const PREFILL_HALVES: usize = 20;
 
-/// The TL packer as the DL packer's source.
-struct TlSource<'a>(&'a mut TlPacker<64>);
-
-impl PackSource for TlSource<'_> {
-    fn next_tl_flit(&mut self, out: &mut [u8; TL_FLIT_LEN]) -> bool {
-        self.0.poll_flit(out).is_some()
-    }
-}
-
-/// The DL unpacker's sink: TL flits into the TL unpacker, transfers into owned frames.
+/// The link's sink: TL flits into the TL unpacker, transfers into owned frames.
 struct Sink<'a> {
     tlu: &'a mut TlUnpacker,
     frames: &'a mut FrameSlab,
@@ -35,7 +25,7 @@ struct Sink<'a> {
     errors: u64,
 }
 
-impl UnpackSink for Sink<'_> {
+impl TlSink for Sink<'_> {
     fn tl_flit(&mut self, flit: &[u8; TL_FLIT_LEN]) {
         self.tl += 1;
         let _ = self.tlu.handle_flit(flit);
@@ -54,7 +44,6 @@ impl UnpackSink for Sink<'_> {
             }
         }
     }
-    fn message(&mut self, _msg: DlMessage) {}
 }
 
 /// Whether the last data half-flit of a transfer is all zeros (see [`Sim::push_frame`]).
@@ -88,7 +77,7 @@ impl Sim {
     /// Whether end `e`'s source (switch queue, requester, completer) may have a frame.
     fn source_waiting(&self, e: u32) -> bool {
         let tx = &self.txs[e as usize];
-        if !tx.txq.is_empty() || !tx.tl.is_idle() || tx.dl.carrying() {
+        if !tx.txq.is_empty() || !tx.tl.is_idle() || !tx.link.is_idle() {
             return true;
         }
         match self.owner[e as usize] {
@@ -104,21 +93,14 @@ impl Sim {
             self.kick(e, now);
             return;
         }
+        self.prefill(e, now);
+        self.feed_link(e);
         let mut buf = [0u8; FLIT_LEN];
-        let sent = if self.txs[ei].dl.replaying() {
-            self.txs[ei].dl.resend_next(&mut buf)
-        } else if self.txs[ei].dl.can_send_new() {
-            self.prefill(e, now);
-            let tx = &mut self.txs[ei];
-            if tx.tl.is_idle() && !tx.dl.carrying() {
-                false
-            } else {
-                tx.dl.pack_new(&mut TlSource(&mut tx.tl), &mut buf);
-                true
-            }
-        } else {
-            false
-        };
+        let sent = self.txs[ei]
+            .link
+            .poll_transmit(Instant::from_ps(now), &mut buf)
+            .is_some();
+        self.arm_timer(e, now);
         if !sent {
             if self.txs[ei].stall_since.is_none() && self.source_waiting(e) {
                 self.txs[ei].stall_since = Some(now);
@@ -145,10 +127,50 @@ impl Sim {
                 self.drain_backlog(a, now);
             }
         }
-        let tx = &self.txs[ei];
-        if tx.dl.replaying() || (tx.dl.can_send_new() && self.source_waiting(e)) {
-            self.kick(e, now);
+        // Keep going while anything may follow (more data, replays, acks, control): a poll
+        // that finds nothing puts the transmitter to sleep until the next kick.
+        self.kick(e, now);
+    }
+
+    /// Move TL flits from end `e`'s TL packer into its link while the link has room.
+    fn feed_link(&mut self, e: u32) {
+        let tx = &mut self.txs[e as usize];
+        let mut flit = [0u8; TL_FLIT_LEN];
+        while tx.link.tx_room() > 0 && !tx.tl.is_idle() {
+            if tx.tl.poll_flit(&mut flit).is_none() {
+                break;
+            }
+            if tx.link.submit_tl_flit(&flit).is_ok() {
+                tx.tl_submitted += 1;
+            } else {
+                self.stats.invalid_frames += 1;
+            }
         }
+    }
+
+    /// Schedule a `Timer` event for end `e`'s link deadline if it is earlier than the one
+    /// already scheduled.
+    pub(crate) fn arm_timer(&mut self, e: u32, now: u64) {
+        let tx = &mut self.txs[e as usize];
+        if let Some(t) = tx.link.poll_timeout() {
+            let t = t.as_ps().max(now);
+            if t < tx.timer_at {
+                tx.timer_at = t;
+                self.schedule(t, Ev::Timer(e));
+            }
+        }
+    }
+
+    pub(crate) fn on_timer(&mut self, e: u32, now: u64) {
+        let tx = &mut self.txs[e as usize];
+        if now != tx.timer_at {
+            return; // superseded
+        }
+        tx.timer_at = u64::MAX;
+        tx.link.handle_timeout(Instant::from_ps(now));
+        while tx.link.poll_event().is_some() {}
+        self.arm_timer(e, now);
+        self.kick(e, now);
     }
 
     /// Move frames from end `e`'s source into its TL packer, about one DL flit's worth.
@@ -282,43 +304,21 @@ impl Sim {
         }
         let e = self.peer[ri];
         let ei = e as usize;
-        match msg {
-            Ctl::Ack(seq) => {
-                let blocked = !self.txs[ei].dl.can_send_new();
-                self.txs[ei].dl.ack(seq);
-                self.rxs[ri].ack_in_flight = false;
-                let d = self.rxs[ri].dl.delivered_through();
-                if d != seq && d != 0 {
-                    self.rxs[ri].ack_in_flight = true;
-                    self.ctl_send(r, Ctl::Ack(d), now);
-                }
-                if blocked {
-                    self.kick(e, now);
-                }
-            }
-            Ctl::Replay(seq) => {
-                self.txs[ei].dl.replay_from(seq);
-                let h = &mut self.ports[ei].health;
-                h.replays = h.replays.wrapping_add(1);
-                self.kick(e, now);
-            }
-            Ctl::Credits(c) => {
-                self.ports[ei].credits.add(&c);
-                self.ports[ri].return_in_flight = false;
-                if !self.ports[ri].owed.is_zero() {
-                    let c = std::mem::take(&mut self.ports[ri].owed);
-                    self.ports[ri].return_in_flight = true;
-                    self.ctl_send(r, Ctl::Credits(c), now);
-                }
-                if let Owner::Switch { s, p } = self.owner[ei] {
-                    let sw = &mut self.switches[s as usize];
-                    let range = sw.base as usize..(sw.base + sw.n) as usize;
-                    sw.fwd.refresh(p, &self.ports[range]);
-                }
-                if self.source_waiting(e) {
-                    self.kick(e, now);
-                }
-            }
+        let Ctl::Credits(c) = msg;
+        self.ports[ei].credits.add(&c);
+        self.ports[ri].return_in_flight = false;
+        if !self.ports[ri].owed.is_zero() {
+            let c = std::mem::take(&mut self.ports[ri].owed);
+            self.ports[ri].return_in_flight = true;
+            self.ctl_send(r, Ctl::Credits(c), now);
+        }
+        if let Owner::Switch { s, p } = self.owner[ei] {
+            let sw = &mut self.switches[s as usize];
+            let range = sw.base as usize..(sw.base + sw.n) as usize;
+            sw.fwd.refresh(p, &self.ports[range]);
+        }
+        if self.source_waiting(e) {
+            self.kick(e, now);
         }
     }
 
@@ -333,52 +333,33 @@ impl Sim {
         }
         let r = self.peer[ei];
         let ri = r as usize;
-        let (verdict, request) = self.rxs[ri].dl.check(&f.bytes, now, self.t.rtt);
-        if let Some(seq) = request {
-            self.ctl_send(r, Ctl::Replay(seq), now);
-        }
-        match verdict {
-            RxVerdict::BadCrc => {
-                let h = &mut self.ports[ri].health;
-                h.crc_errors = h.crc_errors.wrapping_add(1);
+        let mut batch = std::mem::take(&mut self.batch);
+        let rx = &mut self.rxs[ri];
+        let mut sink = Sink {
+            tlu: &mut rx.tlu,
+            frames: &mut self.frames,
+            batch: &mut batch,
+            ingress: r,
+            tl: 0,
+            errors: 0,
+        };
+        let link = &mut self.txs[ri].link;
+        link.handle_flit(Instant::from_ps(now), &f.bytes, &mut sink);
+        while link.poll_event().is_some() {}
+        rx.tl_delivered += sink.tl;
+        rx.tl_errors += sink.errors;
+        // The receiving end may owe an ack or a replay request, or may send again now that
+        // an ack freed its replay buffer.
+        self.arm_timer(r, now);
+        self.kick(r, now);
+        for &h in &batch {
+            if let Some(t) = self.trace.as_mut() {
+                t.mark(now, Mark::Deliver(r));
             }
-            RxVerdict::OutOfOrder => {}
-            RxVerdict::Deliver => {
-                let mut batch = std::mem::take(&mut self.batch);
-                let rx = &mut self.rxs[ri];
-                let mut sink = Sink {
-                    tlu: &mut rx.tlu,
-                    frames: &mut self.frames,
-                    batch: &mut batch,
-                    ingress: r,
-                    tl: 0,
-                    errors: 0,
-                };
-                if rx
-                    .dlu
-                    .unpack(&DlFlit::new_unchecked(&f.bytes[..]), &mut sink)
-                    .is_err()
-                {
-                    rx.dlu.lose_sync();
-                    rx.tl_errors += 1;
-                }
-                rx.tl_delivered += sink.tl;
-                rx.tl_errors += sink.errors;
-                if !rx.ack_in_flight {
-                    rx.ack_in_flight = true;
-                    let s = rx.dl.delivered_through();
-                    self.ctl_send(r, Ctl::Ack(s), now);
-                }
-                for &h in &batch {
-                    if let Some(t) = self.trace.as_mut() {
-                        t.mark(now, Mark::Deliver(r));
-                    }
-                    self.deliver(r, h, now);
-                }
-                batch.clear();
-                self.batch = batch;
-            }
+            self.deliver(r, h, now);
         }
+        batch.clear();
+        self.batch = batch;
     }
 
     /// A frame arrived at end `r`.

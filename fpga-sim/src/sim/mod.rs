@@ -20,7 +20,7 @@ pub mod trace;
 pub mod txn;
 
 use self::check::{Reference, SparseMem};
-use self::link::{DlRx, DlTx, Wire};
+use self::link::Wire;
 use self::port::{Credits, FrameSlab, PortState};
 use self::switch::Forwarder;
 use self::trace::Trace;
@@ -31,8 +31,10 @@ use crate::pod::topology::{Attach, Fabric};
 use crate::report::{Latency, OpClass};
 use crate::rng::Rng;
 use crate::workload::Generator;
+use podlink_protocol::link::{UaLink, UaLinkConfig};
+use podlink_protocol::time::Duration;
 use podlink_protocol::time::Instant;
-use podlink_protocol::wire::{DlUnpacker, TlPacker, TlUnpacker};
+use podlink_protocol::wire::{TlPacker, TlUnpacker};
 use std::collections::VecDeque;
 
 /// Run options (from the command line).
@@ -62,7 +64,8 @@ impl Default for Options {
             warmup_ps: 2_000_000,
             pattern: None,
             load: None,
-            drain_ps: 200_000_000,
+            // Past the link layer's 10.24 ms ack timeout, which recovers a lost last flit.
+            drain_ps: 20_000_000_000,
             traffic: true,
         }
     }
@@ -75,8 +78,10 @@ pub enum Ev {
     Tx(u32),
     /// The oldest flit on the wire from end `e` arrives at its peer.
     Arrive(u32),
-    /// The oldest control message from end `e` (ack, replay request, credits) arrives.
+    /// The oldest credit return from end `e` arrives at its peer.
     Ctl(u32),
+    /// A timer of end `e`'s link (ack coalescing, replay, control) may be due.
+    Timer(u32),
     /// Frames in the pipeline of switch ingress end `e` are due.
     Pipe(u32),
     /// Requests waiting at the completer of accelerator end `e` are due.
@@ -106,13 +111,18 @@ pub enum Owner {
     },
 }
 
-/// A control message travelling back to the sender of a link direction.
+/// A message travelling back to the sender of a link direction out of band.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Ctl {
-    Ack(u16),
-    Replay(u16),
     Credits(Credits),
 }
+
+/// DL flits each link end keeps for replay (the round trip of a link is about 20 flit times).
+pub const REPLAY_FLITS: usize = 64;
+/// TL flits queued in each link end.
+pub const LINK_TXQ: usize = 16;
+/// The protocol crate's UALink-profile link end, as every port of the pod runs it.
+pub type Link = UaLink<REPLAY_FLITS, LINK_TXQ>;
 
 /// Fixed delays, ps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,14 +137,16 @@ pub struct Times {
     pub completer: u64,
     /// Switch pipeline.
     pub pipeline: u64,
-    /// Re-request a replay after this long without it.
-    pub rtt: u64,
 }
 
-/// Transmit side of a link end.
+/// A link end's transmitter and link state.
 pub(crate) struct EndTx {
     pub tl: TlPacker<64>,
-    pub dl: DlTx,
+    pub link: Link,
+    /// TL flits submitted to the link.
+    pub tl_submitted: u64,
+    /// The time a `Timer` event is scheduled for (`u64::MAX`: none).
+    pub timer_at: u64,
     pub busy_until: u64,
     pub pending: bool,
     /// Frames taken from a source that did not fit in the TL packer.
@@ -147,14 +159,12 @@ pub(crate) struct EndTx {
 
 /// Receive side of a link end.
 pub(crate) struct EndRx {
-    pub dl: DlRx,
-    pub dlu: DlUnpacker,
     pub tlu: TlUnpacker,
     /// Frames waiting with their due time (switch pipeline or completer).
     pub fifo: VecDeque<(u64, u32)>,
-    /// Control messages to the peer (acks, replay requests, credits), with arrival times.
+    /// Credit returns to the peer, with arrival times.
     pub ctl_out: VecDeque<(u64, Ctl)>,
-    pub ack_in_flight: bool,
+    /// TL flits delivered by the link.
     pub tl_delivered: u64,
     pub tl_errors: u64,
 }
@@ -217,7 +227,6 @@ impl Sim {
             endpoint: ns(pod.accelerator.endpoint_ns).as_ps(),
             completer: ns(pod.accelerator.completer_ns).as_ps(),
             pipeline: st.pipeline().as_ps(),
-            rtt: 2 * lt.flit_latency().as_ps() + lt.serialisation.as_ps(),
         };
         // Link ends: every switch port (contiguous per switch), then every accelerator port.
         let mut owner = Vec::new();
@@ -268,10 +277,21 @@ impl Sim {
                 ..Default::default()
             })
             .collect();
+        let mut cfg = UaLinkConfig::default();
+        cfg.retry.flit_time = Duration::from_ps(t.ser);
+        cfg.retry.ack_delay = ns(pod.link.ack_delay_ns);
         let txs = (0..n)
             .map(|i| EndTx {
                 tl: TlPacker::new(),
-                dl: DlTx::default(),
+                link: {
+                    let mut c = cfg;
+                    c.control.port_number = (i & 0xfff) as u16;
+                    let mut l = Link::new(c);
+                    l.handle_link_up(Instant::ZERO);
+                    l
+                },
+                tl_submitted: 0,
+                timer_at: u64::MAX,
                 busy_until: 0,
                 pending: false,
                 txq: VecDeque::new(),
@@ -283,12 +303,9 @@ impl Sim {
             .collect();
         let rxs = (0..n)
             .map(|_| EndRx {
-                dl: DlRx::default(),
-                dlu: DlUnpacker::new(),
                 tlu: TlUnpacker::new(),
                 fifo: VecDeque::new(),
                 ctl_out: VecDeque::new(),
-                ack_in_flight: false,
                 tl_delivered: 0,
                 tl_errors: 0,
             })
@@ -328,6 +345,11 @@ impl Sim {
             }
         }
         sim.build_workloads();
+        // Bring every link up: NOP flits both ways, then the DL control exchange.
+        for e in 0..sim.ends() as u32 {
+            sim.kick(e, 0);
+            sim.arm_timer(e, 0);
+        }
         sim
     }
 
@@ -368,6 +390,11 @@ impl Sim {
         self.sched.pending()
     }
 
+    /// Time of the next event, ps.
+    pub fn next_event(&self) -> Option<u64> {
+        self.sched.peek_time().map(Instant::as_ps)
+    }
+
     pub(crate) fn schedule(&mut self, at: u64, ev: Ev) {
         self.sched.at(Instant::from_ps(at), ev);
     }
@@ -379,6 +406,7 @@ impl Sim {
             Ev::Tx(e) => self.on_tx(e, now),
             Ev::Arrive(e) => self.on_arrive(e, now),
             Ev::Ctl(e) => self.on_ctl(e, now),
+            Ev::Timer(e) => self.on_timer(e, now),
             Ev::Pipe(e) => self.on_pipe(e, now),
             Ev::Cpl(e) => self.on_cpl(e, now),
             Ev::Issue(i) => self.on_issue(i, now),

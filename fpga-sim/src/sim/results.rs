@@ -79,8 +79,12 @@ pub struct PartitionResult {
 pub struct LinkTotals {
     /// Link directions.
     pub directions: u64,
-    /// New DL flits sent.
+    /// Payload DL flits sent for the first time.
     pub dl_flits: u64,
+    /// Acks sent (alone or on a payload flit).
+    pub acks: u64,
+    /// NOP flits sent (link bring-up).
+    pub nops: u64,
     /// DL flits resent by replays.
     pub dl_resent: u64,
     /// Replays (replay requests honoured).
@@ -252,9 +256,12 @@ pub fn run(pod: &PodFile, opts: &Options, mut progress: impl FnMut(u64, u64)) ->
         progress(t, end);
     }
     let limit = end.saturating_add(opts.drain_ps);
-    while sim.accels.open() > 0 && sim.now() < limit && sim.pending() > 0 {
-        let next = (sim.now() + step).min(limit);
-        sim.run_to(next);
+    while sim.accels.open() > 0 {
+        // Jump over idle time (a lost last flit waits for the link's ack timeout).
+        match sim.next_event() {
+            Some(t) if t <= limit => sim.run_to(t.max(sim.now() + step).min(limit)),
+            _ => break,
+        };
     }
     sim.report(zero)
 }
@@ -279,34 +286,51 @@ impl Sim {
         let mut ok = true;
         for e in 0..self.ends() {
             let tx = &self.txs[e];
-            let rx = &self.rxs[self.peer[e] as usize];
-            let in_flight = tx.dl.tl_unacked_after(rx.dl.delivered_through());
-            if tx.dl.tl_packed != rx.tl_delivered + in_flight {
+            let peer = self.peer[e] as usize;
+            let rx = &self.rxs[peer];
+            let st = tx.link.stats();
+            let rs = tx.link.retry().stats();
+            let peer_rs = self.txs[peer].link.retry().stats();
+            // TL flits: submitted = queued in the link + packed into DL flits; packed =
+            // delivered + on the wire or awaiting replay; when the link has nothing in
+            // flight, packed = delivered exactly.
+            let queued = (super::LINK_TXQ - tx.link.tx_room()) as u64;
+            let packed = st.tl_packed;
+            if tx.tl_submitted != queued + packed || packed < rx.tl_delivered {
                 ok = false;
             }
-            c.tl_injected += tx.dl.tl_packed;
+            if tx.link.retry().buffered() == 0
+                && tx.wire.flight.is_empty()
+                && packed != rx.tl_delivered
+            {
+                ok = false;
+            }
+            let in_flight = tx.tl_submitted.saturating_sub(rx.tl_delivered);
+            c.tl_injected += tx.tl_submitted;
             c.tl_delivered += rx.tl_delivered;
             c.tl_in_flight += in_flight;
             let util = tx.busy_ps as f64 / now as f64;
             util_sum += util;
             links.utilisation_max = links.utilisation_max.max(util);
-            links.dl_flits += tx.dl.flits;
-            links.dl_resent += tx.dl.resent;
-            links.replays += tx.dl.replays;
-            links.crc_errors += rx.dl.crc_errors;
+            links.dl_flits += rs.flits_sent;
+            links.dl_resent += rs.flits_resent;
+            links.replays += rs.replays;
+            links.crc_errors += peer_rs.crc_errors;
             links.bits_flipped += tx.wire.bits_flipped;
-            links.tl_flits += tx.dl.tl_packed;
+            links.tl_flits += packed;
+            links.acks += rs.acks_sent;
+            links.nops += rs.nops_sent;
             let stall = tx.stall_ps + tx.stall_since.map_or(0, |s| now - s);
             links.credit_stall_ns += stall as f64 / 1000.0;
             rows.push((
                 e as u32,
                 format!("{:?}", self.owner[e]),
                 round3(util),
-                tx.dl.flits,
-                rx.dl.crc_errors,
-                tx.dl.replays,
+                rs.flits_sent,
+                peer_rs.crc_errors,
+                rs.replays,
             ));
-            if rx.tl_errors > 0 {
+            if rx.tl_errors > 0 || st.unpack_errors > 0 {
                 ok = false;
             }
         }

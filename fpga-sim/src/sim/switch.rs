@@ -16,27 +16,14 @@ use super::txn::Flow;
 use crate::pod::config::PodFile;
 use crate::pod::topology::{Attach, Fabric};
 use podlink_protocol::time::{Duration, Instant};
-use podlink_protocol::wire::{AccelId, PartitionId};
 use podlink_switch::header::{FrameKind, Header};
-use podlink_switch::tables::{Attachment, PartitionCfg, PortCfg, RateCap};
-use podlink_switch::{DropReason, Forwarded, Switch, Tables, MAX_PARTITIONS, MAX_PORTS, MAX_WAYS};
+use podlink_switch::{DropReason, Forwarded, Switch, Tables, MAX_PARTITIONS, MAX_PORTS};
 use std::collections::VecDeque;
 
 /// How long a flow stays pinned to its port after its last frame left.
 pub const ORDER_HOLD: Duration = Duration::from_ns(2_000);
 /// Frames one switch buffers (the library's egress queue capacity; also used for [`Wide`]).
 pub const QUEUE_CAPACITY: usize = podlink_switch::QUEUE_SLOTS;
-
-/// The ways a destination is routed over, at most `max` of them: rotated by destination so
-/// that destinations spread over all parallel links when a table keeps fewer ways.
-pub fn ways_for(all: &[u32], dst: u32, max: usize) -> Vec<u32> {
-    if all.len() <= max {
-        return all.to_vec();
-    }
-    (0..max)
-        .map(|k| all[(dst as usize + k) % all.len()])
-        .collect()
-}
 
 /// The forwarding logic of one switch.
 pub enum Forwarder {
@@ -50,10 +37,9 @@ impl Forwarder {
     /// Build switch `s` of `fabric`.
     pub fn build(pod: &PodFile, fabric: &Fabric, s: usize) -> Forwarder {
         let node = &fabric.switches[s];
-        let parts = partitions(pod, fabric);
-        let fits = node.ports.len() <= MAX_PORTS && parts.len() <= MAX_PARTITIONS;
-        if fits {
-            if let Ok(sw) = podlink(pod, fabric, s, &parts) {
+        let parts = pod.partitions.len().max(1);
+        if node.ports.len() <= MAX_PORTS && parts <= MAX_PARTITIONS {
+            if let Some(sw) = podlink(pod, fabric, s) {
                 return Forwarder::Podlink(sw);
             }
         }
@@ -174,79 +160,18 @@ impl Forwarder {
     }
 }
 
-/// Partition table of the pod: (id, weight, rate cap Gb/s, members).
-fn partitions(pod: &PodFile, fabric: &Fabric) -> Vec<(u16, u32, Option<f64>, Vec<u32>)> {
-    if pod.partitions.is_empty() {
-        return vec![(0, 1, None, (0..fabric.accels).collect())];
-    }
-    pod.partitions
-        .iter()
-        .map(|p| {
-            let members = (0..fabric.accels)
-                .filter(|&a| fabric.partition_of.get(a as usize) == Some(&p.id))
-                .collect();
-            (p.id, p.weight, p.rate_cap_gbps, members)
-        })
-        .collect()
-}
-
-type Parts = [(u16, u32, Option<f64>, Vec<u32>)];
-
-fn podlink(
-    pod: &PodFile,
-    fabric: &Fabric,
-    s: usize,
-    parts: &Parts,
-) -> Result<Box<Switch>, podlink_switch::config::ConfigError> {
-    let node = &fabric.switches[s];
+fn podlink(pod: &PodFile, fabric: &Fabric, s: usize) -> Option<Box<Switch>> {
+    // The same tables `podlink-sim export` writes for the firmware.
+    let tables = crate::export::switch_tables(pod, fabric, s as u32).ok()?;
     let mut sw = Box::new(Switch::new());
-    let aid = |a: u32| AccelId::from_bits_truncate(a as u16);
     sw.stage_with(|t: &mut Tables| {
-        t.set_num_ports(node.ports.len() as u8)?;
-        t.set_adaptive(pod.switch.adaptive);
-        t.set_order_hold(ORDER_HOLD);
-        for (p, a) in node.ports.iter().enumerate() {
-            let attach = match *a {
-                Attach::Accel { accel, .. } => Attachment::Accelerator(aid(accel)),
-                Attach::Switch { .. } => Attachment::Switch,
-            };
-            t.set_port(
-                p as u8,
-                PortCfg {
-                    attach,
-                    plane: (s % 16) as u8,
-                },
-            )?;
-        }
-        for (id, weight, cap, members) in parts {
-            let rate_cap = cap.map(|g| RateCap {
-                bytes_per_us: ((g * 125.0).round() as u32).max(1),
-                burst_bytes: 4096,
-            });
-            let idx = t.add_partition(PartitionCfg {
-                id: PartitionId::from_bits_truncate(*id),
-                weight: (*weight).clamp(1, 255) as u8,
-                rate_cap,
-            })?;
-            for &m in members {
-                t.add_member(idx, aid(m))?;
-            }
-        }
-        for (d, ways) in node.routes.iter().enumerate() {
-            if ways.is_empty() {
-                continue;
-            }
-            let w: Vec<u8> = ways_for(ways, d as u32, MAX_WAYS)
-                .iter()
-                .map(|&p| p as u8)
-                .collect();
-            t.set_route(aid(d as u32), &w)?;
-        }
+        *t = tables;
         Ok(())
-    })?;
-    let _ = sw.commit();
+    })
+    .ok()?;
+    sw.commit().ok()?;
     while sw.poll_event().is_some() {}
-    Ok(sw)
+    Some(sw)
 }
 
 /// One bucket of the flow table: frames of its flows queued, their port, pin deadline.
@@ -510,13 +435,5 @@ mod tests {
             let f = Fabric::build(&pod);
             assert_eq!(Forwarder::build(&pod, &f, 0).kind(), kind, "{name}");
         }
-    }
-
-    #[test]
-    fn ways_rotate_by_destination() {
-        let all: Vec<u32> = (16..32).collect();
-        let w = ways_for(&all, 3, 8);
-        assert_eq!(w, (19..27).collect::<Vec<_>>());
-        assert_eq!(ways_for(&all[..4], 3, 8), all[..4].to_vec());
     }
 }

@@ -201,7 +201,7 @@ pub fn zero_load_read(pod: &PodFile) -> Option<(Vec<Stage>, u64, u32)> {
     let mut sim = Sim::new(pod, &opts);
     let (dst, hops) = farthest_from_zero(&sim);
     sim.trace = Some(Trace::default());
-    let t0 = 1_000_000;
+    let t0 = 5_000_000; // after link bring-up and the DL control exchange
     sim.run_to(t0);
     sim.issue(
         OpSpec {
