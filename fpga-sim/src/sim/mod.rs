@@ -13,8 +13,10 @@ mod accel;
 pub mod check;
 mod flow;
 pub mod link;
+pub mod output;
 pub mod port;
 pub mod results;
+pub mod sweep;
 pub mod switch;
 pub mod trace;
 pub mod txn;
@@ -109,6 +111,15 @@ pub enum Owner {
         /// Its port.
         p: u32,
     },
+}
+
+impl std::fmt::Display for Owner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Owner::Accel { a, k } => write!(f, "accelerator {a} port {k}"),
+            Owner::Switch { s, p } => write!(f, "switch {s} port {p}"),
+        }
+    }
 }
 
 /// A message travelling back to the sender of a link direction out of band.
@@ -340,6 +351,11 @@ impl Sim {
         for s in 0..sim.switches.len() {
             let sw = &mut sim.switches[s];
             let range = sw.base as usize..(sw.base + sw.n) as usize;
+            let gate = std::rc::Rc::new(std::cell::Cell::new(u32::MAX));
+            for (i, p) in sim.ports[range.clone()].iter_mut().enumerate() {
+                p.index = i as u32;
+                p.puller = Some(gate.clone());
+            }
             for p in 0..sw.n {
                 sw.fwd.refresh(p, &sim.ports[range.clone()]);
             }

@@ -218,6 +218,8 @@ pub struct Report {
     pub latency: [Latency; 3],
     /// Per accelerator throughput, Gb/s.
     pub per_accel_gbps: Vec<f64>,
+    /// Partition of each accelerator.
+    pub partition_of: Vec<u16>,
     /// Per link direction: (end, owner description, utilisation, DL flits, CRC errors, replays).
     pub links: Vec<(u32, String, f64, u64, u64, u64)>,
     /// Zero-load breakdown.
@@ -324,7 +326,7 @@ impl Sim {
             links.credit_stall_ns += stall as f64 / 1000.0;
             rows.push((
                 e as u32,
-                format!("{:?}", self.owner[e]),
+                self.owner[e].to_string(),
                 round3(util),
                 rs.flits_sent,
                 peer_rs.crc_errors,
@@ -468,6 +470,7 @@ impl Sim {
             summary,
             latency: self.lat.clone(),
             per_accel_gbps: per_accel,
+            partition_of: self.fabric.partition_of.clone(),
             links: rows,
             breakdown: stages,
         }

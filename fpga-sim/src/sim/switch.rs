@@ -122,7 +122,14 @@ impl Forwarder {
             Forwarder::Podlink(s) => {
                 let p = ports.get_mut(port as usize)?;
                 p.accepting = true;
+                let gate = p.puller.clone();
+                if let Some(g) = &gate {
+                    g.set(port);
+                }
                 let tx = s.poll_transmit(now, ports);
+                if let Some(g) = &gate {
+                    g.set(u32::MAX);
+                }
                 if let Some(p) = ports.get_mut(port as usize) {
                     p.accepting = false;
                 }
