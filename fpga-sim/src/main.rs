@@ -100,7 +100,7 @@ struct RunArgs {
 }
 
 /// Default injection time of `run` and `sweep`.
-const DEFAULT_DURATION: &str = "20us";
+const DEFAULT_DURATION: &str = "5us";
 
 impl Default for RunArgs {
     fn default() -> Self {

@@ -90,6 +90,13 @@ fn loaded_runs_are_sound() {
         );
         assert!(s.throughput_gbps > 0.0);
         assert!(s.drops.is_empty(), "{name}: {:?}", s.drops);
+        // The run's own zero-load read (traced before injection starts) is the analytic sum.
+        let want: u64 = read_breakdown(&pod, s.read_hops)
+            .iter()
+            .map(|x| x.time.as_ps())
+            .sum();
+        assert_eq!((s.read_rtt_ns * 1000.0).round() as u64, want, "{name}");
+        assert!(!s.violated(), "{name}: {:?}", s.budgets);
     }
 }
 

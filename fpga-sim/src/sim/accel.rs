@@ -3,7 +3,7 @@
 //! (`spec-notes/simulator.md#accelerators`).
 
 use super::check::pattern;
-use super::port::{flow_of, Frame};
+use super::port::flow_of;
 use super::trace::Mark;
 use super::txn::{Completer, Operation, Requester, SubmitError};
 use super::{class_index, Ev, Owner, Sim};
@@ -186,14 +186,23 @@ impl Sim {
             let mean = f64::from(w.message_bytes) / (line_rate * w.offered_load) * 1e6;
             let mut rng = crate::rng::Rng::new(self.opts.seed, 0x5000_0000 + g as u64);
             for m in 0..members.len() {
-                let i = self.sources.len() as u32;
                 self.sources.push((g as u32, m as u32));
-                let start = (rng.f64() * mean) as u64;
-                if start < self.inject_until {
-                    self.schedule(start, Ev::Issue(i));
-                }
+                self.first_issue.push((rng.f64() * mean) as u64);
             }
             self.gens.push(gen);
+        }
+    }
+
+    /// Start the workloads at `at`: each source issues its first operation at a random offset
+    /// within its mean gap, and sources stop at `at + duration`.
+    pub fn start_workload(&mut self, at: u64) {
+        self.inject_from = at;
+        self.inject_until = at.saturating_add(self.opts.duration_ps);
+        for i in 0..self.sources.len() {
+            let t = at + self.first_issue[i];
+            if t < self.inject_until {
+                self.schedule(t, Ev::Issue(i as u32));
+            }
         }
     }
 
@@ -244,7 +253,7 @@ impl Sim {
             addr: spec.addr,
             issued: now,
             left: ((1u32 << pieces) - 1) as u16,
-            measured: now >= self.opts.warmup_ps && now < self.inject_until,
+            measured: now >= self.inject_from + self.opts.warmup_ps && now < self.inject_until,
             failed: false,
             wid: 0,
             expect: [0; 64],
@@ -366,7 +375,7 @@ impl Sim {
             let Some(item) = item else {
                 return;
             };
-            let h = self.frames.alloc(Frame::from_transfer(&item, e));
+            let h = self.frames.alloc_transfer(&item, e);
             if !self.push_frame(e, h, now) {
                 return;
             }
@@ -375,7 +384,7 @@ impl Sim {
 
     /// A frame arrived at accelerator end `r`.
     pub(crate) fn accel_deliver(&mut self, r: u32, h: u32, now: u64) {
-        let Some(f) = self.frames.get(h).copied() else {
+        let Some(f) = self.frames.get(h) else {
             return;
         };
         if flow_of(&f.field) == super::txn::Flow::Request {
@@ -383,28 +392,25 @@ impl Sim {
             self.enqueue(r, at, h, Ev::Cpl(r));
             return;
         }
-        self.release(r, &f, now);
-        self.frames.free(h);
         let t = Instant::from_ps(now);
-        let Some(ap) = self.accels.port_mut(r) else {
-            return;
-        };
-        let tr = f.transfer();
-        if let Some(d) = ap.req.handle_response(t, &tr) {
-            let piece = ap
-                .piece_of
-                .get(d.op.0 as usize)
-                .copied()
-                .unwrap_or(u32::MAX);
-            let (op, k) = (piece / MAX_PIECES, piece % MAX_PIECES);
-            if let Some(o) = self.accels.ops.get(op as usize) {
-                let first = (k * 4 + d.offset / 64) as usize;
-                let exp = o.expect.get(first..).unwrap_or(&[]);
-                let addr = o.addr + u64::from(k) * 256 + u64::from(d.offset);
-                let dst = o.dst;
-                self.reference.check_read(dst, addr, d.data, exp);
+        if let Some(ap) = self.accels.ports.get_mut((r - self.accels.base) as usize) {
+            if let Some(d) = ap.req.handle_response(t, &f.transfer()) {
+                let piece = ap
+                    .piece_of
+                    .get(d.op.0 as usize)
+                    .copied()
+                    .unwrap_or(u32::MAX);
+                let (op, k) = (piece / MAX_PIECES, piece % MAX_PIECES);
+                if let Some(o) = self.accels.ops.get(op as usize) {
+                    let first = (k * 4 + d.offset / 64) as usize;
+                    let exp = o.expect.get(first..).unwrap_or(&[]);
+                    let addr = o.addr + u64::from(k) * 256 + u64::from(d.offset);
+                    self.reference.check_read(o.dst, addr, d.data, exp);
+                }
             }
         }
+        self.release_frame(h, now);
+        self.frames.free(h);
         while let Some(ap) = self.accels.port_mut(r) {
             let Some(c) = ap.req.poll_completion() else {
                 break;
@@ -440,7 +446,7 @@ impl Sim {
                 break;
             }
             self.rxs[r as usize].fifo.pop_front();
-            let Some(f) = self.frames.get(h).copied() else {
+            let Some(f) = self.frames.get(h) else {
                 continue;
             };
             if let Some(t) = self.trace.as_mut() {
@@ -455,7 +461,7 @@ impl Sim {
                     self.stats.invalid_frames += 1;
                 }
             }
-            self.release(r, &f, now);
+            self.release_frame(h, now);
             self.frames.free(h);
             handled = true;
         }

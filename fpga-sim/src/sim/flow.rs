@@ -1,14 +1,12 @@
 //! Moving flits and frames: transmitters, wires, receivers, control messages and switch
 //! pipelines (`spec-notes/simulator.md#links`).
 
-use super::link::InFlight;
 use super::port::{flow_of, vc_of, Frame, FrameSlab};
 use super::switch::{frame_cost, QUEUE_CAPACITY};
 use super::trace::Mark;
 use super::{Ctl, Ev, Owner, Sim};
 use podlink_protocol::link::TlSink;
 use podlink_protocol::time::Instant;
-use podlink_protocol::wire::dl_flit::FLIT_LEN;
 use podlink_protocol::wire::dl_stream::TL_FLIT_LEN;
 use podlink_protocol::wire::{TlItem, TlMessage, TlPushError, TlUnpacker};
 
@@ -32,7 +30,7 @@ impl TlSink for Sink<'_> {
         loop {
             match self.tlu.poll_item() {
                 Ok(Some(TlItem::Transfer(t))) => {
-                    let h = self.frames.alloc(Frame::from_transfer(&t, self.ingress));
+                    let h = self.frames.alloc_transfer(&t, self.ingress);
                     self.batch.push(h);
                 }
                 Ok(Some(_)) => {}
@@ -74,10 +72,11 @@ impl Sim {
         self.schedule(at, Ev::Tx(e));
     }
 
-    /// Whether end `e`'s source (switch queue, requester, completer) may have a frame.
-    fn source_waiting(&self, e: u32) -> bool {
+    /// Whether end `e` has TL data waiting to be sent: in its link's queue, its TL packer,
+    /// its overflow queue, or its source (switch queue, requester, completer).
+    pub(crate) fn source_waiting(&self, e: u32) -> bool {
         let tx = &self.txs[e as usize];
-        if !tx.txq.is_empty() || !tx.tl.is_idle() || !tx.link.is_idle() {
+        if !tx.txq.is_empty() || !tx.tl.is_idle() || tx.link.tx_room() < super::LINK_TXQ {
             return true;
         }
         match self.owner[e as usize] {
@@ -95,11 +94,19 @@ impl Sim {
         }
         self.prefill(e, now);
         self.feed_link(e);
-        let mut buf = [0u8; FLIT_LEN];
-        let sent = self.txs[ei]
+        let to_accel = matches!(self.owner[self.peer[ei] as usize], Owner::Accel { .. });
+        let at = now + self.t.link + if to_accel { self.t.endpoint } else { 0 };
+        let tx = &mut self.txs[ei];
+        let packed_before = tx.link.stats().tl_packed;
+        let slot = tx.wire.flight.next_slot();
+        let sent = tx
             .link
-            .poll_transmit(Instant::from_ps(now), &mut buf)
+            .poll_transmit(Instant::from_ps(now), &mut slot.bytes)
             .is_some();
+        slot.at = at;
+        if sent {
+            tx.wire.corrupt_last();
+        }
         self.arm_timer(e, now);
         if !sent {
             if self.txs[ei].stall_since.is_none() && self.source_waiting(e) {
@@ -107,18 +114,18 @@ impl Sim {
             }
             return;
         }
-        let to_accel = matches!(self.owner[self.peer[ei] as usize], Owner::Accel { .. });
-        let at = now + self.t.link + if to_accel { self.t.endpoint } else { 0 };
         let ser = self.t.ser;
         let tx = &mut self.txs[ei];
         if let Some(s) = tx.stall_since.take() {
             tx.stall_ps += now - s;
         }
-        tx.wire.corrupt(&mut buf);
         let first = tx.wire.flight.is_empty();
-        tx.wire.flight.push_back(InFlight { at, bytes: buf });
+        tx.wire.flight.commit();
         tx.busy_until = now + ser;
         tx.busy_ps += ser;
+        // A DL flit that started many TL flits may end inside one, whose rest must follow.
+        let maybe_carrying = tx.link.stats().tl_packed - packed_before >= 6;
+        let more = maybe_carrying || tx.link.retry().unsent() > 0;
         if first {
             self.schedule(at, Ev::Arrive(e));
         }
@@ -127,9 +134,11 @@ impl Sim {
                 self.drain_backlog(a, now);
             }
         }
-        // Keep going while anything may follow (more data, replays, acks, control): a poll
-        // that finds nothing puts the transmitter to sleep until the next kick.
-        self.kick(e, now);
+        // Keep going while data may follow; otherwise sleep until the next kick (new data,
+        // credits, an ack that opens the replay window, a timer, a received flit).
+        if more || self.source_waiting(e) {
+            self.kick(e, now);
+        }
     }
 
     /// Move TL flits from end `e`'s TL packer into its link while the link has room.
@@ -191,6 +200,9 @@ impl Sim {
                 Some(h) => h,
                 None => {
                     let sw = &mut self.switches[s as usize];
+                    if !sw.fwd.backlog(p) {
+                        break;
+                    }
                     let range = sw.base as usize..(sw.base + sw.n) as usize;
                     let frames = &self.frames;
                     let got = sw
@@ -203,9 +215,7 @@ impl Sim {
                     match got {
                         Some(h) => {
                             pulled = true;
-                            if let Some(f) = self.frames.get(h).copied() {
-                                self.release(f.ingress, &f, now);
-                            }
+                            self.release_frame(h, now);
                             h
                         }
                         None => break,
@@ -266,16 +276,19 @@ impl Sim {
         }
     }
 
-    /// A receiver released frame `f` that arrived on end `r`: return its credits to the
-    /// sender.
-    pub(crate) fn release(&mut self, r: u32, f: &Frame, now: u64) {
-        let port = &mut self.ports[r as usize];
-        port.owed.give(
+    /// The receiver of frame `h` released its buffer: return the credits to the sender.
+    pub(crate) fn release_frame(&mut self, h: u32, now: u64) {
+        let Some(f) = self.frames.get(h) else {
+            return;
+        };
+        let (r, flow, vc, beats) = (
+            f.ingress,
             flow_of(&f.field),
             usize::from(vc_of(&f.field).get()),
-            1,
             f.beats(),
         );
+        let port = &mut self.ports[r as usize];
+        port.owed.give(flow, vc, 1, beats);
         if !port.return_in_flight {
             let c = std::mem::take(&mut port.owed);
             port.return_in_flight = true;
@@ -324,13 +337,6 @@ impl Sim {
 
     pub(crate) fn on_arrive(&mut self, e: u32, now: u64) {
         let ei = e as usize;
-        let Some(f) = self.txs[ei].wire.flight.pop_front() else {
-            return;
-        };
-        if let Some(next) = self.txs[ei].wire.flight.front() {
-            let at = next.at;
-            self.schedule(at, Ev::Arrive(e));
-        }
         let r = self.peer[ei];
         let ri = r as usize;
         let mut batch = std::mem::take(&mut self.batch);
@@ -343,11 +349,26 @@ impl Sim {
             tl: 0,
             errors: 0,
         };
-        let link = &mut self.txs[ri].link;
+        let (tx, rxlink) = if ei < ri {
+            let (a, b) = self.txs.split_at_mut(ri);
+            (&mut a[ei], &mut b[0])
+        } else {
+            let (a, b) = self.txs.split_at_mut(ei);
+            (&mut b[0], &mut a[ri])
+        };
+        let Some(f) = tx.wire.flight.front() else {
+            return;
+        };
+        let link = &mut rxlink.link;
         link.handle_flit(Instant::from_ps(now), &f.bytes, &mut sink);
         while link.poll_event().is_some() {}
+        tx.wire.flight.pop();
+        let next = tx.wire.flight.front().map(|n| n.at);
         rx.tl_delivered += sink.tl;
         rx.tl_errors += sink.errors;
+        if let Some(at) = next {
+            self.schedule(at, Ev::Arrive(e));
+        }
         // The receiving end may owe an ack or a replay request, or may send again now that
         // an ack freed its replay buffer.
         self.arm_timer(r, now);
@@ -401,7 +422,7 @@ impl Sim {
                 break;
             }
             self.rxs[r as usize].fifo.pop_front();
-            let Some(f) = self.frames.get(h).copied() else {
+            let Some(f) = self.frames.get(h) else {
                 continue;
             };
             if let Some(t) = self.trace.as_mut() {
@@ -410,7 +431,7 @@ impl Sim {
             let range = sw.base as usize..(sw.base + sw.n) as usize;
             let res = sw
                 .fwd
-                .forward(Instant::from_ps(now), p, h, &f, &mut self.ports[range]);
+                .forward(Instant::from_ps(now), p, h, f, &mut self.ports[range]);
             let base = sw.base;
             if let super::switch::Forwarder::Podlink(x) = &mut sw.fwd {
                 while x.poll_event().is_some() {}
@@ -419,7 +440,7 @@ impl Sim {
                 Ok(egress) => self.kick(base + egress, now),
                 Err(reason) => {
                     self.stats.note_drop(reason);
-                    self.release(r, &f, now);
+                    self.release_frame(h, now);
                     self.frames.free(h);
                 }
             }

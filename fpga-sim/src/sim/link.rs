@@ -7,7 +7,6 @@
 
 use crate::rng::Rng;
 use podlink_protocol::wire::dl_flit::FLIT_LEN;
-use std::collections::VecDeque;
 
 /// Bits of one DL flit exposed to bit errors (the 640 B flit; FEC parity is not modelled).
 pub const FLIT_BITS: u64 = FLIT_LEN as u64 * 8;
@@ -20,10 +19,65 @@ pub struct InFlight {
     pub bytes: [u8; FLIT_LEN],
 }
 
+/// Flits in flight, in order: a ring of reusable slots (no allocation or zeroing per flit
+/// once it has grown to the link's high-water mark).
+#[derive(Default)]
+pub struct Flight {
+    slots: Vec<InFlight>,
+    head: usize,
+    len: usize,
+}
+
+impl Flight {
+    /// Nothing in flight.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Flits in flight.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The slot the next flit goes into (not yet in flight until [`Flight::commit`]).
+    pub fn next_slot(&mut self) -> &mut InFlight {
+        if self.len == self.slots.len() {
+            // Grow: unroll the ring so that the order stays head..head+len.
+            self.slots.rotate_left(self.head);
+            self.head = 0;
+            let n = self.slots.len().max(4);
+            self.slots.extend((0..n).map(|_| InFlight {
+                at: 0,
+                bytes: [0; FLIT_LEN],
+            }));
+        }
+        let i = (self.head + self.len) % self.slots.len();
+        &mut self.slots[i]
+    }
+
+    /// Put the slot [`Flight::next_slot`] returned in flight.
+    pub fn commit(&mut self) {
+        self.len += 1;
+    }
+
+    /// The oldest flit.
+    pub fn front(&self) -> Option<&InFlight> {
+        (self.len > 0).then(|| &self.slots[self.head])
+    }
+
+    /// Remove the oldest flit (read it with [`Flight::front`] first).
+    pub fn pop(&mut self) {
+        if self.len > 0 {
+            self.head = (self.head + 1) % self.slots.len();
+            self.len -= 1;
+        }
+    }
+}
+
 /// The wire of one link direction: flits in flight, in order, and the bit-error process.
 pub struct Wire {
     /// Flits in flight (arrival times are non-decreasing).
-    pub flight: VecDeque<InFlight>,
+    pub flight: Flight,
     rng: Rng,
     ber: f64,
     /// Bits until the next error.
@@ -38,7 +92,7 @@ impl Wire {
     /// A wire with bit error rate `ber` and its own random stream.
     pub fn new(ber: f64, rng: Rng) -> Self {
         let mut w = Wire {
-            flight: VecDeque::new(),
+            flight: Flight::default(),
             rng,
             ber,
             gap: u64::MAX,
@@ -61,6 +115,17 @@ impl Wire {
         } else {
             u64::MAX
         }
+    }
+
+    /// Apply the error process to the flit in the ring's next slot (about to be committed).
+    pub fn corrupt_last(&mut self) {
+        if self.gap >= FLIT_BITS {
+            self.gap = self.gap.saturating_sub(FLIT_BITS);
+            return;
+        }
+        let mut bytes = std::mem::replace(&mut self.flight.next_slot().bytes, [0; FLIT_LEN]);
+        self.corrupt(&mut bytes);
+        self.flight.next_slot().bytes = bytes;
     }
 
     /// Flip the bits the error process puts in this flit.
@@ -106,5 +171,33 @@ mod tests {
         let mut b = [0u8; FLIT_LEN];
         clean.corrupt(&mut b);
         assert_eq!(b, [0u8; FLIT_LEN]);
+    }
+
+    #[test]
+    fn flight_ring_keeps_order_while_growing() {
+        let mut f = Flight::default();
+        let mut next = 0u64;
+        let mut expect = 0u64;
+        for round in 0..50 {
+            for _ in 0..(round % 7 + 1) {
+                f.next_slot().at = next;
+                f.commit();
+                next += 1;
+            }
+            for _ in 0..(round % 5) {
+                if let Some(x) = f.front() {
+                    assert_eq!(x.at, expect);
+                    expect += 1;
+                    f.pop();
+                }
+            }
+        }
+        while let Some(x) = f.front() {
+            assert_eq!(x.at, expect);
+            expect += 1;
+            f.pop();
+        }
+        assert_eq!(expect, next);
+        assert!(f.is_empty());
     }
 }

@@ -217,8 +217,12 @@ pub struct Sim {
     /// Scratch list of frames delivered by one DL flit.
     pub(crate) batch: Vec<u32>,
     sched: Scheduler<Ev>,
+    /// Injection starts at this time (after link bring-up and the traced read).
+    pub(crate) inject_from: u64,
     /// No more injection after this time.
     pub(crate) inject_until: u64,
+    /// Offset of each source's first operation from the start of injection.
+    pub(crate) first_issue: Vec<u64>,
 }
 
 /// Credits each receiver grants per VC and class.
@@ -345,7 +349,9 @@ impl Sim {
             part_index: Vec::new(),
             batch: Vec::new(),
             sched: Scheduler::new(),
-            inject_until: opts.duration_ps,
+            inject_from: 0,
+            inject_until: 0,
+            first_issue: Vec::new(),
             fabric,
         };
         for s in 0..sim.switches.len() {

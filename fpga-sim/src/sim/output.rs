@@ -28,7 +28,8 @@ pub fn summary_text(s: &Summary) -> String {
     );
     let _ = writeln!(
         o,
-        "  injected for {:.3} us (first {:.3} us not measured), ended at {:.3} us{}; {} events",
+        "  injected from {:.3} us for {:.3} us (first {:.3} us not measured), ended at {:.3} us{}; {} events",
+        s.start_ns / 1000.0,
         s.duration_ns / 1000.0,
         s.warmup_ns / 1000.0,
         s.end_ns / 1000.0,

@@ -236,6 +236,37 @@ pub struct FrameSlab {
 }
 
 impl FrameSlab {
+    /// Store a copy of transfer `t` that arrived on `ingress` (only its data bytes are
+    /// copied); returns its handle.
+    pub fn alloc_transfer(&mut self, t: &TlTransfer<'_>, ingress: u32) -> u32 {
+        let h = match self.free.pop() {
+            Some(h) => h,
+            None => {
+                self.frames.push(Frame {
+                    field: t.field,
+                    len: 0,
+                    data: [0; 256],
+                    be: None,
+                    poisoned: 0,
+                    ingress,
+                    trace: false,
+                });
+                (self.frames.len() - 1) as u32
+            }
+        };
+        if let Some(f) = self.frames.get_mut(h as usize) {
+            let n = t.data.len().min(256);
+            f.field = t.field;
+            f.len = n as u16;
+            f.data[..n].copy_from_slice(&t.data[..n]);
+            f.be = t.byte_enables.copied();
+            f.poisoned = t.poisoned;
+            f.ingress = ingress;
+            f.trace = false;
+        }
+        h
+    }
+
     /// Store a frame; returns its handle.
     pub fn alloc(&mut self, f: Frame) -> u32 {
         match self.free.pop() {

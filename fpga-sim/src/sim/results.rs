@@ -1,7 +1,7 @@
 //! Running a pod and collecting its results (`spec-notes/simulator.md#results`).
 
 use super::check::Integrity;
-use super::trace::{is_wait, zero_load_read};
+use super::trace::{is_wait, TRACE_AT};
 use super::{Options, Sim};
 use crate::pod::timing::Stage;
 use crate::pod::PodFile;
@@ -156,6 +156,8 @@ pub struct Summary {
     pub pod: String,
     /// Seed.
     pub seed: u64,
+    /// Injection starts (after link bring-up and the traced zero-load read), ns.
+    pub start_ns: f64,
     /// Injection time, ns.
     pub duration_ns: f64,
     /// Warm-up excluded from measurements, ns.
@@ -247,15 +249,19 @@ fn round3(v: f64) -> f64 {
 /// Run a pod: inject for the options' duration, drain, check, and report. `progress` is
 /// called with (simulated ps, injection end ps) as the run goes.
 pub fn run(pod: &PodFile, opts: &Options, mut progress: impl FnMut(u64, u64)) -> Report {
-    let zero = zero_load_read(pod);
     let mut sim = Sim::new(pod, opts);
-    let end = opts.duration_ps;
-    let step = (end / 100).max(100_000);
-    let mut t = 0;
+    // First the zero-load read on the idle pod, then the workloads from the next microsecond.
+    let zero = sim.trace_read(TRACE_AT);
+    let start = (sim.now() / 1_000_000 + 1) * 1_000_000;
+    sim.run_to(start);
+    sim.start_workload(start);
+    let end = start + opts.duration_ps;
+    let step = (opts.duration_ps / 100).max(100_000);
+    let mut t = start;
     while t < end {
         t = (t + step).min(end);
         sim.run_to(t);
-        progress(t, end);
+        progress(t - start, opts.duration_ps);
     }
     let limit = end.saturating_add(opts.drain_ps);
     while sim.accels.open() > 0 {
@@ -426,6 +432,7 @@ impl Sim {
         let summary = Summary {
             pod: self.pod.name.clone(),
             seed: self.opts.seed,
+            start_ns: ns_of(self.inject_from),
             duration_ns: ns_of(self.opts.duration_ps),
             warmup_ns: ns_of(self.opts.warmup_ps),
             end_ns: ns_of(now),

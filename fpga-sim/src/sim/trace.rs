@@ -191,6 +191,50 @@ pub fn farthest_from_zero(sim: &Sim) -> (u32, u32) {
         .unwrap_or((0, 1))
 }
 
+/// When the traced read is issued: after link bring-up and the DL control exchange.
+pub const TRACE_AT: u64 = 5_000_000;
+
+impl Sim {
+    /// Issue one 64 B read from accelerator 0 to the farthest accelerator at `t0` on an idle
+    /// pod and run until it completes; returns the breakdown, the simulated round trip (ps)
+    /// and the switch hops each way. Tracing stops when it returns.
+    pub fn trace_read(&mut self, t0: u64) -> Option<(Vec<Stage>, u64, u32)> {
+        let (dst, hops) = farthest_from_zero(self);
+        self.trace = Some(Trace::default());
+        self.run_to(t0);
+        self.issue(
+            OpSpec {
+                src: 0,
+                dst,
+                class: OpClass::Read,
+                bytes: 64,
+                addr: window_base(0),
+            },
+            t0,
+        );
+        let limit = t0 + 1_000_000_000;
+        while !matches!(
+            self.trace.as_ref().and_then(|t| t.marks.last()),
+            Some((_, Mark::Done))
+        ) {
+            match self.next_event() {
+                Some(t) if t <= limit => {
+                    self.run_to(t);
+                }
+                _ => break,
+            }
+        }
+        let stages = self.breakdown();
+        let rtt = self
+            .trace
+            .as_ref()
+            .and_then(|t| t.marks.last())
+            .map(|&(t, _)| t - t0);
+        self.trace = None;
+        Some((stages?, rtt?, hops))
+    }
+}
+
 /// Simulate one 64 B read from accelerator 0 to the farthest accelerator on an idle pod; returns
 /// the breakdown, the simulated round trip (ps) and the switch hops each way.
 pub fn zero_load_read(pod: &PodFile) -> Option<(Vec<Stage>, u64, u32)> {
@@ -198,23 +242,5 @@ pub fn zero_load_read(pod: &PodFile) -> Option<(Vec<Stage>, u64, u32)> {
         traffic: false,
         ..Options::default()
     };
-    let mut sim = Sim::new(pod, &opts);
-    let (dst, hops) = farthest_from_zero(&sim);
-    sim.trace = Some(Trace::default());
-    let t0 = 5_000_000; // after link bring-up and the DL control exchange
-    sim.run_to(t0);
-    sim.issue(
-        OpSpec {
-            src: 0,
-            dst,
-            class: OpClass::Read,
-            bytes: 64,
-            addr: window_base(0),
-        },
-        t0,
-    );
-    sim.run_to(t0 + 1_000_000_000);
-    let stages = sim.breakdown()?;
-    let rtt = sim.trace.as_ref()?.marks.last()?.0 - t0;
-    Some((stages, rtt, hops))
+    Sim::new(pod, &opts).trace_read(TRACE_AT)
 }
