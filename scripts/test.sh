@@ -54,6 +54,10 @@ for profile in ualink ethernet; do
     --profile "$profile" --flits 20000 --flit-error-rate 0.01 --burst-len 4 --link-flaps 3 --seed 11
 done
 
+step "protocol examples: transactions over lossy links (exit 0 only when every operation completed once, right, and nothing leaked)"
+cargo run -q --release -p podlink-protocol --example txn_soak -- \
+  --requesters 4 --ops 20000 --flit-error-rate 0.01 --partitions 2 --seed 7
+
 step "switch firmware under QEMU (self-test, PERF targets)"
 ./switch-fw/run-qemu.sh
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build the podlink-switch firmware (release, riscv32imac-unknown-none-elf), run its self-test
+# Build the podlink-switch firmware (profile `firmware`: size-optimised, LTO; riscv32imac-unknown-none-elf), run its self-test
 # under QEMU with exact instruction counting, print the output, and fail when the self-test
 # fails or the PERF targets are missed.
 #
@@ -15,11 +15,11 @@ TARGET=riscv32imac-unknown-none-elf
 QEMU_TIMEOUT="${QEMU_TIMEOUT:-60}"
 MAX_DECISION_INSTR="${MAX_DECISION_INSTR:-150}"
 MAX_TEXT_BYTES="${MAX_TEXT_BYTES:-65536}"
-ELF="target/$TARGET/release/qemu"
+ELF="target/$TARGET/firmware/qemu"
 
 command -v qemu-system-riscv32 >/dev/null || { echo "FAIL: qemu-system-riscv32 not found" >&2; exit 1; }
 
-cargo build -p podlink-switch --bin qemu --target "$TARGET" --release
+cargo build -p podlink-switch --bin qemu --target "$TARGET" --profile firmware
 
 set +e
 OUT="$(timeout "$QEMU_TIMEOUT" qemu-system-riscv32 -machine virt -cpu sifive-e31 -nographic \

@@ -77,6 +77,7 @@ fuzz_target!(|data: &[u8]| {
                     }
                 }
                 while sw.poll_event().is_some() {}
+                while sw.poll_discarded().is_some() {}
             }
         }
         assert!(usize::from(sw.queued_frames()) <= QUEUE_SLOTS);

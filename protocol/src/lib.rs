@@ -13,6 +13,8 @@
 //! * [`retry`]: DL link-level retry and link bring-up (`LinkRetry`).
 //! * [`flow`]: TL credits and the Ethernet profile's CBFC.
 //! * [`link`]: the composed link per profile (`UaLink`, `EthLink`) and DL control messages.
+//! * [`txn`]: memory transactions — requester, completer, atomics, partitions — and the
+//!   `Endpoint` that composes them with TL packing, TL credits and a `UaLink` per port.
 //! * [`testing`]: a two-endpoint harness in virtual time (`LinkPair`) and checking endpoints.
 //!
 //! ## Guarantees
@@ -40,4 +42,5 @@ pub mod retry;
 pub mod testing;
 pub mod time;
 mod timer;
+pub mod txn;
 pub mod wire;

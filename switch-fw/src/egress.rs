@@ -32,6 +32,7 @@ const EMPTY_SLOT: Slot = Slot {
         dst: AccelId::from_bits_truncate(0),
         vc: Vc::from_bits_truncate(0),
         region: 0,
+        beats: 0,
     },
     bytes: 0,
     bucket: NO_BUCKET,
@@ -72,6 +73,9 @@ pub(crate) struct Egress {
     part_mask: [u16; MAX_PORTS * NUM_VCS],
     depth: [u16; MAX_PORTS * NUM_VCS],
     port_mask: u64,
+    /// Frames flushed from their queue, waiting for the caller to take their handles back.
+    discard: Fifo,
+    discarded: u16,
     pub(crate) vc_wrr: [SmoothWrr<NUM_VCS>; MAX_PORTS],
     pub(crate) part_wrr: [SmoothWrr<MAX_PARTITIONS>; MAX_PORTS * NUM_VCS],
     pub(crate) gcra: [Gcra; MAX_PORTS * MAX_PARTITIONS],
@@ -87,6 +91,8 @@ impl Egress {
             part_mask: [0; MAX_PORTS * NUM_VCS],
             depth: [0; MAX_PORTS * NUM_VCS],
             port_mask: 0,
+            discard: EMPTY_FIFO,
+            discarded: 0,
             vc_wrr: [SmoothWrr::new(); MAX_PORTS],
             part_wrr: [SmoothWrr::new(); MAX_PORTS * NUM_VCS],
             gcra: [Gcra::new(); MAX_PORTS * MAX_PARTITIONS],
@@ -194,18 +200,61 @@ impl Egress {
         Some(slot)
     }
 
-    /// Remove every frame queued at `port`, calling `f` on each; returns how many.
+    /// Remove every frame queued at `port`, calling `f` on each, and keep its descriptor on
+    /// the discard list until [`Egress::pop_discard`]; returns how many.
     pub(crate) fn drain_port(&mut self, port: u8, mut f: impl FnMut(&Slot)) -> u32 {
         let mut n = 0u32;
         for vc in 0..NUM_VCS as u8 {
             for part in 0..MAX_PARTITIONS as u8 {
                 while let Some(s) = self.pop(port, vc, part) {
                     f(&s);
+                    self.push_discard(s);
                     n = n.wrapping_add(1);
                 }
             }
         }
         n
+    }
+
+    /// Append a popped frame to the discard list (the descriptor `pop` just freed is reused).
+    fn push_discard(&mut self, s: Slot) {
+        let idx = self.free;
+        let Some(slot) = self.slots.get_mut(usize::from(idx)) else {
+            return;
+        };
+        self.free = slot.next;
+        *slot = Slot { next: NIL, ..s };
+        let old_tail = self.discard.tail;
+        self.discard.tail = idx;
+        if old_tail == NIL {
+            self.discard.head = idx;
+        } else if let Some(t) = self.slots.get_mut(usize::from(old_tail)) {
+            t.next = idx;
+        }
+        self.used = self.used.wrapping_add(1);
+        self.discarded = self.discarded.wrapping_add(1);
+    }
+
+    /// The oldest flushed frame, freeing its descriptor.
+    pub(crate) fn pop_discard(&mut self) -> Option<Slot> {
+        let idx = self.discard.head;
+        let slot = *self.slots.get(usize::from(idx))?;
+        self.discard.head = slot.next;
+        if slot.next == NIL {
+            self.discard.tail = NIL;
+        }
+        if let Some(s) = self.slots.get_mut(usize::from(idx)) {
+            s.next = self.free;
+        }
+        self.free = idx;
+        self.used = self.used.saturating_sub(1);
+        self.discarded = self.discarded.saturating_sub(1);
+        Some(slot)
+    }
+
+    /// Flushed frames not yet taken back.
+    pub(crate) fn discarded(&self) -> u16 {
+        self.discarded
     }
 }
 
@@ -236,7 +285,14 @@ mod tests {
         assert_eq!(e.backlogged_ports(), 1 << 5);
         assert_eq!(e.drain_port(5, |_| {}), 1);
         assert_eq!(e.backlogged_ports(), 0);
-        assert_eq!(e.used(), 0);
+        assert_eq!((e.used(), e.discarded()), (1, 1));
+        assert_eq!(e.pop_discard().map(|s| s.handle), Some(9));
+        assert_eq!(e.pop_discard(), None);
+        assert_eq!((e.used(), e.discarded()), (0, 0));
+        // The freed descriptors are usable again.
+        for h in 0..QUEUE_SLOTS as u32 {
+            e.push((h % 64) as u8, 0, h, hdr(0), 64, NO_BUCKET).unwrap();
+        }
     }
 
     #[test]

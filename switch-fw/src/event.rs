@@ -6,6 +6,7 @@
 
 use crate::config::ConfigError;
 use crate::health::Health;
+use crate::tables::Attachment;
 use crate::MAX_PORTS;
 use core::fmt;
 use podlink_protocol::wire::AccelId;
@@ -96,6 +97,14 @@ pub enum Event {
     ConfigRefused {
         /// Why.
         error: ConfigError,
+    },
+    /// Bring-up (the link's device ID exchange) changed what a port is attached to; the
+    /// tables with the new attachment are in force.
+    AttachmentLearned {
+        /// The port.
+        port: u8,
+        /// What its peer identified as.
+        attach: Attachment,
     },
 }
 

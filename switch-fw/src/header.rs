@@ -5,6 +5,7 @@
 //! region their address falls in, for the ordering rule. Parsing is the protocol crate's
 //! ([`TlField::parse`]); nothing here re-implements a wire format.
 
+use podlink_protocol::wire::tl_flit::DataShape;
 use podlink_protocol::wire::{self, AccelId, TlField, Vc};
 
 /// How the switch treats a frame class.
@@ -31,6 +32,9 @@ pub struct Header {
     pub vc: Vc,
     /// Key of the 256 B address region of a request (0 for other kinds); see [`Header::from_tl`].
     pub region: u32,
+    /// 64 B data beats that follow the field: the data credits it needs on each hop (the
+    /// protocol's credit classes: one command credit plus one data credit per beat).
+    pub beats: u8,
 }
 
 impl Header {
@@ -42,6 +46,7 @@ impl Header {
             dst,
             vc,
             region: fold_region(addr >> 8),
+            beats: 0,
         }
     }
 
@@ -53,7 +58,14 @@ impl Header {
             dst,
             vc,
             region: 0,
+            beats: 0,
         }
+    }
+
+    /// The same header with `beats` data beats (data credits) following the field.
+    pub const fn with_beats(mut self, beats: u8) -> Header {
+        self.beats = beats;
+        self
     }
 
     /// The header of a parsed TL control field.
@@ -64,7 +76,8 @@ impl Header {
     /// (way, bits 19..8). That key is unique among the regions cached at one time, which is
     /// all the ordering pin needs (`spec-notes/switch.md#deviations-and-guesses`).
     pub fn from_tl(f: &TlField) -> Header {
-        match f {
+        let beats = DataShape::of(f).map_or(0, |s| u8::try_from(s.beats).unwrap_or(u8::MAX));
+        let h = match f {
             TlField::UncompressedRequest(r) => Header {
                 kind: FrameKind::Request,
                 src: Some(r.srcaccid),
@@ -72,6 +85,7 @@ impl Header {
                 vc: r.vchan,
                 // addr holds byte-address bits 56..2; >> 6 leaves bits 56..8.
                 region: fold_region(r.addr >> 6),
+                beats: 0,
             },
             TlField::CompressedRequest(r) => Header {
                 kind: FrameKind::Request,
@@ -80,6 +94,7 @@ impl Header {
                 vc: r.vchan,
                 // addr holds bits 19..6; >> 2 leaves bits 19..8 (12 bits). Way above them.
                 region: (u32::from(r.cway & 3) << 12) | (u32::from(r.addr >> 2) & 0x0fff),
+                beats: 0,
             },
             TlField::UncompressedResponse(r) => {
                 Header::response(Some(r.srcaccid), r.dstaccid, r.vchan)
@@ -92,8 +107,10 @@ impl Header {
                 dst: AccelId::from_bits_truncate(0),
                 vc: Vc::from_bits_truncate(0),
                 region: 0,
+                beats: 0,
             },
-        }
+        };
+        h.with_beats(beats)
     }
 
     /// Parse the TL control field at the start of `buf` with the protocol crate and take its

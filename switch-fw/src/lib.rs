@@ -19,8 +19,10 @@
 //! 5. Hardware through embedded-hal 1.0 and embedded-io traits only ([`hw`]).
 //!
 //! Ports are abstract ([`port::PortLink`]): link state, credits and health inputs come from
-//! whatever drives the link (the protocol crate's link layer, the simulator, or
-//! [`port::SimPort`] in tests).
+//! whatever drives the link. [`port::LinkPort`] is a port over the protocol crate's
+//! UALink-profile link (bring-up, DL messages, replay) with the protocol's TL credit
+//! accounting, and [`fabric`] moves frames between such ports and the switch;
+//! [`port::SimPort`] is a bare stand-in for unit tests.
 //!
 //! ## Guarantees
 //!
@@ -43,6 +45,7 @@
 pub mod config;
 mod egress;
 pub mod event;
+pub mod fabric;
 pub mod header;
 pub mod health;
 pub mod hw;

@@ -209,9 +209,22 @@ impl Switch {
         self.egress.depth(port, vc.get())
     }
 
-    /// Frames queued in the whole switch.
+    /// Frames queued in the whole switch (flushed frames not yet taken back included).
     pub fn queued_frames(&self) -> u16 {
         self.egress.used()
+    }
+
+    /// The handle of a frame flushed from a port that went down or failed (oldest first),
+    /// so that the caller can free its buffer. Flushed frames hold a queue descriptor until
+    /// taken back here: drain this after every [`Event::Flushed`].
+    #[must_use]
+    pub fn poll_discarded(&mut self) -> Option<u32> {
+        self.egress.pop_discard().map(|s| s.handle)
+    }
+
+    /// Flushed frames whose handles [`Switch::poll_discarded`] has not handed back yet.
+    pub fn discarded_frames(&self) -> u16 {
+        self.egress.discarded()
     }
 
     /// Requests in flight (queued) in the flow bucket of `h`, and the port they are pinned to.
@@ -302,6 +315,54 @@ impl Switch {
         self.stage_config(bytes)?;
         // Cannot fail: a bank was just staged.
         Ok(self.commit().unwrap_or_else(|_| self.tables().generation()))
+    }
+
+    /// Bring-up told what port `port`'s peer is (the link's device ID exchange): make it the
+    /// port's attachment, which the spoofing check uses from then on.
+    ///
+    /// Nothing changes when the tables in force already say so (`Ok(false)`). Otherwise the
+    /// tables in force are copied into the standby bank (discarding a staged, uncommitted
+    /// configuration), the attachment is replaced, the bank is validated and committed
+    /// (`Ok(true)`, [`Event::AttachmentLearned`]; the generation is kept).
+    ///
+    /// # Errors
+    /// `PortOutOfRange`, or what [`Tables::validate`] reports (for example
+    /// `RouteToWrongAccelerator`: routes send another accelerator's traffic to this port). The
+    /// tables in force are kept (frames from a peer that claims another identity stay
+    /// spoofed) and [`Event::ConfigRefused`] is raised.
+    pub fn learn_attachment(&mut self, port: u8, attach: Attachment) -> Result<bool, ConfigError> {
+        let Some(cur) = self
+            .tables()
+            .port(port)
+            .filter(|_| port < self.tables().num_ports())
+        else {
+            return Err(ConfigError::PortOutOfRange(port));
+        };
+        if cur.attach == attach {
+            return Ok(false);
+        }
+        self.staged = false;
+        let [a, b] = &mut self.banks;
+        let standby = if self.active & 1 == 0 {
+            b.clone_from(a);
+            b
+        } else {
+            a.clone_from(b);
+            a
+        };
+        match standby.replace_attachment(port, attach) {
+            Ok(()) => {
+                self.staged = true;
+                let _ = self.commit();
+                self.raise(Event::AttachmentLearned { port, attach });
+                Ok(true)
+            }
+            Err(error) => {
+                self.counters.refusals = self.counters.refusals.wrapping_add(1);
+                self.raise(Event::ConfigRefused { error });
+                Err(error)
+            }
+        }
     }
 
     // ---- port state ------------------------------------------------------------------
@@ -559,14 +620,21 @@ impl Switch {
         let mut best = 0u16;
         let mut best_port = NO_PORT;
         if t.adaptive {
-            // Unused ways hold NO_PORT (score 0): scan all of them, no count, no bounds.
-            for &p in &d.ways {
-                let s = score(p);
-                if s > best {
-                    best = s;
-                    best_port = p;
-                }
+            // Unused ways hold NO_PORT (score 0): read all of them, no count, no bounds, and
+            // unrolled by hand so that the firmware's size-optimised build does not loop.
+            let [w0, w1, w2, w3, w4, w5, w6, w7] = d.ways;
+            best = score(w0);
+            best_port = w0;
+            macro_rules! way {
+                ($($p:ident),*) => {$(
+                    let s = score($p);
+                    if s > best {
+                        best = s;
+                        best_port = $p;
+                    }
+                )*};
             }
+            way!(w1, w2, w3, w4, w5, w6, w7);
         } else {
             // Deterministic: start at the hashed way, take the first healthy one, else the
             // first usable one.
@@ -766,14 +834,29 @@ impl Switch {
         let vcw = t.vc_weights();
         let pw = |i: usize| t.parts.get(i).map_or(1, |c| c.weight);
         let vwrr = self.egress.vc_wrr.get(usize::from(p))?;
-        let vc = vwrr.pick(vc_mask, |i| vcw.get(i).copied().unwrap_or(1))?;
-        let pmask = part_masks.get(vc).copied().unwrap_or(0);
-        let vc8 = vc as u8;
-        let part = self.egress.part_wrr.get(pv(p, vc8))?.pick(pmask, pw)? as u8;
-        let slot = *self.egress.peek(p, vc8, part)?;
-        if !link.try_consume_credit(&slot.header) {
+        // The round-robin pick first; when the link refuses its head frame (a credit class or
+        // data credits the VC lacks), the next pick among the rest, so that one class short
+        // of credit does not block the others. At most 4 VCs × 16 partitions tries.
+        let (vc, vc_mask, part, pmask, slot) = 'found: {
+            let mut vc_left = vc_mask;
+            while let Some(vc) = vwrr.pick(vc_left, |i| vcw.get(i).copied().unwrap_or(1)) {
+                let vc8 = vc as u8;
+                let pwrr = self.egress.part_wrr.get(pv(p, vc8))?;
+                let pmask = part_masks.get(vc).copied().unwrap_or(0);
+                let mut part_left = pmask;
+                while let Some(part) = pwrr.pick(part_left, pw) {
+                    let slot = self.egress.peek(p, vc8, part as u8).copied();
+                    if let Some(slot) = slot.filter(|s| link.try_consume_credit(&s.header)) {
+                        // Refused partitions were not eligible after all.
+                        break 'found (vc, vc_left, part as u8, part_left, slot);
+                    }
+                    part_left &= !(1u32 << (part & 31));
+                }
+                vc_left &= !(1u32 << (vc & 31));
+            }
             return None;
-        }
+        };
+        let vc8 = vc as u8;
         // Served: apply the round-robin picks and dequeue.
         let weights: [u8; MAX_PARTITIONS] = core::array::from_fn(pw);
         if let Some(w) = self.egress.vc_wrr.get_mut(usize::from(p)) {

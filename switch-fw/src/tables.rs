@@ -266,6 +266,23 @@ impl Tables {
         Ok(())
     }
 
+    /// Replace the attachment of configured port `p` and validate the bank again (used when
+    /// bring-up identifies the peer, [`crate::Switch::learn_attachment`]).
+    ///
+    /// # Errors
+    /// `PortOutOfRange`, or the first rule [`Tables::validate`] finds broken.
+    pub fn replace_attachment(&mut self, p: u8, attach: Attachment) -> Result<(), ConfigError> {
+        if p >= self.num_ports {
+            return Err(ConfigError::PortOutOfRange(p));
+        }
+        let slot = self
+            .ports
+            .get_mut(usize::from(p))
+            .ok_or(ConfigError::PortOutOfRange(p))?;
+        slot.attach = attach;
+        self.validate()
+    }
+
     /// The partitions, in the order they were added (their index is their queue class).
     pub fn partitions(&self) -> &[PartitionCfg] {
         self.parts.get(..usize::from(self.n_parts)).unwrap_or(&[])

@@ -43,6 +43,9 @@ fn item_to_json(item: &TlItem<'_>) -> Obj {
                 o.insert("tag".into(), tag.to_json());
                 o.insert("beats".into(), Value::from(*beats));
             }
+            if let TlMessage::CreditTarget { target } = m {
+                o.insert("target".into(), Value::from(*target));
+            }
         }
     }
     o
@@ -140,7 +143,10 @@ pub fn encode(o: &Obj) -> CliResult<Vec<u8>> {
                         tag: m.get("tag").map(|t| Tag::from_json(t, "tag")).transpose()?.unwrap_or_default(),
                         beats: m.get("beats").map(|t| u8::from_json(t, "beats")).transpose()?.unwrap_or(1),
                     },
-                    other => return Err(err(format!("message `{other}`: tl_msg_nop, tl_msg_initial_credit_release_complete, tl_msg_poisoned_data"))),
+                    "tl_msg_credit_target" => TlMessage::CreditTarget {
+                        target: m.get("target").map(|t| u8::from_json(t, "target")).transpose()?.unwrap_or(0),
+                    },
+                    other => return Err(err(format!("message `{other}`: tl_msg_nop, tl_msg_initial_credit_release_complete, tl_msg_poisoned_data, tl_msg_credit_target"))),
                 })
             }
             k => {

@@ -97,6 +97,15 @@ impl CreditTarget {
             CreditTarget::Shared => 4,
         }
     }
+
+    /// The target of index 0..=4 (as carried by `TlMessage::CreditTarget`), `None` above.
+    pub const fn from_index(i: u8) -> Option<CreditTarget> {
+        match i {
+            0..=3 => Some(CreditTarget::Vc(Vc::from_bits_truncate(i))),
+            4 => Some(CreditTarget::Shared),
+            _ => None,
+        }
+    }
 }
 
 /// A count per credit class.
@@ -276,5 +285,9 @@ mod tests {
         assert_eq!(rest, Credits([37, 0, 45, 0]));
         assert_eq!(CreditTarget::ALL[3].index(), 3);
         assert_eq!(CreditTarget::Shared.index(), 4);
+        for t in CreditTarget::ALL {
+            assert_eq!(CreditTarget::from_index(t.index() as u8), Some(t));
+        }
+        assert_eq!(CreditTarget::from_index(5), None);
     }
 }

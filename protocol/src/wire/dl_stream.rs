@@ -57,7 +57,8 @@ pub enum SegmentKind {
 pub struct SegmentInfo {
     /// What the segment holds.
     pub kind: SegmentKind,
-    /// TL flits starting in the segment (0..=2).
+    /// Real (non-padding) TL flits starting in the segment (0..=2); any later start in the
+    /// segment is a NOP padding flit.
     pub tl_starts: u8,
 }
 
@@ -65,24 +66,16 @@ impl SegmentInfo {
     /// Decode a segment header.
     ///
     /// # Errors
-    /// `Packing` when the header is impossible: `tl_flit1` without `tl_flit0`, or a segment
-    /// without alternative sector and without a TL flit start.
+    /// `Packing` when the header is impossible: `tl_flit1` without `tl_flit0`.
     pub fn from_header(h: &SegmentHeader) -> Result<SegmentInfo> {
         if h.tl_flit1 && !h.tl_flit0 {
             return Err(Error::Packing("segment header: tl_flit1 without tl_flit0"));
         }
         let tl_starts = u8::from(h.tl_flit0) + u8::from(h.tl_flit1);
         let kind = match (h.dl_alt_sector, h.message0, h.message1) {
-            (false, lo, hi) => {
-                if tl_starts == 0 {
-                    return Err(Error::Packing(
-                        "segment header: TL segment without a TL flit start",
-                    ));
-                }
-                SegmentKind::Tl {
-                    carry_bytes: ((hi & 3) << 4) | ((lo & 3) << 2),
-                }
-            }
+            (false, lo, hi) => SegmentKind::Tl {
+                carry_bytes: ((hi & 3) << 4) | ((lo & 3) << 2),
+            },
             (true, 0, 0) => SegmentKind::AltContinued,
             (true, standard, vendor) => SegmentKind::Alt { standard, vendor },
         };
@@ -311,7 +304,7 @@ impl DlPacker {
         Ok(stats)
     }
 
-    /// Fill a TL area; returns the TL flits started in it.
+    /// Fill a TL area; returns the real (non-padding) TL flits started in it.
     fn fill_tl<S: PackSource + ?Sized>(
         &mut self,
         src: &mut S,
@@ -328,9 +321,10 @@ impl DlPacker {
                     stats.nop_started = stats.nop_started.saturating_add(1);
                 } else {
                     stats.tl_started = stats.tl_started.saturating_add(1);
+                    // Only real TL flits are counted: a start beyond the count is padding.
+                    starts += 1;
                 }
                 self.remaining = TL_FLIT_LEN;
-                starts += 1;
             }
             let n = self.remaining.min(rest.len());
             let from = TL_FLIT_LEN.saturating_sub(self.remaining);
@@ -452,6 +446,8 @@ impl core::error::Error for UnpackError {}
 pub struct DlUnpacker {
     partial: [u8; TL_FLIT_LEN],
     have: usize,
+    /// The partial TL flit is padding.
+    partial_nop: bool,
     synced: bool,
 }
 
@@ -467,6 +463,7 @@ impl DlUnpacker {
         DlUnpacker {
             partial: [0; TL_FLIT_LEN],
             have: 0,
+            partial_nop: false,
             synced: true,
         }
     }
@@ -483,6 +480,7 @@ impl DlUnpacker {
     pub fn lose_sync(&mut self) -> usize {
         let dropped = self.have;
         self.have = 0;
+        self.partial_nop = false;
         self.synced = false;
         dropped
     }
@@ -572,6 +570,7 @@ impl DlUnpacker {
                     stats.resynced = true;
                     self.synced = true;
                     self.have = 0;
+                    self.partial_nop = false;
                 }
                 SegmentKind::Tl { carry_bytes } => {
                     if usize::from(carry_bytes) != self.carry() {
@@ -586,13 +585,13 @@ impl DlUnpacker {
                 continue;
             }
             let starts = starts_in(self.carry(), area.len());
-            if starts != usize::from(info.tl_starts) {
+            if usize::from(info.tl_starts) > starts {
                 return Err(err(Error::Packing(
                     "segment header TL flit starts disagree with the stream",
                 )));
             }
             if DELIVER {
-                self.feed(area, sink, &mut stats);
+                self.feed(area, usize::from(info.tl_starts), sink, &mut stats);
             } else {
                 self.have = self.have.saturating_add(area.len()) % TL_FLIT_LEN;
             }
@@ -605,18 +604,22 @@ impl DlUnpacker {
         TL_FLIT_LEN.saturating_sub(self.have) % TL_FLIT_LEN
     }
 
-    /// Append TL stream bytes, delivering every completed TL flit.
+    /// Append TL stream bytes, delivering every completed TL flit. The first `real` TL flits
+    /// that start in `bytes` are real; later starts are padding.
     fn feed<S: UnpackSink + ?Sized>(
         &mut self,
         mut bytes: &[u8],
+        mut real: usize,
         sink: &mut S,
         st: &mut UnpackStats,
     ) {
         while !bytes.is_empty() {
-            // Fast path: a whole TL flit in place is delivered without a copy.
             if self.have == 0 {
+                self.partial_nop = real == 0;
+                real = real.saturating_sub(1);
+                // Fast path: a whole TL flit in place is delivered without a copy.
                 if let Some((head, tail)) = bytes.split_first_chunk::<TL_FLIT_LEN>() {
-                    Self::deliver(head, sink, st);
+                    Self::deliver(head, self.partial_nop, sink, st);
                     bytes = tail;
                     continue;
                 }
@@ -631,13 +634,13 @@ impl DlUnpacker {
             if self.have == TL_FLIT_LEN {
                 self.have = 0;
                 let full = self.partial;
-                Self::deliver(&full, sink, st);
+                Self::deliver(&full, self.partial_nop, sink, st);
             }
         }
     }
 
-    /// [`Self::feed`] for one long run: finish the partial flit, deliver the whole flits in
-    /// place, keep the tail as the next partial flit.
+    /// [`Self::feed`] for one long run in which every TL flit start is real: finish the
+    /// partial flit, deliver the whole flits in place, keep the tail as the next partial flit.
     fn feed_run<S: UnpackSink + ?Sized>(
         &mut self,
         bytes: &[u8],
@@ -657,13 +660,13 @@ impl DlUnpacker {
             if self.have == TL_FLIT_LEN {
                 self.have = 0;
                 let full = self.partial;
-                Self::deliver(&full, sink, st);
+                Self::deliver(&full, self.partial_nop, sink, st);
             }
         }
         let mut flits = rest.chunks_exact(TL_FLIT_LEN);
         for f in &mut flits {
             if let Ok(f) = <&[u8; TL_FLIT_LEN]>::try_from(f) {
-                Self::deliver(f, sink, st);
+                Self::deliver(f, false, sink, st);
             }
         }
         let tail = flits.remainder();
@@ -673,15 +676,21 @@ impl DlUnpacker {
                 dst.copy_from_slice(tail);
             }
             self.have = tail.len();
+            self.partial_nop = false;
         }
     }
 
-    /// Hand one complete TL flit to the sink, or drop and count it if it is a NOP.
+    /// Hand one complete TL flit to the sink, or drop and count it if it is padding. A real
+    /// TL flit may be all zeros (e.g. two data half-flits of zero data): padding is told by
+    /// position (the segment header counts real starts), never by content.
     #[inline(always)]
-    fn deliver<S: UnpackSink + ?Sized>(f: &[u8; TL_FLIT_LEN], sink: &mut S, st: &mut UnpackStats) {
-        // A NOP is all zeros; a real flit almost always differs in its first word.
-        let (head, _) = f.split_first_chunk::<8>().unwrap_or((&[1; 8], &[]));
-        if u64::from_ne_bytes(*head) == 0 && f.iter().all(|b| *b == 0) {
+    fn deliver<S: UnpackSink + ?Sized>(
+        f: &[u8; TL_FLIT_LEN],
+        nop: bool,
+        sink: &mut S,
+        st: &mut UnpackStats,
+    ) {
+        if nop {
             st.nop_flits = st.nop_flits.saturating_add(1);
         } else {
             st.tl_flits = st.tl_flits.saturating_add(1);
@@ -821,9 +830,7 @@ mod tests {
             };
             match SegmentInfo::from_header(&h) {
                 Ok(info) => assert_eq!(info.to_header(), h, "{b:#04x}"),
-                Err(Error::Packing(_)) => {
-                    assert!(!h.tl_flit0 && (h.tl_flit1 || !h.dl_alt_sector))
-                }
+                Err(Error::Packing(_)) => assert!(!h.tl_flit0 && h.tl_flit1),
                 Err(e) => panic!("{e}"),
             }
         }
@@ -872,6 +879,28 @@ mod tests {
         u.unpack(&DlFlit::new_checked(&f1[..]).unwrap(), &mut sink)
             .unwrap();
         assert_eq!(sink.tl, (0..19).map(tl).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn test_all_zero_tl_flits_are_delivered() {
+        // Real TL flits of zeros (e.g. data half-flits of zeroed memory) are not padding.
+        let mut p = DlPacker::new();
+        let mut src = Src::default();
+        src.tl.extend([[0u8; TL_FLIT_LEN]; 12]);
+        let (f0, st0) = pack(&mut p, &mut src);
+        let (f1, st1) = pack(&mut p, &mut src);
+        assert_eq!((st0.tl_started, st1.tl_started), (10, 2));
+        let mut u = DlUnpacker::new();
+        let mut sink = Sink::default();
+        let s0 = u
+            .unpack(&DlFlit::new_checked(&f0[..]).unwrap(), &mut sink)
+            .unwrap();
+        let s1 = u
+            .unpack(&DlFlit::new_checked(&f1[..]).unwrap(), &mut sink)
+            .unwrap();
+        assert_eq!((s0.tl_flits + s1.tl_flits, s0.nop_flits), (12, 0));
+        assert_eq!(sink.tl, [[0u8; TL_FLIT_LEN]; 12]);
+        assert!(s1.nop_flits > 0);
     }
 
     #[test]
@@ -1071,14 +1100,6 @@ mod tests {
                 Error::Packing("segment header: tl_flit1 without tl_flit0")
             )
         );
-        // TL segment without a TL flit start.
-        assert_eq!(
-            unpack_err(&raw([0x00, good, good, good, 0x94], &[])),
-            e(
-                0,
-                Error::Packing("segment header: TL segment without a TL flit start")
-            )
-        );
         // A 33-word message in segment 0, but segment 1 does not continue it.
         let mut words = [0u32; 33];
         words[0] = 0xf800_0004;
@@ -1089,9 +1110,12 @@ mod tests {
                 Error::Packing("alt sector overruns a segment that does not continue it")
             )
         );
-        // Wrong TL start count (one claimed, two happen).
+        // More real TL flit starts claimed than fit: a 28-word message leaves 16 TL bytes in
+        // segment 0 (one start), the header claims two.
+        let mut words = [0u32; 28];
+        words[0] = 0xd000_0004;
         assert_eq!(
-            unpack_err(&raw([0x10, good, good, good, 0x94], &[])),
+            unpack_err(&raw([0x95, good, good, good, 0x94], &words)),
             e(
                 0,
                 Error::Packing("segment header TL flit starts disagree with the stream")

@@ -69,6 +69,8 @@ pub mod rule {
     pub const COMPRESSED_CMD: &str = "compressed cmd";
     /// `FieldRange`: a TL message type podlink does not define.
     pub const MESSAGE_TYPE: &str = "tl message type";
+    /// `FieldRange`: a credit-target message naming no VC (0..=3) nor the pool (4).
+    pub const CREDIT_TARGET: &str = "credit target";
     /// `Reserved`: reserved bits of a TL message are set.
     pub const MESSAGE_RESERVED: &str = "tl message";
     /// `FieldRange`: a poisoned-data beat mask that is empty or names a beat the data lacks.
@@ -239,7 +241,8 @@ pub fn is_nop(half: &[u8]) -> bool {
 /// A TL message, carried in a message half-flit (`spec-notes/wire.md#tl-messages`).
 ///
 /// podlink's encoding (the public facts give none), MSB-first in sector 0, the other seven
-/// sectors reserved (zero): `marker:4 (0xF) rsvd:4 mtype:8 beats:4 rsvd:1 tag:11`.
+/// sectors reserved (zero): `marker:4 (0xF) rsvd:4 mtype:8 beats:4 rsvd:1 tag:11`; a
+/// credit-target message puts its target where `beats` is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TlMessage {
     /// mtype 0: no operation.
@@ -253,6 +256,14 @@ pub enum TlMessage {
         tag: Tag,
         /// Beat mask (4 bits, never 0).
         beats: u8,
+    },
+    /// mtype 3 (podlink's): the flow-control fields that follow return credits of `target`
+    /// (VC 0..=3, or 4 for the shared pool) until the next credit-target message; a TL stream
+    /// starts at the shared pool, so an end that grants only pool credits never sends one.
+    /// The public flow-control field names no target (`spec-notes/link.md`, L12).
+    CreditTarget {
+        /// 0..=3: that VC's own credits; 4: the shared pool.
+        target: u8,
     },
 }
 
@@ -268,6 +279,7 @@ impl TlMessage {
             TlMessage::Nop => "tl_msg_nop",
             TlMessage::InitialCreditReleaseComplete => "tl_msg_initial_credit_release_complete",
             TlMessage::PoisonedData { .. } => "tl_msg_poisoned_data",
+            TlMessage::CreditTarget { .. } => "tl_msg_credit_target",
         }
     }
 
@@ -303,6 +315,9 @@ impl TlMessage {
             1 => plain(TlMessage::InitialCreditReleaseComplete),
             2 if beats == 0 => Err(Error::FieldRange(rule::POISON_BEATS)),
             2 => Ok(TlMessage::PoisonedData { tag, beats }),
+            3 if tag.get() != 0 => Err(Error::Reserved(rule::MESSAGE_RESERVED)),
+            3 if beats > 4 => Err(Error::FieldRange(rule::CREDIT_TARGET)),
+            3 => Ok(TlMessage::CreditTarget { target: beats }),
             _ => Err(Error::FieldRange(rule::MESSAGE_TYPE)),
         }
     }
@@ -320,6 +335,10 @@ impl TlMessage {
                 return Err(Error::FieldRange(rule::POISON_BEATS))
             }
             TlMessage::PoisonedData { tag, beats } => (2, beats, tag),
+            TlMessage::CreditTarget { target } if target > 4 => {
+                return Err(Error::FieldRange(rule::CREDIT_TARGET))
+            }
+            TlMessage::CreditTarget { target } => (3, target, Tag::default()),
         };
         let mut w = BitWriter::new(32);
         w.bits(4, u64::from(MESSAGE_MARKER), "marker")?;
@@ -635,6 +654,8 @@ mod tests {
                 tag: Tag::new(2047).unwrap(),
                 beats: 0b1010,
             },
+            TlMessage::CreditTarget { target: 0 },
+            TlMessage::CreditTarget { target: 4 },
         ] {
             let mut half = [0xaa; 32];
             m.emit(&mut half).unwrap();
@@ -693,6 +714,34 @@ mod tests {
         assert_eq!(
             wide.emit(&mut [0; 32]),
             Err(Error::FieldRange(rule::POISON_BEATS))
+        );
+    }
+
+    #[test]
+    fn credit_target_message() {
+        let mut half = [0u8; 32];
+        TlMessage::CreditTarget { target: 4 }
+            .emit(&mut half)
+            .unwrap();
+        assert_eq!(&half[..4], &[0xf0, 0x03, 0x40, 0x00]);
+        assert_eq!(
+            TlMessage::CreditTarget { target: 5 }.emit(&mut [0; 32]),
+            Err(Error::FieldRange(rule::CREDIT_TARGET))
+        );
+        half[2] = 0x50;
+        assert_eq!(
+            TlMessage::parse(&half),
+            Err(Error::FieldRange(rule::CREDIT_TARGET))
+        );
+        half[2] = 0x10;
+        half[3] = 0x01;
+        assert_eq!(
+            TlMessage::parse(&half),
+            Err(Error::Reserved(rule::MESSAGE_RESERVED))
+        );
+        assert_eq!(
+            TlMessage::CreditTarget { target: 2 }.name(),
+            "tl_msg_credit_target"
         );
     }
 

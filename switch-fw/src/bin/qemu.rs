@@ -1,12 +1,14 @@
 //! podlink-switch firmware for `qemu-system-riscv32 -machine virt -cpu sifive-e31`
 //! (RV32IMAC, like an FPGA soft core).
 //!
-//! At boot it runs the self-test ([`podlink_switch::selftest`]), prints the counters on the
-//! ns16550a UART, measures the forwarding decision and the configuration commit with
-//! `minstret` (exact under `-icount shift=0`) on the 64-port, 1024-ID self-test pod, prints
+//! At boot it runs the self-test ([`podlink_switch::selftest`]: all 64 ports up over
+//! in-memory links between protocol `UaLink`s), prints the counters on the ns16550a UART,
+//! measures the forwarding decision and the configuration commit with `minstret` (exact under
+//! `-icount shift=0`) on the 64-port, 1024-ID self-test pod, prints
 //!
 //! ```text
 //! PERF decision_instr=<n> commit_instr=<n> text_bytes=<n>
+//! RAM link_port_bytes=<n> ports_over_links=<n> switch_bytes=<n>
 //! ```
 //!
 //! and exits through the SiFive test device: 0x5555 on pass, `(code << 16) | 0x3333` on
@@ -26,8 +28,9 @@ mod fw {
     use core::ptr::{addr_of, read_volatile, write_volatile};
     use podlink_protocol::time::Instant;
     use podlink_switch::hw::console;
-    use podlink_switch::port::SimPort;
-    use podlink_switch::selftest::{self, partition_index, pod_tables, request, LOCAL};
+    use podlink_switch::selftest::{
+        self, new_port, partition_index, request, switch_end, TestPort, LOCAL, POD_CONFIG,
+    };
     use podlink_switch::{Switch, MAX_IDS, MAX_PORTS};
     use riscv::register::minstret;
 
@@ -83,7 +86,10 @@ mod fw {
 
     #[panic_handler]
     fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
-        let _ = console::line(&mut Uart, format_args!("PANIC {info}"));
+        // The location only: formatting the message would pull string padding into .text.
+        let line = info.location().map_or(0, |l| l.line());
+        let _ = embedded_io::Write::write_all(&mut Uart, b"PANIC at line ");
+        let _ = console::line(&mut Uart, format_args!("{line}"));
         exit(1)
     }
 
@@ -140,10 +146,17 @@ mod fw {
         let mut out = Uart;
         let _ = console::line(&mut out, format_args!("podlink-switch firmware (RV32IMAC)"));
         let mut sw = Switch::new();
-        let mut ports = [const { SimPort::up_with_credits(0) }; MAX_PORTS];
-        let mut buf = [0u8; 8192];
-        if let Err(f) = selftest::run(&mut sw, &mut ports, &mut buf, &mut out) {
-            let _ = console::line(&mut out, format_args!("SELFTEST FAIL step={}", f.step));
+        let idle = || match new_port(switch_end(0)) {
+            Ok(p) => p,
+            Err(_) => exit(2),
+        };
+        // Both ends of 64 links: the switch's ports and their far ends.
+        let mut ports: [TestPort; MAX_PORTS] = core::array::from_fn(|_| idle());
+        let mut peers: [TestPort; MAX_PORTS] = core::array::from_fn(|_| idle());
+        if let Err(f) = selftest::run(&mut sw, &mut ports, &mut peers, &mut out) {
+            let _ = embedded_io::Write::write_all(&mut out, b"SELFTEST FAIL step=");
+            let _ = embedded_io::Write::write_all(&mut out, f.step.as_bytes());
+            let _ = embedded_io::Write::write_all(&mut out, b"\n");
             exit(2);
         }
         let _ = console::print_counters(&mut out, sw.counters());
@@ -151,13 +164,19 @@ mod fw {
 
         // PERF on a fresh switch with the pod tables (64 ports, 1024 IDs, 8 ways remote).
         let mut sw = Switch::new();
-        if sw.stage_with(pod_tables).is_err() || sw.commit().is_err() {
+        if sw.stage_config(POD_CONFIG).is_err() || sw.commit().is_err() {
             exit(2);
         }
-        selftest::bring_up(&mut sw, &mut ports, 64);
+        // The self-test left every link up: the fresh switch reads them.
+        for (p, link) in (0u8..).zip(ports.iter()) {
+            if !link.is_ready() {
+                exit(2);
+            }
+            sw.refresh_port(p, link);
+        }
         let (decision_max, decision_mean) = measure_decisions(&sw);
         let ovh = overhead();
-        if sw.stage_with(pod_tables).is_err() {
+        if sw.stage_config(POD_CONFIG).is_err() {
             exit(2);
         }
         let a = instret();
@@ -181,14 +200,22 @@ mod fw {
                 text_bytes()
             ),
         );
+        let _ = console::line(
+            &mut out,
+            format_args!(
+                "RAM link_port_bytes={} ports_over_links={MAX_PORTS} switch_bytes={}",
+                core::mem::size_of::<TestPort>(),
+                core::mem::size_of::<Switch>()
+            ),
+        );
         exit(0)
     }
 }
 
 #[cfg(not(target_os = "none"))]
 fn main() {
-    use podlink_switch::port::SimPort;
-    use podlink_switch::{selftest, Switch, MAX_PORTS};
+    use podlink_switch::selftest::{self, new_port, switch_end};
+    use podlink_switch::{Switch, MAX_PORTS};
 
     struct Stdout;
     impl embedded_io::ErrorType for Stdout {
@@ -205,7 +232,9 @@ fn main() {
     }
 
     let mut sw = Box::new(Switch::new());
-    let mut ports = vec![SimPort::default(); MAX_PORTS];
+    let idle = new_port(switch_end(0)).expect("the self-test port configuration fits");
+    let mut ports = vec![idle.clone(); MAX_PORTS];
+    let mut peers = vec![idle; MAX_PORTS];
     let mut buf = vec![0u8; 8192];
     // `qemu --emit-config FILE`: write the self-test pod's binary configuration (fuzz seeds,
     // an example of the format).
@@ -220,7 +249,7 @@ fn main() {
             return;
         }
     }
-    match selftest::run(&mut sw, &mut ports, &mut buf, &mut Stdout) {
+    match selftest::run(&mut sw, &mut ports, &mut peers, &mut Stdout) {
         Ok(()) => {
             let _ = podlink_switch::hw::console::print_counters(&mut Stdout, sw.counters());
             println!("SELFTEST PASS (host; PERF figures come from the RISC-V build under QEMU)");

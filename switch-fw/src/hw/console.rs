@@ -13,7 +13,7 @@ pub fn line<W: Write>(out: &mut W, args: core::fmt::Arguments<'_>) -> Result<(),
     let mut b = LineBuf::new();
     // A line longer than the buffer is cut, not an error.
     let _ = b.write_fmt(args);
-    out.write_all(b.as_str().as_bytes())?;
+    out.write_all(b.as_bytes())?;
     out.write_all(b"\n")
 }
 

@@ -2,9 +2,11 @@
 #![allow(missing_docs)]
 
 mod config;
+mod endpoints;
 mod forwarding;
 mod health;
 mod isolation;
+mod links;
 mod ordering;
 mod wrr;
 

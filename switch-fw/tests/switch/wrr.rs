@@ -135,3 +135,48 @@ fn test_incast_does_not_starve_other_partition() {
     }
     assert_eq!(p1, 10);
 }
+
+/// A port whose far end has response credits but no request credits (the protocol's classes).
+struct ResponsesOnly(SimPort);
+
+impl PortLink for ResponsesOnly {
+    fn is_up(&self) -> bool {
+        self.0.is_up()
+    }
+    fn tx_credits(&self, vc: Vc) -> u32 {
+        self.0.tx_credits(vc)
+    }
+    fn try_consume_credit(&mut self, h: &Header) -> bool {
+        h.kind != podlink_switch::FrameKind::Request && self.0.try_consume_credit(h)
+    }
+    fn stats(&self) -> podlink_switch::port::LinkStats {
+        self.0.stats()
+    }
+}
+
+#[test]
+fn refused_pick_falls_through_to_the_other_classes() {
+    let mut sw = Box::new(Switch::new());
+    sw.stage_with(|t| one_egress(t, [8, 1, 1, 1], [1, 1]))
+        .unwrap();
+    sw.commit().unwrap();
+    // Everything queues first (no credit), then trunk 4 gets credit for responses only.
+    let mut ports: Vec<ResponsesOnly> = (0..5)
+        .map(|_| ResponsesOnly(SimPort::up_with_credits(0)))
+        .collect();
+    for (p, l) in ports.iter().enumerate() {
+        sw.refresh_port(p as u8, l);
+    }
+    let req = Header::request(aid(0), aid(100), vc(0), 0x1000);
+    let rsp = Header::response(Some(aid(0)), aid(100), vc(1));
+    assert!(sw.forward(t(1), 0, frame(1, req), &mut ports).is_ok());
+    assert!(sw.forward(t(1), 0, frame(2, rsp), &mut ports).is_ok());
+    ports[4].0.set_credits(vc(0), 4);
+    ports[4].0.set_credits(vc(1), 4);
+    sw.refresh_port(4, &ports[4]);
+    // VC 0 (weight 8) is picked first, its request refused: the response on VC 1 goes.
+    let tx = sw.poll_transmit(t(2), &mut ports).unwrap();
+    assert_eq!((tx.port, tx.handle), (4, 2));
+    assert!(sw.poll_transmit(t(2), &mut ports).is_none());
+    assert_eq!(sw.queue_depth(4, vc(0)), 1);
+}

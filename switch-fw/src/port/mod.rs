@@ -1,11 +1,18 @@
 //! The port abstraction the switch logic runs on (`spec-notes/switch.md#ports`).
 //!
 //! # For firmware authors
-//! The switch never drives a link itself. Whatever owns a port's link (the protocol crate's
-//! link layer with its bring-up, DL messages, replay and credit tracking; the simulator; or
-//! [`SimPort`] in tests) implements [`PortLink`], and the caller passes the ports as a
-//! slice (index = port number) to [`crate::Switch::refresh_port`],
-//! [`crate::Switch::forward`] and [`crate::Switch::poll_transmit`].
+//! The switch never drives a link itself. Whatever owns a port's link implements
+//! [`PortLink`], and the caller passes the ports as a slice (index = port number) to
+//! [`crate::Switch::refresh_port`], [`crate::Switch::forward`] and
+//! [`crate::Switch::poll_transmit`]. Two implementations ship here:
+//!
+//! * [`LinkPort`]: the real thing. One protocol-crate `UaLink` (bring-up, DL messages,
+//!   replay), the protocol's TL credit machinery (`CreditSender` toward the peer,
+//!   `CreditReceiver` for what this end grants), the protocol's TL packer and unpacker, and
+//!   the receive buffers the grant stands for. [`crate::fabric`] moves frames between
+//!   `LinkPort`s and the switch.
+//! * [`SimPort`]: an up flag, one credit per frame per VC and injectable counters, for unit
+//!   tests of the switch logic alone.
 //!
 //! # For link implementers
 //! * [`PortLink::tx_credits`] reports how many frames of a VC the far end can take now,
@@ -14,6 +21,15 @@
 //!   the port; it must apply the link's flow-control rules for that frame (credit class, data
 //!   units, pool) and return `false`, changing nothing, if the frame may not go now.
 //! * [`PortLink::stats`] returns cumulative, wrapping counters; the switch takes deltas.
+
+mod link;
+mod rx;
+
+pub use self::link::{
+    GrantError, LinkPort, LinkPortConfig, LinkPortStats, PeerIdentity, SendError,
+    DEVICE_TYPE_ACCELERATOR, DEVICE_TYPE_SWITCH,
+};
+pub use self::rx::RxFrame;
 
 use crate::header::{FrameKind, Header};
 use crate::NUM_VCS;
@@ -43,8 +59,8 @@ pub trait PortLink {
 }
 
 /// A minimal in-memory port: a credit counter per VC (one credit per frame), an up flag and
-/// injectable health counters. Used by the unit tests and the firmware self-test until the
-/// protocol crate's link layer is wired in.
+/// injectable health counters, for unit tests of the switch logic (the firmware and the
+/// link tests use [`LinkPort`]).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SimPort {
     up: bool,
@@ -182,3 +198,6 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod link_tests;

@@ -1,0 +1,872 @@
+//! One accelerator port: requester + completer + TL packing + TL credits + the UALink-profile
+//! link (`spec-notes/transactions.md#endpoint`).
+//!
+//! ```text
+//!  submit ─▶ Requester ─┐                 ┌─▶ TlPacker ─▶ UaLink ─▶ DL flits out
+//!            Completer ─┼─ CreditSender ──┤
+//!  credit returns ──────┘                 │
+//!                                          │
+//!  DL flits in ─▶ UaLink ─▶ TlUnpacker ─▶ CreditReceiver ─┬─▶ Completer ─▶ MemoryTarget
+//!                                                          └─▶ Requester ─▶ ReadSink
+//! ```
+//!
+//! The host driver and the simulator instantiate one per accelerator port and feed it DL
+//! flits, time and operations; it implements [`testing::Endpoint`](crate::testing::Endpoint)
+//! so that a [`LinkPair`](crate::testing::LinkPair) can drive two of them over a faulty wire.
+
+use heapless::Deque;
+
+use super::buf::TransferBuf;
+use super::completer::{Completer, CompleterEvent};
+use super::endpoint_rx::{Gate, Rx};
+use super::partition::PartitionTable;
+use super::request::{Request, SubmitError};
+use super::requester::Requester;
+use super::requester_types::{Completion, OpId, ReadData, RequesterEvent};
+use super::target::MemoryTarget;
+use super::{CompleterConfig, RequesterConfig};
+use crate::flow::{
+    CreditClass, CreditOutput, CreditReceiver, CreditSender, CreditTarget, Credits, FlowEvent,
+    ReceiverConfig,
+};
+use crate::link::{UaLink, UaLinkConfig, UaLinkEvent};
+use crate::retry::LinkState;
+use crate::time::{Duration, Instant};
+use crate::wire::dl_stream::TL_FLIT_LEN;
+use crate::wire::{TlItem, TlMessage, TlPacker, TlPushError, TlTransfer, TlUnpacker};
+
+pub(crate) const EVENTS: usize = 32;
+
+/// Where an endpoint delivers read data (the requester side's results).
+pub trait ReadSink {
+    /// Bytes of a read operation arrived (valid only if the operation completes `Ok`).
+    fn read_data(&mut self, data: ReadData<'_>);
+}
+
+/// Settings of an [`Endpoint`].
+#[derive(Debug, Clone)]
+pub struct EndpointConfig {
+    /// The requester.
+    pub requester: RequesterConfig,
+    /// The completer.
+    pub completer: CompleterConfig,
+    /// Accelerator → partition, for the completer.
+    pub partitions: PartitionTable,
+    /// The link.
+    pub link: UaLinkConfig,
+    /// Buffers this end grants its peer, per class, all in the shared pool
+    /// (request-command credits are capped at the completer's response slots).
+    pub credits: Credits,
+    /// Return credits at once when a class has this many pending.
+    pub credit_return_threshold: u16,
+    /// … otherwise this long after the first pending credit.
+    pub credit_return_delay: Duration,
+}
+
+impl EndpointConfig {
+    /// Defaults for `requester` and `completer`: 64 request / 64 response commands, 256
+    /// request / 256 response data beats, returns after 8 credits or 100 ns.
+    pub fn new(requester: RequesterConfig, completer: CompleterConfig) -> Self {
+        EndpointConfig {
+            requester,
+            completer,
+            partitions: PartitionTable::default(),
+            link: UaLinkConfig::default(),
+            credits: Credits([64, 64, 256, 256]),
+            credit_return_threshold: 8,
+            credit_return_delay: Duration::from_ns(100),
+        }
+    }
+}
+
+/// Something worth knowing from one of the endpoint's parts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EndpointEvent {
+    /// From the link (state changes, replays, Fault).
+    Link(UaLinkEvent),
+    /// From the requester.
+    Requester(RequesterEvent),
+    /// From the completer.
+    Completer(CompleterEvent),
+    /// From TL credit flow control (a peer overrun or over-return).
+    Flow(FlowEvent),
+    /// The TL unpacker met a broken TL stream: nothing more is received until
+    /// [`Endpoint::reset`] (fatal for the port).
+    TlStreamBroken(crate::wire::Error),
+}
+
+/// Counters of an [`Endpoint`] (its parts keep their own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EndpointStats {
+    /// TL flits handed to the link.
+    pub tl_flits_sent: u64,
+    /// TL flits received from the link.
+    pub tl_flits_received: u64,
+    /// Transfers dropped because the peer sent them without credits.
+    pub overruns: u64,
+    /// Requests dropped because the completer was busy (peer granted too many credits).
+    pub busy_drops: u64,
+    /// TL flits dropped after the TL stream broke.
+    pub broken_stream_flits: u64,
+    /// Items the TL packer refused as invalid (a local bug; dropped).
+    pub packer_refusals: u64,
+    /// Credit releases the credit receiver refused (more freed than in use).
+    pub bad_releases: u64,
+    /// Events discarded because the event queue was full.
+    pub events_lost: u64,
+}
+
+/// One accelerator port over the UALink profile.
+///
+/// * `H`: the accelerator's memory (served to remote requesters) and the sink for its own
+///   read results.
+/// * `TAGS`, `OPS`, `QUEUE`: the [`Requester`]'s tag pool, operation table and request queue.
+/// * `RESP`: the [`Completer`]'s response slots (and at most this many request-command
+///   credits are granted to the peer).
+/// * `CAP`, `TXQ`: the [`UaLink`]'s replay buffer (DL flits, ≤ 255) and TL flit queue.
+///
+/// Sans-IO (`spec-notes/transactions.md#endpoint`): submit operations with
+/// [`submit`](Self::submit); send every DL flit [`poll_transmit`](Self::poll_transmit) writes
+/// (one per call); hand every received DL flit to [`handle_frame`](Self::handle_frame) (read
+/// data goes to [`ReadSink::read_data`], requests to the [`MemoryTarget`]); call
+/// [`handle_timeout`](Self::handle_timeout) at or after [`poll_timeout`](Self::poll_timeout);
+/// drain [`poll_completion`](Self::poll_completion) and [`poll_event`](Self::poll_event).
+/// Report the PHY with [`handle_link_up`](Self::handle_link_up) /
+/// [`handle_link_down`](Self::handle_link_down). `now` never decreases. On a link `Fault` or
+/// a broken TL stream, call [`reset`](Self::reset) (the peer must reset too); operations in
+/// flight then complete with a timeout.
+pub struct Endpoint<
+    H,
+    const TAGS: usize,
+    const OPS: usize,
+    const QUEUE: usize,
+    const RESP: usize,
+    const CAP: usize,
+    const TXQ: usize,
+> {
+    requester: Requester<TAGS, OPS, QUEUE>,
+    completer: Completer<RESP>,
+    host: H,
+    link: UaLink<CAP, TXQ>,
+    packer: TlPacker,
+    unpacker: TlUnpacker,
+    sender: CreditSender,
+    receiver: CreditReceiver,
+    /// A transfer taken from the requester or completer that the packer had no room for.
+    stash: Option<TransferBuf>,
+    /// A credit output the packer had no room for.
+    credit_stash: Option<CreditOutput>,
+    /// Target of the flow-control fields received next (set by `TlMessage::CreditTarget`).
+    credit_target: CreditTarget,
+    events: Deque<EndpointEvent, EVENTS>,
+    stats: EndpointStats,
+}
+
+impl<
+        H: MemoryTarget + ReadSink,
+        const TAGS: usize,
+        const OPS: usize,
+        const QUEUE: usize,
+        const RESP: usize,
+        const CAP: usize,
+        const TXQ: usize,
+    > Endpoint<H, TAGS, OPS, QUEUE, RESP, CAP, TXQ>
+{
+    /// A port with the link down.
+    pub fn new(cfg: EndpointConfig, host: H) -> Self {
+        let receiver = CreditReceiver::new(receiver_config(&cfg, RESP));
+        Endpoint {
+            requester: Requester::new(cfg.requester),
+            completer: Completer::new(cfg.completer, cfg.partitions),
+            host,
+            link: UaLink::new(cfg.link),
+            packer: TlPacker::new(),
+            unpacker: TlUnpacker::new(),
+            sender: CreditSender::new(),
+            receiver,
+            stash: None,
+            credit_stash: None,
+            credit_target: CreditTarget::Shared,
+            events: Deque::new(),
+            stats: EndpointStats::default(),
+        }
+    }
+
+    // ---- getters ----
+
+    /// The requester.
+    pub const fn requester(&self) -> &Requester<TAGS, OPS, QUEUE> {
+        &self.requester
+    }
+    /// The completer.
+    pub const fn completer(&self) -> &Completer<RESP> {
+        &self.completer
+    }
+    /// The completer, to update its partition table.
+    pub fn completer_mut(&mut self) -> &mut Completer<RESP> {
+        &mut self.completer
+    }
+    /// The host (memory and read sink).
+    pub const fn host(&self) -> &H {
+        &self.host
+    }
+    /// The host, mutably.
+    pub fn host_mut(&mut self) -> &mut H {
+        &mut self.host
+    }
+    /// The link.
+    pub const fn link(&self) -> &UaLink<CAP, TXQ> {
+        &self.link
+    }
+    /// Credits this end holds toward the peer.
+    pub const fn credit_sender(&self) -> &CreditSender {
+        &self.sender
+    }
+    /// Buffers this end granted the peer.
+    pub const fn credit_receiver(&self) -> &CreditReceiver {
+        &self.receiver
+    }
+    /// Counters.
+    pub const fn stats(&self) -> &EndpointStats {
+        &self.stats
+    }
+    /// The link state.
+    pub fn state(&self) -> LinkState {
+        self.link.state()
+    }
+    /// Nothing waits to be sent or answered on this port.
+    pub fn is_idle(&self) -> bool {
+        self.requester.ops_open() == 0
+            && self.completer.pending() == 0
+            && self.stash.is_none()
+            && self.credit_stash.is_none()
+            && self.packer.is_idle()
+            && self.link.is_idle()
+    }
+
+    // ---- commands ----
+
+    /// Submit an operation (see [`Requester::submit`]).
+    ///
+    /// # Errors
+    /// [`SubmitError`]; nothing is queued then.
+    pub fn submit(&mut self, now: Instant, req: &Request<'_>) -> Result<OpId, SubmitError> {
+        self.requester.submit(now, req)
+    }
+
+    /// The PHY is up.
+    pub fn handle_link_up(&mut self, now: Instant) {
+        self.link.handle_link_up(now);
+        self.drain_link_events();
+    }
+
+    /// The PHY went down (nothing is lost: the link replays after the next link up).
+    pub fn handle_link_down(&mut self, now: Instant) {
+        self.link.handle_link_down(now);
+        self.drain_link_events();
+    }
+
+    /// Start over after a link `Fault` or a broken TL stream: empty the link, the TL packer
+    /// and unpacker, forget credits and address caches (the peer must reset too). Operations
+    /// in flight are not forgotten: they complete with a timeout.
+    pub fn reset(&mut self, now: Instant) {
+        self.link.reset(now);
+        self.packer.reset();
+        self.unpacker.reset();
+        self.sender.reset();
+        self.receiver.reset();
+        self.requester.reset_addr_cache();
+        self.completer.reset_addr_cache();
+        self.stash = None;
+        self.credit_stash = None;
+        self.credit_target = CreditTarget::Shared;
+        self.drain_link_events();
+    }
+
+    // ---- inputs ----
+
+    /// A DL flit arrived.
+    pub fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
+        let Endpoint {
+            requester,
+            completer,
+            host,
+            link,
+            unpacker,
+            sender,
+            receiver,
+            credit_target,
+            events,
+            stats,
+            ..
+        } = self;
+        let mut rx = Rx {
+            requester,
+            completer,
+            host,
+            unpacker,
+            sender,
+            receiver,
+            credit_target,
+            events,
+            stats,
+            now,
+        };
+        link.handle_flit(now, frame, &mut rx);
+        self.drain_part_events();
+    }
+
+    /// Fire expired timers (link, credit returns, request timeouts).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.link.handle_timeout(now);
+        self.receiver.handle_timeout(now);
+        self.requester.handle_timeout(now);
+        self.drain_part_events();
+    }
+
+    // ---- outputs ----
+
+    /// The earliest timer deadline.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        [
+            self.link.poll_timeout(),
+            self.receiver.poll_timeout(),
+            self.requester.poll_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Write the next DL flit into `buf` (at least 640 bytes); one per call.
+    ///
+    /// Before that, moves what is ready — credit returns, then responses, then requests —
+    /// through the TL packer into the link's TL flit queue, as far as there is room.
+    #[must_use]
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        if self.link.state() != LinkState::Fault {
+            self.fill_packer(now);
+            while self.link.tx_room() > 0 {
+                let mut flit = [0u8; TL_FLIT_LEN];
+                if self.packer.poll_flit(&mut flit).is_none() {
+                    break;
+                }
+                if self.link.submit_tl_flit(&flit).is_err() {
+                    break;
+                }
+                self.stats.tl_flits_sent = self.stats.tl_flits_sent.saturating_add(1);
+                self.fill_packer(now);
+            }
+        }
+        let r = self.link.poll_transmit(now, buf);
+        self.drain_part_events();
+        r
+    }
+
+    /// The next finished operation.
+    #[must_use]
+    pub fn poll_completion(&mut self) -> Option<Completion> {
+        self.requester.poll_completion()
+    }
+
+    /// The next event.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<EndpointEvent> {
+        self.drain_part_events();
+        self.events.pop_front()
+    }
+
+    /// Push into the packer until it is full or nothing is ready. Bounded by the packer's
+    /// capacity: every turn pushes one item.
+    fn fill_packer(&mut self, now: Instant) {
+        loop {
+            if let Some(c) = self.credit_stash {
+                if !self.push_credit(c) {
+                    return;
+                }
+                self.credit_stash = None;
+            }
+            if let Some(b) = &self.stash {
+                match self.packer.push(&TlItem::Transfer(b.as_transfer())) {
+                    Err(TlPushError::Full) => return,
+                    Err(TlPushError::Invalid(_)) => {
+                        self.stats.packer_refusals = self.stats.packer_refusals.saturating_add(1);
+                    }
+                    Ok(()) => {}
+                }
+                self.stash = None;
+            }
+            if let Some(c) = self.receiver.poll_return() {
+                if !self.push_credit(c) {
+                    self.credit_stash = Some(c);
+                    return;
+                }
+                continue;
+            }
+            let Endpoint {
+                requester,
+                completer,
+                packer,
+                sender,
+                receiver,
+                stash,
+                stats,
+                ..
+            } = self;
+            let mut gate = Gate {
+                sender,
+                receiver,
+                now,
+                bad_releases: &mut stats.bad_releases,
+            };
+            let t = match completer.poll_transmit(now, &mut gate) {
+                Some(t) => t,
+                None => match requester.poll_transmit(now, &mut gate) {
+                    Some(t) => t,
+                    None => return,
+                },
+            };
+            if !push_transfer(packer, &t, stats) {
+                *stash = Some(TransferBuf::new(&t));
+                return;
+            }
+        }
+    }
+
+    /// Push a credit output; `false` when the packer is full.
+    fn push_credit(&mut self, c: CreditOutput) -> bool {
+        let item = match c {
+            // Every return is the pool's (the endpoint grants nothing else), the target a TL
+            // stream starts at, so no `TlMessage::CreditTarget` is needed (L12).
+            CreditOutput::Return { fc, .. } => TlItem::Credits(fc),
+            CreditOutput::InitialReleaseComplete => {
+                TlItem::Message(TlMessage::InitialCreditReleaseComplete)
+            }
+        };
+        match self.packer.push(&item) {
+            Ok(()) => true,
+            Err(TlPushError::Full) => false,
+            Err(TlPushError::Invalid(_)) => {
+                self.stats.packer_refusals = self.stats.packer_refusals.saturating_add(1);
+                true
+            }
+        }
+    }
+
+    fn push_event(&mut self, e: EndpointEvent) {
+        if self.events.push_back(e).is_err() {
+            self.stats.events_lost = self.stats.events_lost.saturating_add(1);
+        }
+    }
+
+    fn drain_link_events(&mut self) {
+        while let Some(e) = self.link.poll_event() {
+            self.push_event(EndpointEvent::Link(e));
+        }
+    }
+
+    /// Move the parts' events into the endpoint's queue, oldest part first.
+    fn drain_part_events(&mut self) {
+        self.drain_link_events();
+        while let Some(e) = self.sender.poll_event() {
+            self.push_event(EndpointEvent::Flow(e));
+        }
+        while let Some(e) = self.receiver.poll_event() {
+            self.push_event(EndpointEvent::Flow(e));
+        }
+        while let Some(e) = self.requester.poll_event() {
+            self.push_event(EndpointEvent::Requester(e));
+        }
+        while let Some(e) = self.completer.poll_event() {
+            self.push_event(EndpointEvent::Completer(e));
+        }
+    }
+}
+
+/// Push a transfer; `false` when the packer is full (an invalid one is counted and dropped).
+fn push_transfer(packer: &mut TlPacker, t: &TlTransfer<'_>, stats: &mut EndpointStats) -> bool {
+    match packer.push(&TlItem::Transfer(*t)) {
+        Ok(()) => true,
+        Err(TlPushError::Full) => false,
+        Err(TlPushError::Invalid(_)) => {
+            stats.packer_refusals = stats.packer_refusals.saturating_add(1);
+            true
+        }
+    }
+}
+
+/// The credit receiver's settings: everything in the shared pool, request commands capped at
+/// the completer's response slots.
+fn receiver_config(cfg: &EndpointConfig, resp: usize) -> ReceiverConfig {
+    let mut pool = cfg.credits;
+    let cap = u16::try_from(resp).unwrap_or(u16::MAX);
+    pool.set(CreditClass::ReqCmd, pool.get(CreditClass::ReqCmd).min(cap));
+    let mut capacity = [Credits::ZERO; CreditTarget::COUNT];
+    if let Some(c) = capacity.get_mut(CreditTarget::Shared.index()) {
+        *c = pool;
+    }
+    ReceiverConfig {
+        capacity,
+        return_threshold: cfg.credit_return_threshold.max(1),
+        return_delay: cfg.credit_return_delay,
+    }
+}
+
+impl<
+        H: MemoryTarget + ReadSink,
+        const TAGS: usize,
+        const OPS: usize,
+        const QUEUE: usize,
+        const RESP: usize,
+        const CAP: usize,
+        const TXQ: usize,
+    > crate::testing::Endpoint for Endpoint<H, TAGS, OPS, QUEUE, RESP, CAP, TXQ>
+{
+    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        Endpoint::poll_transmit(self, now, buf)
+    }
+    fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
+        Endpoint::handle_frame(self, now, frame);
+    }
+    fn poll_timeout(&mut self) -> Option<Instant> {
+        Endpoint::poll_timeout(self)
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        Endpoint::handle_timeout(self, now);
+    }
+    fn handle_link(&mut self, now: Instant, up: bool) {
+        if up {
+            self.handle_link_up(now);
+        } else {
+            self.handle_link_down(now);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::link::TlSink;
+    use crate::phy::{FaultConfig, FaultInjector, Wire};
+    use crate::retry::FLIT_LEN;
+    use crate::testing::{LinkPair, PairConfig};
+    use crate::txn::endpoint_rx::{needs, target};
+    use crate::txn::{
+        Atomic, AtomicOp, AtomicSize, ByteEnables, Flow, Operation, Pool, TargetError, TxnError,
+        WindowMemory,
+    };
+    use crate::wire::{AccelId, TlUncompressedRequest};
+    use crate::wire::{TlField, Vc};
+    use std::boxed::Box;
+    use std::vec::Vec;
+
+    struct Host {
+        mem: WindowMemory<4096>,
+        reads: Vec<(OpId, u32, Vec<u8>)>,
+    }
+
+    impl MemoryTarget for Host {
+        fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), TargetError> {
+            self.mem.read(addr, buf)
+        }
+        fn write(&mut self, addr: u64, data: &[u8], en: &ByteEnables) -> Result<(), TargetError> {
+            self.mem.write(addr, data, en)
+        }
+    }
+
+    impl ReadSink for Host {
+        fn read_data(&mut self, d: ReadData<'_>) {
+            self.reads.push((d.op, d.offset, d.data.to_vec()));
+        }
+    }
+
+    type End = Endpoint<Host, 16, 8, 16, 8, 32, 16>;
+    type Pair = LinkPair<End, End, 64, FLIT_LEN>;
+
+    fn id(n: u16) -> AccelId {
+        AccelId::new(n).unwrap()
+    }
+
+    fn end(me: u16) -> End {
+        let cfg = EndpointConfig::new(RequesterConfig::new(id(me)), CompleterConfig::new(id(me)));
+        let host = Host {
+            mem: WindowMemory::new(0),
+            reads: Vec::new(),
+        };
+        Endpoint::new(cfg, host)
+    }
+
+    fn on_big_stack(f: impl FnOnce() + Send + 'static) {
+        std::thread::Builder::new()
+            .stack_size(64 << 20)
+            .spawn(f)
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    fn pair() -> Box<Pair> {
+        let wire = |s| {
+            Wire::new(
+                FaultInjector::new(FaultConfig::default(), s),
+                Duration::from_ns(50),
+            )
+        };
+        let mut p = Box::new(LinkPair::new(
+            end(1),
+            end(2),
+            wire(1),
+            wire(2),
+            PairConfig::default(),
+        ));
+        p.set_link(true);
+        p
+    }
+
+    #[test]
+    fn receiver_config_caps_request_commands() {
+        let cfg = EndpointConfig::new(RequesterConfig::new(id(1)), CompleterConfig::new(id(1)));
+        let r = receiver_config(&cfg, 8);
+        let shared = r.capacity[CreditTarget::Shared.index()];
+        assert_eq!(shared, Credits([8, 64, 256, 256]));
+        assert_eq!(r.capacity[0], Credits::ZERO);
+        assert_eq!(target(Vc::default(), Pool::Shared), CreditTarget::Shared);
+        assert_eq!(needs(Flow::Response, 2), Credits::response(2));
+    }
+
+    #[test]
+    fn write_read_atomic_over_a_link() {
+        on_big_stack(|| {
+            let mut p = pair();
+            let b = id(2);
+            let vc = Vc::default();
+            let now = p.now();
+            let data: Vec<u8> = (0..300u32).map(|i| i as u8).collect();
+            let w =
+                p.a.submit(
+                    now,
+                    &Request {
+                        dst: b,
+                        vc,
+                        op: Operation::Write {
+                            addr: 100,
+                            data: &data,
+                            enables: None,
+                        },
+                    },
+                )
+                .unwrap();
+            let r =
+                p.a.submit(
+                    now,
+                    &Request {
+                        dst: b,
+                        vc,
+                        op: Operation::Read {
+                            addr: 100,
+                            len: 300,
+                        },
+                    },
+                )
+                .unwrap();
+            let atomic = Atomic {
+                op: AtomicOp::FetchAdd,
+                size: AtomicSize::Eight,
+                operand: 5,
+                compare: 0,
+            };
+            let x =
+                p.a.submit(
+                    now,
+                    &Request {
+                        dst: b,
+                        vc,
+                        op: Operation::Atomic {
+                            addr: 8,
+                            atomic,
+                            returning: true,
+                        },
+                    },
+                )
+                .unwrap();
+            let y =
+                p.a.submit(
+                    now,
+                    &Request {
+                        dst: b,
+                        vc,
+                        op: Operation::Atomic {
+                            addr: 8,
+                            atomic,
+                            returning: true,
+                        },
+                    },
+                )
+                .unwrap();
+            p.wake();
+            p.drive(now + Duration::from_us(20));
+            let mut got = std::collections::HashMap::new();
+            while let Some(c) = p.a.poll_completion() {
+                got.insert(c.id, c.result);
+            }
+            assert_eq!(got[&w], Ok(None));
+            assert_eq!(got[&r], Ok(None));
+            assert_eq!(got[&x], Ok(Some(0)));
+            assert_eq!(got[&y], Ok(Some(5)));
+            let mut back = std::vec![0u8; 300];
+            for (op, off, bytes) in &p.a.host().reads {
+                assert_eq!(*op, r);
+                back[*off as usize..*off as usize + bytes.len()].copy_from_slice(bytes);
+            }
+            assert_eq!(back, data);
+            assert_eq!(&p.b.host().mem.bytes()[100..400], &data[..]);
+            assert!(p.a.is_idle() && p.b.is_idle());
+            // Every credit came back: each end holds its whole grant again.
+            for e in [&p.a, &p.b] {
+                let s = e.credit_sender();
+                for c in CreditClass::ALL {
+                    assert_eq!(
+                        s.available(CreditTarget::Shared, c),
+                        s.grant(CreditTarget::Shared, c)
+                    );
+                }
+            }
+            assert_eq!(p.a.stats().overruns + p.b.stats().overruns, 0);
+        });
+    }
+
+    /// Feed `end` the TL flits a peer link carries.
+    fn from_peer(e: &mut End, flits: &[[u8; TL_FLIT_LEN]]) {
+        let mut peer: UaLink<32, 16> = UaLink::new(UaLinkConfig::default());
+        let now = Instant::ZERO;
+        e.handle_link_up(now);
+        peer.handle_link_up(now);
+        struct Nothing;
+        impl TlSink for Nothing {
+            fn tl_flit(&mut self, _: &[u8; TL_FLIT_LEN]) {}
+        }
+        let mut buf = [0u8; FLIT_LEN];
+        let mut queued = flits.iter();
+        for _ in 0..64 {
+            if peer.tx_room() > 0 {
+                if let Some(f) = queued.next() {
+                    peer.submit_tl_flit(f).unwrap();
+                }
+            }
+            if let Some(n) = e.poll_transmit(now, &mut buf) {
+                peer.handle_flit(now, &buf[..n], &mut Nothing);
+            }
+            if let Some(n) = peer.poll_transmit(now, &mut buf) {
+                e.handle_frame(now, &buf[..n]);
+            }
+        }
+    }
+
+    fn packed(t: &TlTransfer<'_>) -> Vec<[u8; TL_FLIT_LEN]> {
+        let mut packer: TlPacker = TlPacker::new();
+        packer.push(&TlItem::Transfer(*t)).unwrap();
+        let mut out = Vec::new();
+        let mut f = [0u8; TL_FLIT_LEN];
+        while packer.poll_flit(&mut f).is_some() {
+            out.push(f);
+        }
+        out
+    }
+
+    #[test]
+    fn overrun_is_dropped_and_broken_stream_reported() {
+        on_big_stack(|| {
+            let mut e = Box::new(end(2));
+            // A read on VC 0's own credits: this end granted none there.
+            let req = TlField::UncompressedRequest(TlUncompressedRequest {
+                cmd: crate::wire::Opcode::Read,
+                len: 15,
+                srcaccid: id(1),
+                dstaccid: id(2),
+                ..Default::default()
+            });
+            let mut flits = packed(&TlTransfer::new(req, &[]));
+            // Then garbage: an unknown FTYPE in a control half breaks the TL stream.
+            let mut bad = [0u8; TL_FLIT_LEN];
+            bad[0] = 0x70;
+            flits.push(bad);
+            from_peer(&mut e, &flits);
+            assert_eq!(e.stats().overruns, 1);
+            assert_eq!(
+                e.completer().stats().requests,
+                0,
+                "the completer never saw it"
+            );
+            let mut broken = false;
+            while let Some(ev) = e.poll_event() {
+                broken |= matches!(ev, EndpointEvent::TlStreamBroken(_));
+            }
+            assert!(broken);
+            e.reset(Instant::ZERO);
+            assert!(e.is_idle());
+        });
+    }
+
+    #[test]
+    fn credit_returns_follow_the_peers_credit_target() {
+        on_big_stack(|| {
+            let mut e = Box::new(end(2));
+            let mut packer: TlPacker = TlPacker::new();
+            let fc = |n| crate::wire::TlFlowControl {
+                req_cmd: n,
+                ..Default::default()
+            };
+            // Pool (where a stream starts), then VC 1, then the pool again.
+            for item in [
+                TlItem::Credits(fc(2)),
+                TlItem::Message(TlMessage::CreditTarget { target: 1 }),
+                TlItem::Credits(fc(3)),
+                TlItem::Message(TlMessage::CreditTarget { target: 4 }),
+                TlItem::Credits(fc(5)),
+                TlItem::Message(TlMessage::InitialCreditReleaseComplete),
+            ] {
+                packer.push(&item).unwrap();
+            }
+            let mut flits = Vec::new();
+            let mut f = [0u8; TL_FLIT_LEN];
+            while packer.poll_flit(&mut f).is_some() {
+                flits.push(f);
+            }
+            from_peer(&mut e, &flits);
+            let s = e.credit_sender();
+            let vc1 = CreditTarget::Vc(Vc::new(1).unwrap());
+            assert_eq!(s.grant(vc1, CreditClass::ReqCmd), 3);
+            assert_eq!(s.grant(CreditTarget::Shared, CreditClass::ReqCmd), 7);
+            assert!(s.initial_release_complete());
+        });
+    }
+
+    #[test]
+    fn ops_time_out_when_the_link_never_comes_up() {
+        on_big_stack(|| {
+            let mut e = Box::new(end(1));
+            let now = Instant::ZERO;
+            let op = e
+                .submit(
+                    now,
+                    &Request {
+                        dst: id(2),
+                        vc: Vc::default(),
+                        op: Operation::Read { addr: 0, len: 64 },
+                    },
+                )
+                .unwrap();
+            let mut buf = [0u8; FLIT_LEN];
+            assert!(
+                e.poll_transmit(now, &mut buf).is_none(),
+                "link down: nothing leaves"
+            );
+            let t = e.poll_timeout().unwrap();
+            e.handle_timeout(t);
+            let c = e.poll_completion().unwrap();
+            assert_eq!((c.id, c.result), (op, Err(TxnError::Timeout)));
+        });
+    }
+}
