@@ -2,15 +2,20 @@
 //! of each port, and the integrity checks on everything that comes back
 //! (`spec-notes/simulator.md#accelerators`).
 
-use super::check::pattern;
+use super::check::{pattern, IntMap};
 use super::port::flow_of;
 use super::trace::Mark;
-use super::txn::{Completer, Operation, Requester, SubmitError};
 use super::{class_index, Ev, Owner, Sim};
+use crate::pod::config::PodFile;
 use crate::pod::topology::Fabric;
 use crate::report::OpClass;
 use crate::workload::{Generator, OpSpec, SLOTS};
 use podlink_protocol::time::Instant;
+use podlink_protocol::txn::{
+    Atomic, AtomicOp, AtomicSize, Completer, CompleterConfig, Flow, Operation, PartitionTable,
+    Request, Requester, RequesterConfig, SubmitError,
+};
+use podlink_protocol::wire::PartitionId;
 use podlink_protocol::wire::{AccelId, Vc};
 use std::collections::VecDeque;
 
@@ -20,23 +25,27 @@ pub const TAGS: usize = 512;
 pub const OPS: usize = 512;
 /// Requests queued in a requester waiting for a tag or credits.
 pub const QUEUE: usize = 64;
+/// Requests a completer holds (response slots).
+pub const RESP: usize = 64;
 /// Largest operation in 256 B pieces (4 KB).
 const MAX_PIECES: u32 = 16;
 /// Upper bound on distinct 64 B lines the address plan may touch, pod-wide (memory bound).
 const LINE_BUDGET: u64 = 4 << 20;
 
-/// One port of an accelerator: its requester and completer.
+/// One port of an accelerator: the protocol crate's requester and completer.
 pub(crate) struct AccelPort {
     pub req: Requester<TAGS, OPS, QUEUE>,
-    pub cpl: Completer,
-    /// Requester operation slot → piece (operation × 16 + index).
-    pub piece_of: Vec<u32>,
+    pub cpl: Completer<RESP>,
+    /// The completer refused a request (response slots full): retry after it sends.
+    pub cpl_blocked: bool,
+    /// Requester operation ID → piece (operation × 16 + index).
+    pub piece_of: IntMap<u32>,
 }
 
 impl AccelPort {
     /// Something waits to be sent.
     pub fn has_work(&self) -> bool {
-        self.req.queued() > 0 || self.cpl.queued() > 0
+        self.req.queued() > 0 || self.cpl.pending() > 0
     }
 }
 
@@ -77,17 +86,30 @@ pub(crate) struct Accels {
 }
 
 impl Accels {
-    pub fn new(fabric: &Fabric, base: u32, end_of: &[u32]) -> Accels {
+    pub fn new(pod: &PodFile, fabric: &Fabric, base: u32, end_of: &[u32]) -> Accels {
         let mut ports = Vec::new();
         let mut nports = Vec::new();
+        let part = |a: usize| PartitionId::from_bits_truncate(fabric.partition_of[a]);
+        let mut table = PartitionTable::empty();
+        for a in 0..fabric.accels as usize {
+            table.set(AccelId::from_bits_truncate(a as u16), Some(part(a)));
+        }
+        let timeout = crate::pod::timing::ns(pod.accelerator.timeout_us * 1000.0);
         for (a, p) in fabric.accel_ports.iter().enumerate() {
             nports.push(p.len() as u32);
             let id = AccelId::from_bits_truncate(a as u16);
             for _ in p {
+                let mut rc = RequesterConfig::new(id);
+                rc.partition = part(a);
+                rc.request_timeout = timeout;
+                rc.queue_timeout = timeout;
+                let mut cc = CompleterConfig::new(id);
+                cc.partition = part(a);
                 ports.push(AccelPort {
-                    req: Requester::new(id),
-                    cpl: Completer::new(id),
-                    piece_of: vec![u32::MAX; OPS],
+                    req: Requester::new(rc),
+                    cpl: Completer::new(cc, table.clone()),
+                    cpl_blocked: false,
+                    piece_of: IntMap::default(),
                 });
             }
         }
@@ -328,24 +350,34 @@ impl Sim {
                     data: &data[..len as usize],
                 }
             }
-            OpClass::Atomic => Operation::FetchAdd { addr, operand: 1 },
+            OpClass::Atomic => Operation::Atomic {
+                addr,
+                atomic: Atomic {
+                    op: AtomicOp::FetchAdd,
+                    size: AtomicSize::Eight,
+                    operand: 1,
+                    compare: 0,
+                },
+                returning: true,
+            },
         };
         let Some(ap) = self.accels.port_mut(e) else {
             return true;
         };
-        match ap
-            .req
-            .submit(Instant::from_ps(now), dst, Vc::default(), &operation)
-        {
+        let req = Request {
+            dst,
+            vc: Vc::default(),
+            op: operation,
+        };
+        match ap.req.submit(Instant::from_ps(now), &req) {
             Ok(id) => {
-                if let Some(s) = ap.piece_of.get_mut(id.0 as usize) {
-                    *s = piece;
-                }
+                ap.piece_of.insert(u64::from(id.0), piece);
                 self.kick(e, now);
+                self.arm_timer(e, now);
                 true
             }
-            Err(SubmitError::Full) => false,
-            Err(SubmitError::Invalid) => {
+            Err(SubmitError::OpTableFull | SubmitError::QueueFull { .. }) => false,
+            Err(_) => {
                 self.stats.invalid_frames += 1;
                 self.piece_done(piece, false, None, now);
                 true
@@ -357,27 +389,40 @@ impl Sim {
     pub(crate) fn prefill_accel(&mut self, e: u32, now: u64) {
         let ei = e as usize;
         let t = Instant::from_ps(now);
+        let mut responded = false;
         while self.txs[ei].tl.buffered_halves() < 20 {
             if let Some(h) = self.txs[ei].txq.pop_front() {
                 if !self.push_frame(e, h, now) {
-                    return;
+                    break;
                 }
                 continue;
             }
             let Some(ap) = self.accels.ports.get_mut((e - self.accels.base) as usize) else {
-                return;
+                break;
             };
             let port = &mut self.ports[ei];
             let item = match ap.cpl.poll_transmit(t, port) {
-                Some(x) => Some(x),
+                Some(x) => {
+                    responded = true;
+                    Some(x)
+                }
                 None => ap.req.poll_transmit(t, port),
             };
             let Some(item) = item else {
-                return;
+                break;
             };
             let h = self.frames.alloc_transfer(&item, e);
             if !self.push_frame(e, h, now) {
-                return;
+                break;
+            }
+        }
+        // Responses sent release the requests' credits and free completer slots.
+        self.flush_credits(e, now);
+        if responded {
+            if let Some(ap) = self.accels.port_mut(e) {
+                if std::mem::take(&mut ap.cpl_blocked) {
+                    self.schedule(now, Ev::Cpl(e));
+                }
             }
         }
     }
@@ -387,17 +432,18 @@ impl Sim {
         let Some(f) = self.frames.get(h) else {
             return;
         };
-        if flow_of(&f.field) == super::txn::Flow::Request {
+        if flow_of(&f.field) == Flow::Request {
             let at = now + self.t.completer + self.t.endpoint;
             self.enqueue(r, at, h, Ev::Cpl(r));
             return;
         }
         let t = Instant::from_ps(now);
         if let Some(ap) = self.accels.ports.get_mut((r - self.accels.base) as usize) {
-            if let Some(d) = ap.req.handle_response(t, &f.transfer()) {
+            let gate = &mut self.ports[r as usize];
+            if let Some(d) = ap.req.handle_response(t, &f.transfer(), gate) {
                 let piece = ap
                     .piece_of
-                    .get(d.op.0 as usize)
+                    .get(&u64::from(d.op.0))
                     .copied()
                     .unwrap_or(u32::MAX);
                 let (op, k) = (piece / MAX_PIECES, piece % MAX_PIECES);
@@ -409,20 +455,18 @@ impl Sim {
                 }
             }
         }
-        self.release_frame(h, now);
         self.frames.free(h);
+        self.flush_credits(r, now);
+        self.drain_completions(r, now);
+    }
+
+    /// Take the completions of accelerator end `r`'s requester and submit what waited.
+    pub(crate) fn drain_completions(&mut self, r: u32, now: u64) {
         while let Some(ap) = self.accels.port_mut(r) {
             let Some(c) = ap.req.poll_completion() else {
                 break;
             };
-            let piece = ap
-                .piece_of
-                .get(c.id.0 as usize)
-                .copied()
-                .unwrap_or(u32::MAX);
-            if let Some(s) = ap.piece_of.get_mut(c.id.0 as usize) {
-                *s = u32::MAX;
-            }
+            let piece = ap.piece_of.remove(&u64::from(c.id.0)).unwrap_or(u32::MAX);
             let (ok, old) = match c.result {
                 Ok(old) => (true, old),
                 Err(_) => (false, None),
@@ -445,27 +489,33 @@ impl Sim {
                 self.schedule(at, Ev::Cpl(r));
                 break;
             }
-            self.rxs[r as usize].fifo.pop_front();
             let Some(f) = self.frames.get(h) else {
+                self.rxs[r as usize].fifo.pop_front();
                 continue;
             };
             if let Some(t) = self.trace.as_mut() {
                 t.mark(now, Mark::Handle(r));
             }
             let mut mem = self.mem.of(a);
-            if let Some(ap) = self.accels.ports.get_mut((r - self.accels.base) as usize) {
-                if !ap
-                    .cpl
-                    .handle_request(Instant::from_ps(now), &f.transfer(), &mut mem)
-                {
-                    self.stats.invalid_frames += 1;
-                }
+            let Some(ap) = self.accels.ports.get_mut((r - self.accels.base) as usize) else {
+                break;
+            };
+            let gate = &mut self.ports[r as usize];
+            if ap
+                .cpl
+                .handle_request(Instant::from_ps(now), &f.transfer(), &mut mem, gate)
+                .is_err()
+            {
+                // Response slots full: the request waits until responses leave.
+                ap.cpl_blocked = true;
+                break;
             }
-            self.release_frame(h, now);
+            self.rxs[r as usize].fifo.pop_front();
             self.frames.free(h);
             handled = true;
         }
         if handled {
+            self.flush_credits(r, now);
             self.kick(r, now);
         }
     }
@@ -529,7 +579,7 @@ impl Sim {
 
     /// The atomic counter of accelerator `d`.
     pub(crate) fn counter(&mut self, d: u32) -> u64 {
-        use super::txn::MemoryTarget;
+        use podlink_protocol::txn::MemoryTarget;
         let mut b = [0u8; 8];
         let _ = self
             .mem

@@ -9,7 +9,7 @@
 //! destination: the returned old values of a destination must be exactly 0..n−1, so their
 //! count and sum are checked, and the counter must end at n.
 
-use super::txn::MemoryTarget;
+use podlink_protocol::txn::{ByteEnables, MemoryTarget, TargetError};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -96,9 +96,9 @@ pub struct AccelMem<'a> {
 }
 
 impl MemoryTarget for AccelMem<'_> {
-    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), ()> {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), TargetError> {
         if addr.saturating_add(buf.len() as u64) > self.mem.limit {
-            return Err(());
+            return Err(TargetError::NotMapped);
         }
         let mut pos = 0usize;
         while pos < buf.len() {
@@ -119,9 +119,9 @@ impl MemoryTarget for AccelMem<'_> {
         Ok(())
     }
 
-    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), ()> {
+    fn write(&mut self, addr: u64, data: &[u8], enables: &ByteEnables) -> Result<(), TargetError> {
         if addr.saturating_add(data.len() as u64) > self.mem.limit {
-            return Err(());
+            return Err(TargetError::NotMapped);
         }
         let mut pos = 0usize;
         while pos < data.len() {
@@ -140,7 +140,16 @@ impl MemoryTarget for AccelMem<'_> {
                     lines.push(init);
                     (lines.len() - 1) as u32
                 });
-            self.mem.lines[i as usize][off..off + n].copy_from_slice(&data[pos..pos + n]);
+            let line = &mut self.mem.lines[i as usize][off..off + n];
+            if enables.all_set(data.len()) {
+                line.copy_from_slice(&data[pos..pos + n]);
+            } else {
+                for (k, (d, s)) in line.iter_mut().zip(&data[pos..pos + n]).enumerate() {
+                    if enables.get(pos + k) {
+                        *d = *s;
+                    }
+                }
+            }
             pos += n;
         }
         Ok(())
@@ -278,7 +287,7 @@ mod tests {
     fn memory_reads_back_what_was_written() {
         let mut m = SparseMem::new(1 << 20);
         let mut v = m.of(3);
-        v.write(60, &[1, 2, 3, 4, 5, 6]).unwrap();
+        v.write(60, &[1, 2, 3, 4, 5, 6], &ByteEnables::ALL).unwrap();
         let mut b = [9u8; 8];
         v.read(58, &mut b).unwrap();
         let mut init = [0u8; 64];
@@ -291,6 +300,11 @@ mod tests {
         m.of(4).read(60, &mut o).unwrap();
         pattern(0, 4, 0, &mut init);
         assert_eq!(o, init[60..64]);
+        let mut half = ByteEnables::NONE;
+        half.set(1, true);
+        m.of(3).write(60, &[9, 9], &half).unwrap();
+        m.of(3).read(60, &mut o).unwrap();
+        assert_eq!(o, [1, 9, 3, 4]);
     }
 
     #[test]

@@ -1,14 +1,14 @@
 //! Moving flits and frames: transmitters, wires, receivers, control messages and switch
 //! pipelines (`spec-notes/simulator.md#links`).
 
-use super::port::{flow_of, vc_of, Frame, FrameSlab};
+use super::port::{flow_of, vc_of, FrameSlab};
 use super::switch::{frame_cost, QUEUE_CAPACITY};
 use super::trace::Mark;
 use super::{Ctl, Ev, Owner, Sim};
 use podlink_protocol::link::TlSink;
 use podlink_protocol::time::Instant;
 use podlink_protocol::wire::dl_stream::TL_FLIT_LEN;
-use podlink_protocol::wire::{TlItem, TlMessage, TlPushError, TlUnpacker};
+use podlink_protocol::wire::{TlItem, TlPushError, TlUnpacker};
 
 /// Data half-flits kept in a TL packer before a DL flit is packed (about one DL flit).
 const PREFILL_HALVES: usize = 20;
@@ -42,22 +42,6 @@ impl TlSink for Sink<'_> {
             }
         }
     }
-}
-
-/// Whether the last data half-flit of a transfer is all zeros (see [`Sim::push_frame`]).
-fn ends_with_zero_half(f: &Frame) -> bool {
-    let beats = f.beats() as usize;
-    if beats == 0 {
-        return false;
-    }
-    // Data beyond `len` is sent as zeros; the last half covers bytes beats*64-32..beats*64.
-    let start = beats * 64 - 32;
-    let end = (start + 32).min(usize::from(f.len));
-    f.data
-        .get(start..end)
-        .unwrap_or(&[])
-        .iter()
-        .all(|&b| b == 0)
 }
 
 impl Sim {
@@ -123,8 +107,13 @@ impl Sim {
         tx.wire.flight.commit();
         tx.busy_until = now + ser;
         tx.busy_ps += ser;
+        let packed = tx.link.stats().tl_packed - packed_before;
+        if now >= self.inject_from && now < self.inject_until {
+            tx.busy_window_ps += ser;
+            tx.tl_window += packed;
+        }
         // A DL flit that started many TL flits may end inside one, whose rest must follow.
-        let maybe_carrying = tx.link.stats().tl_packed - packed_before >= 6;
+        let maybe_carrying = packed >= 6;
         let more = maybe_carrying || tx.link.retry().unsent() > 0;
         if first {
             self.schedule(at, Ev::Arrive(e));
@@ -160,8 +149,13 @@ impl Sim {
     /// Schedule a `Timer` event for end `e`'s link deadline if it is earlier than the one
     /// already scheduled.
     pub(crate) fn arm_timer(&mut self, e: u32, now: u64) {
+        let req = self.accels.port(e).and_then(|ap| ap.req.poll_timeout());
         let tx = &mut self.txs[e as usize];
-        if let Some(t) = tx.link.poll_timeout() {
+        let next = match (tx.link.poll_timeout(), req) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(t) = next {
             let t = t.as_ps().max(now);
             if t < tx.timer_at {
                 tx.timer_at = t;
@@ -178,6 +172,11 @@ impl Sim {
         tx.timer_at = u64::MAX;
         tx.link.handle_timeout(Instant::from_ps(now));
         while tx.link.poll_event().is_some() {}
+        if let Some(ap) = self.accels.port_mut(e) {
+            ap.req.handle_timeout(Instant::from_ps(now));
+            while ap.req.poll_event().is_some() {}
+            self.drain_completions(e, now);
+        }
         self.arm_timer(e, now);
         self.kick(e, now);
     }
@@ -210,7 +209,7 @@ impl Sim {
                         .pull(Instant::from_ps(now), p, &mut self.ports[range], |h| {
                             frames
                                 .get(h)
-                                .map_or((super::txn::Flow::Request, 4), frame_cost)
+                                .map_or((podlink_protocol::txn::Flow::Request, 4), frame_cost)
                         });
                     match got {
                         Some(h) => {
@@ -243,19 +242,7 @@ impl Sim {
             return true;
         };
         let tx = &mut self.txs[e as usize];
-        let pushed = if ends_with_zero_half(f) {
-            // Workaround for a protocol-crate bug: the DL unpacker drops every all-zero TL
-            // flit as NOP padding, including a real one whose halves are zero data (the zero
-            // padding of an atomic's beat). A TL NOP *message* after such a transfer fills the
-            // half that follows its last data half, so that flit is never all zeros.
-            let mut trial = tx.tl.clone();
-            trial
-                .push(&TlItem::Transfer(f.transfer()))
-                .and_then(|()| trial.push(&TlItem::Message(TlMessage::Nop)))
-                .map(|()| tx.tl = trial)
-        } else {
-            tx.tl.push(&TlItem::Transfer(f.transfer()))
-        };
+        let pushed = tx.tl.push(&TlItem::Transfer(f.transfer()));
         match pushed {
             Ok(()) => {
                 if let Some(t) = self.trace.as_mut() {
@@ -290,6 +277,17 @@ impl Sim {
         let port = &mut self.ports[r as usize];
         port.owed.give(flow, vc, 1, beats);
         if !port.return_in_flight {
+            let c = std::mem::take(&mut port.owed);
+            port.return_in_flight = true;
+            self.ctl_send(r, Ctl::Credits(c), now);
+        }
+    }
+
+    /// Return the credits end `r` owes its peer, unless a return is already travelling
+    /// (then they go with the next one).
+    pub(crate) fn flush_credits(&mut self, r: u32, now: u64) {
+        let port = &mut self.ports[r as usize];
+        if !port.return_in_flight && !port.owed.is_zero() {
             let c = std::mem::take(&mut port.owed);
             port.return_in_flight = true;
             self.ctl_send(r, Ctl::Credits(c), now);

@@ -19,7 +19,6 @@ pub mod results;
 pub mod sweep;
 pub mod switch;
 pub mod trace;
-pub mod txn;
 
 use self::check::{Reference, SparseMem};
 use self::link::Wire;
@@ -164,6 +163,9 @@ pub(crate) struct EndTx {
     pub txq: VecDeque<u32>,
     pub wire: Wire,
     pub busy_ps: u64,
+    /// Wire time and TL flits carried while the workloads inject.
+    pub busy_window_ps: u64,
+    pub tl_window: u64,
     pub stall_since: Option<u64>,
     pub stall_ps: u64,
 }
@@ -312,6 +314,8 @@ impl Sim {
                 txq: VecDeque::new(),
                 wire: Wire::new(pod.link.ber, Rng::new(opts.seed, 0x1000_0000 + i as u64)),
                 busy_ps: 0,
+                busy_window_ps: 0,
+                tl_window: 0,
                 stall_since: None,
                 stall_ps: 0,
             })
@@ -325,7 +329,7 @@ impl Sim {
                 tl_errors: 0,
             })
             .collect();
-        let accels = accel::Accels::new(&fabric, accel_base, &accel_end);
+        let accels = accel::Accels::new(pod, &fabric, accel_base, &accel_end);
         let mut sim = Sim {
             pod: pod.clone(),
             opts: opts.clone(),

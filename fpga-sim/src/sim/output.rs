@@ -58,9 +58,11 @@ pub fn summary_text(s: &Summary) -> String {
     let l = &s.links;
     let _ = writeln!(
         o,
-        "  links: utilisation {:.1} % mean, {:.1} % max; {} DL flits, {} TL flits, {} acks; {} CRC errors, {} replays ({} flits resent); credit stalls {:.1} ns",
+        "  links: busy {:.1} % mean, {:.1} % max; TL payload {:.1} % mean, {:.1} % max; {} DL flits, {} TL flits, {} acks; {} CRC errors, {} replays ({} flits resent); credit stalls {:.1} ns",
         l.utilisation_mean * 100.0,
         l.utilisation_max * 100.0,
+        l.payload_utilisation_mean * 100.0,
+        l.payload_utilisation_max * 100.0,
         l.dl_flits,
         l.tl_flits,
         l.acks,

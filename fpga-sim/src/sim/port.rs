@@ -1,7 +1,7 @@
 //! Link ends as the forwarding logic sees them, TL credits, and owned TL transfers (frames)
 //! (`spec-notes/simulator.md#credits`).
 
-use super::txn::{CreditGate, Flow};
+use podlink_protocol::txn::{CreditGate, Flow, Pool};
 use podlink_protocol::wire::{TlField, TlTransfer, Vc};
 use podlink_switch::header::{FrameKind, Header};
 use podlink_switch::port::{LinkStats, PortLink};
@@ -155,16 +155,24 @@ impl PortLink for PortState {
     }
 }
 
+/// The transaction layer's credit gate at an accelerator port: it spends the credits the
+/// far end granted and owes the far end the credits of what the port consumed (the model
+/// returns them; `Sim::flush_credits`).
 impl CreditGate for PortState {
-    fn try_consume(&mut self, flow: Flow, vc: Vc, data_beats: u8) -> bool {
+    fn try_consume(&mut self, flow: Flow, vc: Vc, data_beats: u8) -> Option<Pool> {
         let vc = usize::from(vc.get());
         let beats = u32::from(data_beats);
         if self.credits.has(flow, vc, beats) {
             self.credits.take(flow, vc, beats);
-            true
+            Some(Pool::PerVc)
         } else {
-            false
+            None
         }
+    }
+
+    fn release(&mut self, flow: Flow, vc: Vc, _pool: Pool, data_beats: u8) {
+        self.owed
+            .give(flow, usize::from(vc.get()), 1, u32::from(data_beats));
     }
 }
 
@@ -325,7 +333,9 @@ mod tests {
         assert!(!p.try_consume_credit(&h), "data credits exhausted");
         p.credits.give(Flow::Request, 0, 0, 3);
         assert_eq!(p.credits.0[0][1], 3);
-        assert!(p.try_consume(Flow::Request, Vc::default(), 3));
-        assert!(!p.try_consume(Flow::Request, Vc::default(), 1));
+        assert!(p.try_consume(Flow::Request, Vc::default(), 3).is_some());
+        assert!(p.try_consume(Flow::Request, Vc::default(), 1).is_none());
+        p.release(Flow::Response, Vc::default(), Pool::PerVc, 2);
+        assert_eq!(p.owed.0[0], [0, 0, 1, 2]);
     }
 }

@@ -95,10 +95,16 @@ pub struct LinkTotals {
     pub bits_flipped: u64,
     /// TL flits carried (first transmissions).
     pub tl_flits: u64,
-    /// Mean utilisation of a link direction (busy time / run time).
+    /// Mean share of the injection window a link direction spent sending DL flits (a DL
+    /// flit goes out as soon as anything is ready, so partly filled flits count fully).
     pub utilisation_mean: f64,
-    /// Highest utilisation of a link direction.
+    /// Highest of those.
     pub utilisation_max: f64,
+    /// Mean share of a link direction's TL capacity (628 B per DL flit time) carrying TL
+    /// flits during the injection window.
+    pub payload_utilisation_mean: f64,
+    /// Highest of those.
+    pub payload_utilisation_max: f64,
     /// Time transmitters with something to send waited for credits or the replay window,
     /// summed, ns.
     pub credit_stall_ns: f64,
@@ -291,6 +297,8 @@ impl Sim {
         let mut links = LinkTotals::default();
         let mut rows = Vec::new();
         let mut util_sum = 0.0;
+        let mut payload_sum = 0.0;
+        let window_len = (self.inject_until - self.inject_from).max(1) as f64;
         let mut ok = true;
         for e in 0..self.ends() {
             let tx = &self.txs[e];
@@ -317,9 +325,12 @@ impl Sim {
             c.tl_injected += tx.tl_submitted;
             c.tl_delivered += rx.tl_delivered;
             c.tl_in_flight += in_flight;
-            let util = tx.busy_ps as f64 / now as f64;
+            let util = tx.busy_window_ps as f64 / window_len;
             util_sum += util;
             links.utilisation_max = links.utilisation_max.max(util);
+            let payload = tx.tl_window as f64 * 64.0 / (window_len / self.t.ser as f64 * 628.0);
+            payload_sum += payload;
+            links.payload_utilisation_max = links.payload_utilisation_max.max(payload);
             links.dl_flits += rs.flits_sent;
             links.dl_resent += rs.flits_resent;
             links.replays += rs.replays;
@@ -345,6 +356,8 @@ impl Sim {
         links.directions = self.ends() as u64;
         links.utilisation_mean = round3(util_sum / self.ends().max(1) as f64);
         links.utilisation_max = round3(links.utilisation_max);
+        links.payload_utilisation_mean = round3(payload_sum / self.ends().max(1) as f64);
+        links.payload_utilisation_max = round3(links.payload_utilisation_max);
         links.credit_stall_ns = round3(links.credit_stall_ns);
         c.ops_issued = self.accels.issued;
         c.ops_completed = self.accels.completed;

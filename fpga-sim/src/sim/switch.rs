@@ -12,10 +12,10 @@
 //! it packs a DL flit, so arbitration happens at the serialisation point.
 
 use super::port::{flow_of, vc_of, Frame, PortState};
-use super::txn::Flow;
 use crate::pod::config::PodFile;
 use crate::pod::topology::{Attach, Fabric};
 use podlink_protocol::time::{Duration, Instant};
+use podlink_protocol::txn::Flow;
 use podlink_switch::header::{FrameKind, Header};
 use podlink_switch::{DropReason, Forwarded, Switch, Tables, MAX_PARTITIONS, MAX_PORTS};
 use std::collections::VecDeque;
