@@ -373,7 +373,6 @@ impl Sim {
             Ok(id) => {
                 ap.piece_of.insert(u64::from(id.0), piece);
                 self.kick(e, now);
-                self.arm_timer(e, now);
                 true
             }
             Err(SubmitError::OpTableFull | SubmitError::QueueFull { .. }) => false,
@@ -458,6 +457,25 @@ impl Sim {
         self.frames.free(h);
         self.flush_credits(r, now);
         self.drain_completions(r, now);
+    }
+
+    /// Requester timeouts: every accelerator port's requester is swept at a tenth of the
+    /// request timeout (so an unanswered request fails within 110 % of its timeout), instead
+    /// of a timer per port that every request would re-arm.
+    pub(crate) fn on_sweep(&mut self, now: u64) {
+        let t = Instant::from_ps(now);
+        for i in 0..self.accels.ports.len() {
+            let e = self.accels.base + i as u32;
+            let ap = &mut self.accels.ports[i];
+            if ap.req.poll_timeout().is_some_and(|d| d <= t) {
+                ap.req.handle_timeout(t);
+                while ap.req.poll_event().is_some() {}
+                self.drain_completions(e, now);
+            }
+        }
+        if self.accels.open() > 0 || now < self.inject_until {
+            self.schedule(now + self.sweep_ps, Ev::Sweep);
+        }
     }
 
     /// Take the completions of accelerator end `r`'s requester and submit what waited.

@@ -172,11 +172,6 @@ impl Sim {
         tx.timer_at = u64::MAX;
         tx.link.handle_timeout(Instant::from_ps(now));
         while tx.link.poll_event().is_some() {}
-        if let Some(ap) = self.accels.port_mut(e) {
-            ap.req.handle_timeout(Instant::from_ps(now));
-            while ap.req.poll_event().is_some() {}
-            self.drain_completions(e, now);
-        }
         self.arm_timer(e, now);
         self.kick(e, now);
     }

@@ -25,7 +25,7 @@ use self::link::Wire;
 use self::port::{Credits, FrameSlab, PortState};
 use self::switch::Forwarder;
 use self::trace::Trace;
-use crate::engine::Scheduler;
+use crate::engine::Calendar;
 use crate::pod::config::{Pattern, PodFile};
 use crate::pod::timing::{ns, LinkTiming, SwitchTiming};
 use crate::pod::topology::{Attach, Fabric};
@@ -91,6 +91,8 @@ pub enum Ev {
     Issue(u32),
     /// Operation `i` reaches its requesters (after the endpoint's transmit latency).
     Submit(u32),
+    /// Sweep the requesters for timed-out requests.
+    Sweep,
 }
 
 /// What a link end belongs to.
@@ -128,7 +130,7 @@ pub(crate) enum Ctl {
 }
 
 /// DL flits each link end keeps for replay (the round trip of a link is about 20 flit times).
-pub const REPLAY_FLITS: usize = 64;
+pub const REPLAY_FLITS: usize = 32;
 /// TL flits queued in each link end.
 pub const LINK_TXQ: usize = 16;
 /// The protocol crate's UALink-profile link end, as every port of the pod runs it.
@@ -218,13 +220,15 @@ pub struct Sim {
     pub(crate) part_index: Vec<u32>,
     /// Scratch list of frames delivered by one DL flit.
     pub(crate) batch: Vec<u32>,
-    sched: Scheduler<Ev>,
+    sched: Calendar<Ev>,
     /// Injection starts at this time (after link bring-up and the traced read).
     pub(crate) inject_from: u64,
     /// No more injection after this time.
     pub(crate) inject_until: u64,
     /// Offset of each source's first operation from the start of injection.
     pub(crate) first_issue: Vec<u64>,
+    /// Interval of the requester timeout sweep, ps.
+    pub(crate) sweep_ps: u64,
 }
 
 /// Credits each receiver grants per VC and class.
@@ -352,10 +356,11 @@ impl Sim {
             part_lat: Vec::new(),
             part_index: Vec::new(),
             batch: Vec::new(),
-            sched: Scheduler::new(),
+            sched: Calendar::new(),
             inject_from: 0,
             inject_until: 0,
             first_issue: Vec::new(),
+            sweep_ps: (ns(pod.accelerator.timeout_us * 1000.0).as_ps() / 10).max(1),
             fabric,
         };
         for s in 0..sim.switches.len() {
@@ -371,6 +376,8 @@ impl Sim {
             }
         }
         sim.build_workloads();
+        let sweep = sim.sweep_ps;
+        sim.schedule(sweep, Ev::Sweep);
         // Bring every link up: NOP flits both ways, then the DL control exchange.
         for e in 0..sim.ends() as u32 {
             sim.kick(e, 0);
@@ -437,6 +444,7 @@ impl Sim {
             Ev::Cpl(e) => self.on_cpl(e, now),
             Ev::Issue(i) => self.on_issue(i, now),
             Ev::Submit(i) => self.on_submit(i, now),
+            Ev::Sweep => self.on_sweep(now),
         }
     }
 }
