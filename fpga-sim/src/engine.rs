@@ -5,6 +5,10 @@
 //! the order they were scheduled, so a run is deterministic. The heap and its storage are reused,
 //! so a run in steady state allocates nothing per event.
 
+mod calendar;
+
+pub use self::calendar::Calendar;
+
 use podlink_protocol::time::{Duration, Instant};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;

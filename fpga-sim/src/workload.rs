@@ -15,8 +15,9 @@ use crate::rng::Rng;
 pub const WINDOW_BYTES: u64 = 64 * 1024;
 /// Slots (256 B each) a source uses in its window.
 pub const SLOTS: u64 = WINDOW_BYTES / 256;
-/// Address of the shared atomic counter at every destination.
-pub const ATOMIC_COUNTER_ADDR: u64 = 1 << 40;
+/// Address of the shared atomic counter at every destination: just past the windows of all
+/// 1024 possible sources (64 MiB), so it lies in every accelerator's memory.
+pub const ATOMIC_COUNTER_ADDR: u64 = 1024 * WINDOW_BYTES;
 
 /// Base of source `src`'s window at any destination.
 pub fn window_base(src: u32) -> u64 {
@@ -48,6 +49,8 @@ pub struct Generator {
     cursor: Vec<u32>,
     /// Mean gap between operations of one source, ps.
     mean_gap_ps: f64,
+    /// 256 B slots used in each window (1..=SLOTS).
+    slots: u64,
 }
 
 impl Generator {
@@ -78,7 +81,15 @@ impl Generator {
             perm,
             cursor: vec![1; n],
             mean_gap_ps,
+            slots: SLOTS,
         }
+    }
+
+    /// Use only the first `slots` 256 B slots of each window (bounds the memory a large pod
+    /// touches; clamped to 1..=SLOTS).
+    pub fn with_slots(mut self, slots: u64) -> Self {
+        self.slots = slots.clamp(1, SLOTS);
+        self
     }
 
     /// The members (accelerators that issue operations).
@@ -148,7 +159,7 @@ impl Generator {
             _ => {
                 let bytes = self.w.message_bytes;
                 let span_slots = u64::from(bytes).div_ceil(256).max(1);
-                let slot = rng.below(SLOTS.saturating_sub(span_slots) + 1);
+                let slot = rng.below(self.slots.saturating_sub(span_slots) + 1);
                 OpSpec {
                     src,
                     dst,

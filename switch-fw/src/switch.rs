@@ -607,7 +607,12 @@ impl Switch {
         let hash = flow_hash(h);
         if h.kind == FrameKind::Request {
             if let Some(b) = self.flows.get((hash >> (32 - FLOW_BITS)) as usize) {
-                if (b.queued > 0 || now.as_ps() < b.hold_until_ps) && score(b.port) != 0 {
+                // Flows share buckets: the pin holds only if its port reaches this
+                // destination (a colliding flow to another destination is not pinned by it).
+                if (b.queued > 0 || now.as_ps() < b.hold_until_ps)
+                    && score(b.port) != 0
+                    && d.ways().contains(&b.port)
+                {
                     return Ok(b.port);
                 }
             }

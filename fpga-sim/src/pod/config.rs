@@ -146,6 +146,9 @@ pub struct LinkParams {
     pub ns_per_m: f64,
     /// Bit error rate applied to the bytes on the wire (0 = none).
     pub ber: f64,
+    /// Link-level retry: send a standalone Ack this long after the first unacknowledged
+    /// delivery when no payload flit carries one sooner, ns.
+    pub ack_delay_ns: f64,
 }
 
 impl Default for LinkParams {
@@ -160,6 +163,7 @@ impl Default for LinkParams {
             cable_m: 2.0,
             ns_per_m: 5.0,
             ber: 0.0,
+            ack_delay_ns: 1000.0,
         }
     }
 }
@@ -544,6 +548,7 @@ impl PodFile {
             ("link.phy_rx_ns", l.phy_rx_ns),
             ("link.cable_m", l.cable_m),
             ("link.ns_per_m", l.ns_per_m),
+            ("link.ack_delay_ns", l.ack_delay_ns),
             ("accelerator.completer_ns", self.accelerator.completer_ns),
             ("accelerator.endpoint_ns", self.accelerator.endpoint_ns),
             (

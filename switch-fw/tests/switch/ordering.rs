@@ -129,3 +129,34 @@ fn test_adaptive_spreads_new_flows() {
         "queue depth spreads flows over all ways: {used:?}"
     );
 }
+
+/// Flows hash into shared buckets; a pin left by a flow to another destination must never send
+/// a frame to a port that does not reach its own destination (found by podlink-sim: requests
+/// for one accelerator were executed by another).
+#[test]
+fn test_colliding_pin_never_misroutes() {
+    let (mut sw, mut ports) = new_switch(small_pod, 0);
+    let h1 = Header::request(aid(0), aid(1), vc(0), 0);
+    assert_eq!(
+        sw.forward(t(1), 0, frame(1, h1), &mut ports)
+            .unwrap()
+            .port(),
+        1
+    );
+    let mut collisions = 0;
+    for dst in 100u16..200 {
+        for r in 0..64u64 {
+            let h2 = Header::request(aid(0), aid(dst), vc(0), r * 256);
+            if sw.flow_pin(&h2).0 == 0 {
+                continue;
+            }
+            collisions += 1;
+            let p = sw.decide(t(1), 0, &h2).unwrap();
+            assert!(
+                TRUNKS.contains(&p),
+                "dst {dst} region {r}: sent to port {p}"
+            );
+        }
+    }
+    assert!(collisions > 0, "no bucket collision found");
+}

@@ -1,0 +1,282 @@
+//! A calendar queue with the same order as [`Scheduler`](super::Scheduler): events pop by
+//! (time, sequence), so a model gets the same run from either.
+//!
+//! Time is cut into buckets of 2^`shift` ps; a ring of `N` buckets covers the near future and
+//! a binary heap holds events beyond it. Only the current bucket is kept sorted (descending,
+//! so the next event is popped from the end); a bucket is sorted once when it becomes
+//! current. Most events of a pod run are scheduled nanoseconds to a microsecond ahead, so
+//! scheduling and popping are O(1) amortised and touch little memory. Bucket storage is
+//! kept, so a run in steady state allocates nothing per event.
+
+use podlink_protocol::time::Instant;
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+
+#[derive(Clone, Copy)]
+struct Entry<E> {
+    at: u64,
+    seq: u64,
+    ev: E,
+}
+
+impl<E> Entry<E> {
+    fn key(&self) -> (u64, u64) {
+        (self.at, self.seq)
+    }
+}
+
+impl<E> PartialEq for Entry<E> {
+    fn eq(&self, o: &Self) -> bool {
+        self.key() == o.key()
+    }
+}
+impl<E> Eq for Entry<E> {}
+impl<E> PartialOrd for Entry<E> {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl<E> Ord for Entry<E> {
+    fn cmp(&self, o: &Self) -> Ordering {
+        self.key().cmp(&o.key())
+    }
+}
+
+/// The event queue and the current time, as a calendar queue.
+pub struct Calendar<E> {
+    now: u64,
+    seq: u64,
+    executed: u64,
+    shift: u32,
+    mask: u64,
+    buckets: Vec<Vec<Entry<E>>>,
+    /// Absolute index of the current bucket.
+    cur: u64,
+    /// The current bucket is sorted (descending).
+    sorted: bool,
+    ring_len: usize,
+    far: BinaryHeap<Reverse<Entry<E>>>,
+}
+
+impl<E: Copy> Default for Calendar<E> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<E: Copy> Calendar<E> {
+    /// 8192 buckets of 1024 ps: about 8.4 µs of near future.
+    pub fn new() -> Self {
+        Self::with_buckets(13, 10)
+    }
+
+    /// `2^log2_buckets` buckets of `2^shift` ps each.
+    pub fn with_buckets(log2_buckets: u32, shift: u32) -> Self {
+        let n = 1usize << log2_buckets.min(24);
+        Calendar {
+            now: 0,
+            seq: 0,
+            executed: 0,
+            shift: shift.min(40),
+            mask: n as u64 - 1,
+            buckets: (0..n).map(|_| Vec::new()).collect(),
+            cur: 0,
+            sorted: true,
+            ring_len: 0,
+            far: BinaryHeap::new(),
+        }
+    }
+
+    /// The current simulated time.
+    pub fn now(&self) -> Instant {
+        Instant::from_ps(self.now)
+    }
+
+    /// Events executed so far.
+    pub fn executed(&self) -> u64 {
+        self.executed
+    }
+
+    /// Events waiting.
+    pub fn pending(&self) -> usize {
+        self.ring_len + self.far.len()
+    }
+
+    fn horizon(&self) -> u64 {
+        self.cur.saturating_add(self.mask + 1)
+    }
+
+    fn slot(&self, abs: u64) -> usize {
+        (abs & self.mask) as usize
+    }
+
+    /// Put an entry into the ring (its bucket is within the horizon).
+    fn ring_push(&mut self, e: Entry<E>) {
+        let abs = (e.at >> self.shift).max(self.cur);
+        let slot = self.slot(abs);
+        let current = abs == self.cur;
+        let sorted = self.sorted;
+        let b = &mut self.buckets[slot];
+        if current && sorted {
+            // Descending: insert before every entry that is earlier.
+            let pos = b.partition_point(|x| x.key() > e.key());
+            b.insert(pos, e);
+        } else {
+            b.push(e);
+        }
+        self.ring_len += 1;
+    }
+
+    /// Schedule `ev` at absolute time `at` (clamped to now: the past cannot be scheduled).
+    pub fn at(&mut self, at: Instant, ev: E) {
+        let at = at.as_ps().max(self.now);
+        self.seq += 1;
+        let e = Entry {
+            at,
+            seq: self.seq,
+            ev,
+        };
+        if (at >> self.shift) < self.horizon() {
+            self.ring_push(e);
+        } else {
+            self.far.push(Reverse(e));
+        }
+    }
+
+    /// Move far events that the horizon now covers into the ring.
+    fn migrate(&mut self) {
+        while let Some(Reverse(f)) = self.far.peek() {
+            if (f.at >> self.shift) >= self.horizon() {
+                break;
+            }
+            if let Some(Reverse(f)) = self.far.pop() {
+                self.ring_push(f);
+            }
+        }
+    }
+
+    fn advance_bucket(&mut self, to: u64) {
+        self.cur = to;
+        self.sorted = false;
+        self.migrate();
+    }
+
+    /// Pop the next event if it is due at or before `until`, advancing time to it.
+    pub fn pop_until(&mut self, until: Instant) -> Option<E> {
+        let until = until.as_ps();
+        loop {
+            let slot = self.slot(self.cur);
+            if !self.buckets[slot].is_empty() {
+                if !self.sorted {
+                    self.buckets[slot].sort_unstable_by_key(|e| Reverse(e.key()));
+                    self.sorted = true;
+                }
+                let b = &mut self.buckets[slot];
+                let last = b.last()?;
+                if last.at > until {
+                    return None;
+                }
+                let e = b.pop()?;
+                self.ring_len -= 1;
+                self.now = e.at;
+                self.executed += 1;
+                return Some(e.ev);
+            }
+            if self.ring_len == 0 {
+                // Jump over the empty stretch to the first far event.
+                let Reverse(f) = self.far.peek()?;
+                if f.at > until {
+                    return None;
+                }
+                let to = f.at >> self.shift;
+                self.advance_bucket(to);
+                continue;
+            }
+            let next = self.cur + 1;
+            if next.saturating_mul(1u64 << self.shift) > until {
+                return None;
+            }
+            self.advance_bucket(next);
+        }
+    }
+
+    /// Time of the next event.
+    pub fn peek_time(&self) -> Option<Instant> {
+        if self.ring_len > 0 {
+            for k in 0..=self.mask {
+                let b = &self.buckets[self.slot(self.cur + k)];
+                if let Some(m) = b.iter().map(Entry::key).min() {
+                    return Some(Instant::from_ps(m.0));
+                }
+            }
+        }
+        self.far.peek().map(|Reverse(f)| Instant::from_ps(f.at))
+    }
+
+    /// Advance the clock to `t` (used when a run ends with nothing left to do before `t`).
+    pub fn advance_to(&mut self, t: Instant) {
+        self.now = self.now.max(t.as_ps());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Scheduler;
+    use super::*;
+    use crate::rng::Rng;
+
+    /// Against the binary-heap scheduler on random schedules with ties, near and far events,
+    /// events scheduled while running, horizons that stop between events, and idle jumps.
+    #[test]
+    fn same_order_as_the_heap_scheduler() {
+        for seed in 0..40 {
+            let mut r = Rng::new(seed, 7);
+            let mut cal: Calendar<u32> = Calendar::with_buckets(4, 3);
+            let mut heap: Scheduler<u32> = Scheduler::new();
+            let mut id = 0u32;
+            let mut now = 0u64;
+            for _round in 0..200 {
+                for _ in 0..r.below(6) {
+                    let d = match r.below(4) {
+                        0 => 0,
+                        1 => r.below(16),
+                        2 => r.below(200),
+                        _ => r.below(100_000),
+                    };
+                    let t = Instant::from_ps(now + d);
+                    cal.at(t, id);
+                    heap.at(t, id);
+                    id += 1;
+                }
+                let until = Instant::from_ps(now + r.below(300));
+                loop {
+                    let a = cal.pop_until(until);
+                    let b = heap.pop_until(until);
+                    assert_eq!(a, b, "seed {seed}");
+                    assert_eq!(cal.now(), heap.now());
+                    if a.is_none() {
+                        break;
+                    }
+                    // Events scheduled by a handler, at now and just after.
+                    if r.chance(0.3) {
+                        let t = Instant::from_ps(cal.now().as_ps() + r.below(3));
+                        cal.at(t, id);
+                        heap.at(t, id);
+                        id += 1;
+                    }
+                }
+                assert_eq!(cal.pending(), heap.pending());
+                assert_eq!(cal.peek_time(), heap.peek_time());
+                cal.advance_to(until);
+                heap.advance_to(until);
+                now = until.as_ps();
+            }
+            let end = Instant::from_ps(u64::MAX / 2);
+            while let Some(b) = heap.pop_until(end) {
+                assert_eq!(cal.pop_until(end), Some(b));
+            }
+            assert_eq!(cal.pop_until(end), None);
+            assert_eq!(cal.executed(), heap.executed());
+        }
+    }
+}

@@ -1,0 +1,608 @@
+//! Accelerators: workload sources, operations split into requests, the requester and completer
+//! of each port, and the integrity checks on everything that comes back
+//! (`spec-notes/simulator.md#accelerators`).
+
+use super::check::{pattern, IntMap};
+use super::port::flow_of;
+use super::trace::Mark;
+use super::{class_index, Ev, Owner, Sim};
+use crate::pod::config::PodFile;
+use crate::pod::topology::Fabric;
+use crate::report::OpClass;
+use crate::workload::{Generator, OpSpec, SLOTS};
+use podlink_protocol::time::Instant;
+use podlink_protocol::txn::{
+    Atomic, AtomicOp, AtomicSize, Completer, CompleterConfig, Flow, Operation, PartitionTable,
+    Request, Requester, RequesterConfig, SubmitError,
+};
+use podlink_protocol::wire::PartitionId;
+use podlink_protocol::wire::{AccelId, Vc};
+use std::collections::VecDeque;
+
+/// Tags per accelerator port.
+pub const TAGS: usize = 512;
+/// Operations open per accelerator port.
+pub const OPS: usize = 512;
+/// Requests queued in a requester waiting for a tag or credits.
+pub const QUEUE: usize = 64;
+/// Requests a completer holds (response slots).
+pub const RESP: usize = 64;
+/// Largest operation in 256 B pieces (4 KB).
+const MAX_PIECES: u32 = 16;
+/// Upper bound on distinct 64 B lines the address plan may touch, pod-wide (memory bound).
+const LINE_BUDGET: u64 = 4 << 20;
+
+/// One port of an accelerator: the protocol crate's requester and completer.
+pub(crate) struct AccelPort {
+    pub req: Requester<TAGS, OPS, QUEUE>,
+    pub cpl: Completer<RESP>,
+    /// The completer refused a request (response slots full): retry after it sends.
+    pub cpl_blocked: bool,
+    /// Requester operation ID → piece (operation × 16 + index).
+    pub piece_of: IntMap<u32>,
+}
+
+impl AccelPort {
+    /// Something waits to be sent.
+    pub fn has_work(&self) -> bool {
+        self.req.queued() > 0 || self.cpl.pending() > 0
+    }
+}
+
+/// An operation in flight.
+#[derive(Clone, Copy)]
+pub(crate) struct Op {
+    pub src: u32,
+    pub dst: u32,
+    pub class: OpClass,
+    pub bytes: u32,
+    pub addr: u64,
+    pub issued: u64,
+    /// Pieces still outstanding (bit k = piece k).
+    pub left: u16,
+    pub measured: bool,
+    pub failed: bool,
+    pub wid: u32,
+    /// Expected write ID of each 64 B line (reads).
+    pub expect: [u32; 64],
+}
+
+/// Every accelerator.
+pub(crate) struct Accels {
+    /// First link end of accelerator ports.
+    base: u32,
+    /// First end of each accelerator.
+    pub end_of: Vec<u32>,
+    pub nports: Vec<u32>,
+    pub ports: Vec<AccelPort>,
+    pub backlog: Vec<VecDeque<u32>>,
+    pub ops: Vec<Op>,
+    free_ops: Vec<u32>,
+    /// Operations issued, completed.
+    pub issued: u64,
+    pub completed: u64,
+    /// Bytes completed per accelerator among measured operations.
+    pub bytes_done: Vec<u64>,
+}
+
+impl Accels {
+    pub fn new(pod: &PodFile, fabric: &Fabric, base: u32, end_of: &[u32]) -> Accels {
+        let mut ports = Vec::new();
+        let mut nports = Vec::new();
+        let part = |a: usize| PartitionId::from_bits_truncate(fabric.partition_of[a]);
+        let mut table = PartitionTable::empty();
+        for a in 0..fabric.accels as usize {
+            table.set(AccelId::from_bits_truncate(a as u16), Some(part(a)));
+        }
+        let timeout = crate::pod::timing::ns(pod.accelerator.timeout_us * 1000.0);
+        for (a, p) in fabric.accel_ports.iter().enumerate() {
+            nports.push(p.len() as u32);
+            let id = AccelId::from_bits_truncate(a as u16);
+            for _ in p {
+                let mut rc = RequesterConfig::new(id);
+                rc.partition = part(a);
+                rc.request_timeout = timeout;
+                rc.queue_timeout = timeout;
+                let mut cc = CompleterConfig::new(id);
+                cc.partition = part(a);
+                ports.push(AccelPort {
+                    req: Requester::new(rc),
+                    cpl: Completer::new(cc, table.clone()),
+                    cpl_blocked: false,
+                    piece_of: IntMap::default(),
+                });
+            }
+        }
+        let n = fabric.accels as usize;
+        Accels {
+            base,
+            end_of: end_of.to_vec(),
+            nports,
+            ports,
+            backlog: (0..n).map(|_| VecDeque::new()).collect(),
+            ops: Vec::new(),
+            free_ops: Vec::new(),
+            issued: 0,
+            completed: 0,
+            bytes_done: vec![0; n],
+        }
+    }
+
+    /// The port of link end `e`.
+    pub fn port(&self, e: u32) -> Option<&AccelPort> {
+        self.ports.get(e.checked_sub(self.base)? as usize)
+    }
+
+    pub fn port_mut(&mut self, e: u32) -> Option<&mut AccelPort> {
+        self.ports.get_mut(e.checked_sub(self.base)? as usize)
+    }
+
+    /// Operations open.
+    pub fn open(&self) -> usize {
+        self.ops.len() - self.free_ops.len()
+    }
+}
+
+/// 256 B slots each source uses in its window at a destination, so that the lines the
+/// address plan can touch stay within [`LINE_BUDGET`].
+pub fn slots_for(accels: u32) -> u64 {
+    let pairs = u64::from(accels) * u64::from(accels.saturating_sub(1)).max(1);
+    (LINE_BUDGET / 4 / pairs).clamp(1, SLOTS)
+}
+
+/// Which of `n` ports carries requests to `dst` for the 256 B region of `addr`: fixed per
+/// (destination, region), so the ordering rule holds.
+fn pick_port(dst: u32, addr: u64, n: u32) -> u32 {
+    let x = (u64::from(dst) << 32 ^ (addr >> 8)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    ((x >> 32) % u64::from(n.max(1))) as u32
+}
+
+impl Sim {
+    /// Workload generators and sources from the pod file and the options.
+    pub(crate) fn build_workloads(&mut self) {
+        let mut wls = self.pod.workloads.clone();
+        if wls.is_empty() {
+            wls.push(crate::pod::config::Workload {
+                pattern: crate::pod::config::Pattern::Uniform,
+                partition: None,
+                message_bytes: 64,
+                offered_load: 0.3,
+                read: 0.5,
+                write: 0.5,
+                atomic: 0.0,
+                target: None,
+                trace: None,
+            });
+        }
+        let ids = self.partition_ids();
+        self.part_lat = vec![Default::default(); ids.len()];
+        self.part_index = self
+            .fabric
+            .partition_of
+            .iter()
+            .map(|p| ids.iter().position(|q| q == p).unwrap_or(0) as u32)
+            .collect();
+        if !self.opts.traffic {
+            return;
+        }
+        let line_rate = 628.0 / self.t.ser as f64 * 1e6; // TL bytes per µs of one port
+        let slots = slots_for(self.fabric.accels);
+        for (g, w) in wls.iter_mut().enumerate() {
+            if let Some(p) = self.opts.pattern {
+                w.pattern = p;
+            }
+            if let Some(l) = self.opts.load {
+                w.offered_load = l;
+            }
+            if w.pattern == crate::pod::config::Pattern::Trace {
+                continue;
+            }
+            let part = w
+                .partition
+                .or_else(|| self.pod.partitions.first().map(|p| p.id));
+            let members: Vec<u32> = (0..self.fabric.accels)
+                .filter(|&a| part.is_none_or(|p| self.fabric.partition_of[a as usize] == p))
+                .collect();
+            let gen =
+                Generator::new(w, &members, line_rate, self.opts.seed, g as u64).with_slots(slots);
+            let mean = f64::from(w.message_bytes) / (line_rate * w.offered_load) * 1e6;
+            let mut rng = crate::rng::Rng::new(self.opts.seed, 0x5000_0000 + g as u64);
+            for m in 0..members.len() {
+                self.sources.push((g as u32, m as u32));
+                self.first_issue.push((rng.f64() * mean) as u64);
+            }
+            self.gens.push(gen);
+        }
+    }
+
+    /// Start the workloads at `at`: each source issues its first operation at a random offset
+    /// within its mean gap, and sources stop at `at + duration`.
+    pub fn start_workload(&mut self, at: u64) {
+        self.inject_from = at;
+        self.inject_until = at.saturating_add(self.opts.duration_ps);
+        for i in 0..self.sources.len() {
+            let t = at + self.first_issue[i];
+            if t < self.inject_until {
+                self.schedule(t, Ev::Issue(i as u32));
+            }
+        }
+    }
+
+    /// Partition IDs in report order.
+    pub(crate) fn partition_ids(&self) -> Vec<u16> {
+        if self.pod.partitions.is_empty() {
+            vec![0]
+        } else {
+            self.pod.partitions.iter().map(|p| p.id).collect()
+        }
+    }
+
+    pub(crate) fn on_issue(&mut self, i: u32, now: u64) {
+        let Some(&(g, m)) = self.sources.get(i as usize) else {
+            return;
+        };
+        let Some((gap, spec)) = self
+            .gens
+            .get_mut(g as usize)
+            .and_then(|x| x.next(m as usize))
+        else {
+            return;
+        };
+        self.issue(spec, now);
+        let next = now.saturating_add(gap.max(1));
+        if next < self.inject_until {
+            self.schedule(next, Ev::Issue(i));
+        }
+    }
+
+    /// Issue an operation now; returns its index.
+    pub(crate) fn issue(&mut self, spec: OpSpec, now: u64) -> u32 {
+        let bytes = if spec.class == OpClass::Atomic {
+            8
+        } else {
+            spec.bytes.min(MAX_PIECES * 256)
+        };
+        let pieces = if spec.class == OpClass::Atomic {
+            1
+        } else {
+            bytes.div_ceil(256)
+        };
+        let mut op = Op {
+            src: spec.src,
+            dst: spec.dst,
+            class: spec.class,
+            bytes,
+            addr: spec.addr,
+            issued: now,
+            left: ((1u32 << pieces) - 1) as u16,
+            measured: now >= self.inject_from + self.opts.warmup_ps && now < self.inject_until,
+            failed: false,
+            wid: 0,
+            expect: [0; 64],
+        };
+        match spec.class {
+            OpClass::Write => op.wid = self.reference.write(spec.dst, spec.addr, bytes),
+            OpClass::Read => self
+                .reference
+                .expect(spec.dst, spec.addr, bytes, &mut op.expect),
+            OpClass::Atomic => {}
+        }
+        let a = &mut self.accels;
+        let idx = match a.free_ops.pop() {
+            Some(i) => {
+                a.ops[i as usize] = op;
+                i
+            }
+            None => {
+                a.ops.push(op);
+                (a.ops.len() - 1) as u32
+            }
+        };
+        a.issued += 1;
+        if let Some(t) = self.trace.as_mut() {
+            t.mark(now, Mark::Issue);
+        }
+        self.schedule(now + self.t.endpoint, Ev::Submit(idx));
+        idx
+    }
+
+    pub(crate) fn on_submit(&mut self, op: u32, now: u64) {
+        let Some(o) = self.accels.ops.get(op as usize).copied() else {
+            return;
+        };
+        if let Some(t) = self.trace.as_mut() {
+            t.mark(now, Mark::Submit);
+        }
+        let pieces = if o.class == OpClass::Atomic {
+            1
+        } else {
+            o.bytes.div_ceil(256)
+        };
+        for k in 0..pieces {
+            let piece = op * MAX_PIECES + k;
+            let a = o.src as usize;
+            if !self.accels.backlog[a].is_empty() || !self.submit_piece(piece, now) {
+                self.accels.backlog[a].push_back(piece);
+            }
+        }
+    }
+
+    /// Hand a piece to its port's requester; false when the requester is full.
+    fn submit_piece(&mut self, piece: u32, now: u64) -> bool {
+        let (op, k) = (piece / MAX_PIECES, piece % MAX_PIECES);
+        let Some(o) = self.accels.ops.get(op as usize) else {
+            return true;
+        };
+        let addr = o.addr + u64::from(k) * 256;
+        let len = (o.bytes - k * 256).min(256);
+        let port = pick_port(o.dst, addr, self.accels.nports[o.src as usize]);
+        let e = self.accels.end_of[o.src as usize] + port;
+        let dst = AccelId::from_bits_truncate(o.dst as u16);
+        let mut data = [0u8; 256];
+        let operation = match o.class {
+            OpClass::Read => Operation::Read { addr, len },
+            OpClass::Write => {
+                for (l, chunk) in data[..len as usize].chunks_mut(64).enumerate() {
+                    pattern(o.wid, o.dst, addr + l as u64 * 64, chunk);
+                }
+                Operation::WriteFull {
+                    addr,
+                    data: &data[..len as usize],
+                }
+            }
+            OpClass::Atomic => Operation::Atomic {
+                addr,
+                atomic: Atomic {
+                    op: AtomicOp::FetchAdd,
+                    size: AtomicSize::Eight,
+                    operand: 1,
+                    compare: 0,
+                },
+                returning: true,
+            },
+        };
+        let Some(ap) = self.accels.port_mut(e) else {
+            return true;
+        };
+        let req = Request {
+            dst,
+            vc: Vc::default(),
+            op: operation,
+        };
+        match ap.req.submit(Instant::from_ps(now), &req) {
+            Ok(id) => {
+                ap.piece_of.insert(u64::from(id.0), piece);
+                self.kick(e, now);
+                true
+            }
+            Err(SubmitError::OpTableFull | SubmitError::QueueFull { .. }) => false,
+            Err(_) => {
+                self.stats.invalid_frames += 1;
+                self.piece_done(piece, false, None, now);
+                true
+            }
+        }
+    }
+
+    /// Move end `e`'s completer responses and requester requests into its TL packer.
+    pub(crate) fn prefill_accel(&mut self, e: u32, now: u64) {
+        let ei = e as usize;
+        let t = Instant::from_ps(now);
+        let mut responded = false;
+        while self.txs[ei].tl.buffered_halves() < 20 {
+            if let Some(h) = self.txs[ei].txq.pop_front() {
+                if !self.push_frame(e, h, now) {
+                    break;
+                }
+                continue;
+            }
+            let Some(ap) = self.accels.ports.get_mut((e - self.accels.base) as usize) else {
+                break;
+            };
+            let port = &mut self.ports[ei];
+            let item = match ap.cpl.poll_transmit(t, port) {
+                Some(x) => {
+                    responded = true;
+                    Some(x)
+                }
+                None => ap.req.poll_transmit(t, port),
+            };
+            let Some(item) = item else {
+                break;
+            };
+            let h = self.frames.alloc_transfer(&item, e);
+            if !self.push_frame(e, h, now) {
+                break;
+            }
+        }
+        // Responses sent release the requests' credits and free completer slots.
+        self.flush_credits(e, now);
+        if responded {
+            if let Some(ap) = self.accels.port_mut(e) {
+                if std::mem::take(&mut ap.cpl_blocked) {
+                    self.schedule(now, Ev::Cpl(e));
+                }
+            }
+        }
+    }
+
+    /// A frame arrived at accelerator end `r`.
+    pub(crate) fn accel_deliver(&mut self, r: u32, h: u32, now: u64) {
+        let Some(f) = self.frames.get(h) else {
+            return;
+        };
+        if flow_of(&f.field) == Flow::Request {
+            let at = now + self.t.completer + self.t.endpoint;
+            self.enqueue(r, at, h, Ev::Cpl(r));
+            return;
+        }
+        let t = Instant::from_ps(now);
+        if let Some(ap) = self.accels.ports.get_mut((r - self.accels.base) as usize) {
+            let gate = &mut self.ports[r as usize];
+            if let Some(d) = ap.req.handle_response(t, &f.transfer(), gate) {
+                let piece = ap
+                    .piece_of
+                    .get(&u64::from(d.op.0))
+                    .copied()
+                    .unwrap_or(u32::MAX);
+                let (op, k) = (piece / MAX_PIECES, piece % MAX_PIECES);
+                if let Some(o) = self.accels.ops.get(op as usize) {
+                    let first = (k * 4 + d.offset / 64) as usize;
+                    let exp = o.expect.get(first..).unwrap_or(&[]);
+                    let addr = o.addr + u64::from(k) * 256 + u64::from(d.offset);
+                    self.reference.check_read(o.dst, addr, d.data, exp);
+                }
+            }
+        }
+        self.frames.free(h);
+        self.flush_credits(r, now);
+        self.drain_completions(r, now);
+    }
+
+    /// Requester timeouts: every accelerator port's requester is swept at a tenth of the
+    /// request timeout (so an unanswered request fails within 110 % of its timeout), instead
+    /// of a timer per port that every request would re-arm.
+    pub(crate) fn on_sweep(&mut self, now: u64) {
+        let t = Instant::from_ps(now);
+        for i in 0..self.accels.ports.len() {
+            let e = self.accels.base + i as u32;
+            let ap = &mut self.accels.ports[i];
+            if ap.req.poll_timeout().is_some_and(|d| d <= t) {
+                ap.req.handle_timeout(t);
+                while ap.req.poll_event().is_some() {}
+                self.drain_completions(e, now);
+            }
+        }
+        if self.accels.open() > 0 || now < self.inject_until {
+            self.schedule(now + self.sweep_ps, Ev::Sweep);
+        }
+    }
+
+    /// Take the completions of accelerator end `r`'s requester and submit what waited.
+    pub(crate) fn drain_completions(&mut self, r: u32, now: u64) {
+        while let Some(ap) = self.accels.port_mut(r) {
+            let Some(c) = ap.req.poll_completion() else {
+                break;
+            };
+            let piece = ap.piece_of.remove(&u64::from(c.id.0)).unwrap_or(u32::MAX);
+            let (ok, old) = match c.result {
+                Ok(old) => (true, old),
+                Err(_) => (false, None),
+            };
+            self.piece_done(piece, ok, old, now);
+        }
+        if let Owner::Accel { a, .. } = self.owner[r as usize] {
+            self.drain_backlog(a, now);
+        }
+    }
+
+    /// Requests due at accelerator end `r`'s completer.
+    pub(crate) fn on_cpl(&mut self, r: u32, now: u64) {
+        let Owner::Accel { a, .. } = self.owner[r as usize] else {
+            return;
+        };
+        let mut handled = false;
+        while let Some(&(at, h)) = self.rxs[r as usize].fifo.front() {
+            if at > now {
+                self.schedule(at, Ev::Cpl(r));
+                break;
+            }
+            let Some(f) = self.frames.get(h) else {
+                self.rxs[r as usize].fifo.pop_front();
+                continue;
+            };
+            if let Some(t) = self.trace.as_mut() {
+                t.mark(now, Mark::Handle(r));
+            }
+            let mut mem = self.mem.of(a);
+            let Some(ap) = self.accels.ports.get_mut((r - self.accels.base) as usize) else {
+                break;
+            };
+            let gate = &mut self.ports[r as usize];
+            if ap
+                .cpl
+                .handle_request(Instant::from_ps(now), &f.transfer(), &mut mem, gate)
+                .is_err()
+            {
+                // Response slots full: the request waits until responses leave.
+                ap.cpl_blocked = true;
+                break;
+            }
+            self.rxs[r as usize].fifo.pop_front();
+            self.frames.free(h);
+            handled = true;
+        }
+        if handled {
+            self.flush_credits(r, now);
+            self.kick(r, now);
+        }
+    }
+
+    pub(crate) fn drain_backlog(&mut self, a: u32, now: u64) {
+        while let Some(&piece) = self.accels.backlog[a as usize].front() {
+            if !self.submit_piece(piece, now) {
+                break;
+            }
+            self.accels.backlog[a as usize].pop_front();
+        }
+    }
+
+    /// Piece `piece` completed (`ok`), an atomic returning `old`.
+    fn piece_done(&mut self, piece: u32, ok: bool, old: Option<u64>, now: u64) {
+        let (op, k) = (piece / MAX_PIECES, piece % MAX_PIECES);
+        let Some(o) = self.accels.ops.get_mut(op as usize) else {
+            self.reference.found.duplicates += 1;
+            return;
+        };
+        let bit = 1u16 << k;
+        if o.left & bit == 0 {
+            self.reference.found.duplicates += 1;
+            self.reference
+                .found
+                .note(|| format!("operation {op} piece {k} completed twice"));
+            return;
+        }
+        o.left &= !bit;
+        if !ok && !o.failed {
+            o.failed = true;
+            self.reference.found.failed += 1;
+            let (src, dst) = (o.src, o.dst);
+            self.reference
+                .found
+                .note(|| format!("operation {op} from {src} to {dst} failed"));
+        }
+        let o = *o;
+        if let (OpClass::Atomic, Some(old)) = (o.class, old) {
+            self.reference.atomic_done(o.dst, old);
+        }
+        if o.left != 0 {
+            return;
+        }
+        if let Some(t) = self.trace.as_mut() {
+            t.mark(now, Mark::Done);
+        }
+        self.accels.completed += 1;
+        if o.measured {
+            let lat = now - o.issued;
+            self.lat[class_index(o.class)].record(lat);
+            let i = self.part_index[o.src as usize] as usize;
+            if let Some(l) = self.part_lat.get_mut(i) {
+                l.record(lat);
+            }
+            self.accels.bytes_done[o.src as usize] += u64::from(o.bytes);
+        }
+        self.accels.ops[op as usize].left = 0;
+        self.accels.free_ops.push(op);
+    }
+
+    /// The atomic counter of accelerator `d`.
+    pub(crate) fn counter(&mut self, d: u32) -> u64 {
+        use podlink_protocol::txn::MemoryTarget;
+        let mut b = [0u8; 8];
+        let _ = self
+            .mem
+            .of(d)
+            .read(crate::workload::ATOMIC_COUNTER_ADDR, &mut b);
+        u64::from_le_bytes(b)
+    }
+}

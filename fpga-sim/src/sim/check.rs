@@ -1,0 +1,342 @@
+//! The end-to-end data-integrity checker and the accelerators' sparse memory
+//! (`spec-notes/simulator.md#integrity`).
+//!
+//! Every write carries data generated from a unique write ID and the line address; the
+//! reference copy of memory records, per (destination, 64 B line), the ID of the last write
+//! issued to it. A read's expected content is taken from the reference when the read is
+//! issued (the address plan and the per-region ordering rule make that exact) and every byte
+//! that comes back is compared with it. Atomics are fetch-adds of 1 on one counter per
+//! destination: the returned old values of a destination must be exactly 0..n−1, so their
+//! count and sum are checked, and the counter must end at n.
+
+use podlink_protocol::txn::{ByteEnables, MemoryTarget, TargetError};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A fast hasher for integer keys (deterministic; no DoS concerns in a simulator).
+#[derive(Default, Clone, Copy)]
+pub struct IntHasher(u64);
+
+impl Hasher for IntHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        let x = (v ^ (v >> 31)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = x ^ (x >> 29);
+    }
+}
+
+/// A map keyed by integers with [`IntHasher`].
+pub type IntMap<V> = HashMap<u64, V, BuildHasherDefault<IntHasher>>;
+
+/// Key of a 64 B line of accelerator `a`'s memory.
+pub fn line_key(a: u32, addr: u64) -> u64 {
+    (u64::from(a) << 50) | (addr >> 6)
+}
+
+/// The 64 bytes a write with ID `wid` puts in the line at `addr` of `dst`; ID 0 is the initial
+/// content of memory (a pattern too, not zeros; zero except the atomic counters' line).
+pub fn pattern(wid: u32, dst: u32, addr: u64, out: &mut [u8]) {
+    if wid == 0 && addr & !63 == crate::workload::ATOMIC_COUNTER_ADDR & !63 {
+        out.fill(0);
+        return;
+    }
+    let mut s = (u64::from(wid) << 32) ^ line_key(dst, addr).wrapping_mul(0xD6E8_FEB8_6659_FD93);
+    for chunk in out.chunks_mut(8) {
+        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        let b = z.to_le_bytes();
+        chunk.copy_from_slice(&b[..chunk.len()]);
+    }
+}
+
+/// The simulated memory of every accelerator: 64 B lines, allocated when first written.
+#[derive(Default)]
+pub struct SparseMem {
+    index: IntMap<u32>,
+    lines: Vec<[u8; 64]>,
+    /// Bytes each accelerator exposes (addresses at or above are not mapped).
+    pub limit: u64,
+}
+
+impl SparseMem {
+    /// Memory of `limit` bytes per accelerator.
+    pub fn new(limit: u64) -> Self {
+        SparseMem {
+            index: IntMap::default(),
+            lines: Vec::new(),
+            limit,
+        }
+    }
+
+    /// Lines allocated.
+    pub fn lines(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// Accelerator `a`'s view.
+    pub fn of(&mut self, a: u32) -> AccelMem<'_> {
+        AccelMem { mem: self, a }
+    }
+}
+
+/// One accelerator's memory, as its completers see it.
+pub struct AccelMem<'a> {
+    mem: &'a mut SparseMem,
+    a: u32,
+}
+
+impl MemoryTarget for AccelMem<'_> {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), TargetError> {
+        if addr.saturating_add(buf.len() as u64) > self.mem.limit {
+            return Err(TargetError::NotMapped);
+        }
+        let mut pos = 0usize;
+        while pos < buf.len() {
+            let a = addr + pos as u64;
+            let off = (a % 64) as usize;
+            let n = (64 - off).min(buf.len() - pos);
+            let dst = &mut buf[pos..pos + n];
+            match self.mem.index.get(&line_key(self.a, a)) {
+                Some(&i) => dst.copy_from_slice(&self.mem.lines[i as usize][off..off + n]),
+                None => {
+                    let mut init = [0u8; 64];
+                    pattern(0, self.a, a & !63, &mut init);
+                    dst.copy_from_slice(&init[off..off + n]);
+                }
+            }
+            pos += n;
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, addr: u64, data: &[u8], enables: &ByteEnables) -> Result<(), TargetError> {
+        if addr.saturating_add(data.len() as u64) > self.mem.limit {
+            return Err(TargetError::NotMapped);
+        }
+        let mut pos = 0usize;
+        while pos < data.len() {
+            let a = addr + pos as u64;
+            let off = (a % 64) as usize;
+            let n = (64 - off).min(data.len() - pos);
+            let lines = &mut self.mem.lines;
+            let acc = self.a;
+            let i = *self
+                .mem
+                .index
+                .entry(line_key(self.a, a))
+                .or_insert_with(|| {
+                    let mut init = [0u8; 64];
+                    pattern(0, acc, a & !63, &mut init);
+                    lines.push(init);
+                    (lines.len() - 1) as u32
+                });
+            let line = &mut self.mem.lines[i as usize][off..off + n];
+            if enables.all_set(data.len()) {
+                line.copy_from_slice(&data[pos..pos + n]);
+            } else {
+                for (k, (d, s)) in line.iter_mut().zip(&data[pos..pos + n]).enumerate() {
+                    if enables.get(pos + k) {
+                        *d = *s;
+                    }
+                }
+            }
+            pos += n;
+        }
+        Ok(())
+    }
+}
+
+/// What the checker found.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Integrity {
+    /// 64 B lines of read data compared.
+    pub lines_checked: u64,
+    /// Lines that differed from the reference.
+    pub mismatches: u64,
+    /// Completions for an operation that had already completed (or was never issued).
+    pub duplicates: u64,
+    /// Operations that completed with an error.
+    pub failed: u64,
+    /// Operations issued and never completed.
+    pub lost: u64,
+    /// Destinations whose atomic results or counter disagree with the atomics issued.
+    pub atomic_errors: u64,
+    /// The first problems, described.
+    pub first_problems: Vec<String>,
+}
+
+impl Integrity {
+    /// No problem found.
+    pub fn ok(&self) -> bool {
+        self.mismatches == 0
+            && self.duplicates == 0
+            && self.failed == 0
+            && self.lost == 0
+            && self.atomic_errors == 0
+    }
+
+    /// Note a problem (the first 10 are kept in words).
+    pub fn note(&mut self, what: impl FnOnce() -> String) {
+        if self.first_problems.len() < 10 {
+            self.first_problems.push(what());
+        }
+    }
+}
+
+/// The reference copy of memory and the atomic bookkeeping.
+#[derive(Default)]
+pub struct Reference {
+    lines: IntMap<u32>,
+    next_wid: u32,
+    /// Per destination: atomics completed, sum of old values returned.
+    atomics: Vec<(u64, u128)>,
+    /// Findings.
+    pub found: Integrity,
+}
+
+impl Reference {
+    /// A reference for `n` accelerators.
+    pub fn new(n: u32) -> Self {
+        Reference {
+            lines: IntMap::default(),
+            next_wid: 0,
+            atomics: vec![(0, 0); n as usize],
+            found: Integrity::default(),
+        }
+    }
+
+    /// Record a write of `bytes` at `addr` of `dst` issued now; returns its write ID.
+    pub fn write(&mut self, dst: u32, addr: u64, bytes: u32) -> u32 {
+        self.next_wid = self.next_wid.wrapping_add(1).max(1);
+        for l in 0..u64::from(bytes).div_ceil(64) {
+            self.lines
+                .insert(line_key(dst, addr + l * 64), self.next_wid);
+        }
+        self.next_wid
+    }
+
+    /// The write ID each line of a read issued now must return.
+    pub fn expect(&self, dst: u32, addr: u64, bytes: u32, out: &mut [u32]) {
+        for (l, o) in out.iter_mut().take(bytes.div_ceil(64) as usize).enumerate() {
+            *o = self
+                .lines
+                .get(&line_key(dst, addr + l as u64 * 64))
+                .copied()
+                .unwrap_or(0);
+        }
+    }
+
+    /// Compare read data (starting at line `first_line` of a read at `addr`) with the
+    /// expected write IDs.
+    pub fn check_read(&mut self, dst: u32, addr: u64, data: &[u8], expected: &[u32]) {
+        let mut want = [0u8; 64];
+        for (i, chunk) in data.chunks(64).enumerate() {
+            let wid = expected.get(i).copied().unwrap_or(0);
+            let a = addr + i as u64 * 64;
+            pattern(wid, dst, a, &mut want);
+            self.found.lines_checked += 1;
+            if chunk != &want[..chunk.len()] {
+                self.found.mismatches += 1;
+                self.found.note(|| {
+                    format!("read of accelerator {dst} line {a:#x}: data differs from write {wid}")
+                });
+            }
+        }
+    }
+
+    /// An atomic on `dst` returned `old`.
+    pub fn atomic_done(&mut self, dst: u32, old: u64) {
+        if let Some(a) = self.atomics.get_mut(dst as usize) {
+            a.0 += 1;
+            a.1 += u128::from(old);
+        }
+    }
+
+    /// At the end of a drained run: every destination's returned old values are 0..n−1 in
+    /// count and sum, and its counter holds n.
+    pub fn check_atomics(&mut self, counter: impl Fn(u32) -> u64) {
+        for (d, &(n, sum)) in self.atomics.iter().enumerate() {
+            let d = d as u32;
+            let want_sum = u128::from(n) * u128::from(n.saturating_sub(1)) / 2;
+            let c = counter(d);
+            if sum != want_sum || c != n {
+                self.found.atomic_errors += 1;
+                self.found.note(|| {
+                    format!("accelerator {d}: {n} atomics returned sum {sum} (want {want_sum}), counter {c}")
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_reads_back_what_was_written() {
+        let mut m = SparseMem::new(1 << 20);
+        let mut v = m.of(3);
+        v.write(60, &[1, 2, 3, 4, 5, 6], &ByteEnables::ALL).unwrap();
+        let mut b = [9u8; 8];
+        v.read(58, &mut b).unwrap();
+        let mut init = [0u8; 64];
+        pattern(0, 3, 0, &mut init);
+        assert_ne!(init, [0; 64]);
+        assert_eq!(b, [init[58], init[59], 1, 2, 3, 4, 5, 6]);
+        assert!(v.read(1 << 20, &mut b).is_err());
+        assert_eq!(m.lines(), 2);
+        let mut o = [0u8; 4];
+        m.of(4).read(60, &mut o).unwrap();
+        pattern(0, 4, 0, &mut init);
+        assert_eq!(o, init[60..64]);
+        let mut half = ByteEnables::NONE;
+        half.set(1, true);
+        m.of(3).write(60, &[9, 9], &half).unwrap();
+        m.of(3).read(60, &mut o).unwrap();
+        assert_eq!(o, [1, 9, 3, 4]);
+    }
+
+    #[test]
+    fn reference_catches_stale_and_corrupt_reads() {
+        let mut r = Reference::new(4);
+        let w1 = r.write(2, 256, 128);
+        let mut exp = [0u32; 2];
+        r.expect(2, 256, 128, &mut exp);
+        assert_eq!(exp, [w1, w1]);
+        let mut data = [0u8; 128];
+        pattern(w1, 2, 256, &mut data[..64]);
+        pattern(w1, 2, 320, &mut data[64..]);
+        r.check_read(2, 256, &data, &exp);
+        assert!(r.found.ok());
+        let _w2 = r.write(2, 256, 64);
+        r.check_read(2, 256, &data, &[w1 + 1, w1]);
+        assert_eq!(r.found.mismatches, 1);
+        data[70] ^= 1;
+        r.check_read(2, 256, &data, &exp);
+        assert_eq!(r.found.mismatches, 2);
+    }
+
+    #[test]
+    fn atomics_are_checked_by_count_and_sum() {
+        let mut r = Reference::new(2);
+        for old in [0, 2, 1] {
+            r.atomic_done(1, old);
+        }
+        r.check_atomics(|d| if d == 1 { 3 } else { 0 });
+        assert!(r.found.ok());
+        r.atomic_done(0, 5);
+        r.check_atomics(|_| 1);
+        assert_eq!(r.found.atomic_errors, 2);
+    }
+}

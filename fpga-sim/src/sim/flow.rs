@@ -1,0 +1,442 @@
+//! Moving flits and frames: transmitters, wires, receivers, control messages and switch
+//! pipelines (`spec-notes/simulator.md#links`).
+
+use super::port::{flow_of, vc_of, FrameSlab};
+use super::switch::{frame_cost, QUEUE_CAPACITY};
+use super::trace::Mark;
+use super::{Ctl, Ev, Owner, Sim};
+use podlink_protocol::link::TlSink;
+use podlink_protocol::time::Instant;
+use podlink_protocol::wire::dl_stream::TL_FLIT_LEN;
+use podlink_protocol::wire::{TlItem, TlPushError, TlUnpacker};
+
+/// Data half-flits kept in a TL packer before a DL flit is packed (about one DL flit).
+const PREFILL_HALVES: usize = 20;
+
+/// The link's sink: TL flits into the TL unpacker, transfers into owned frames.
+struct Sink<'a> {
+    tlu: &'a mut TlUnpacker,
+    frames: &'a mut FrameSlab,
+    batch: &'a mut Vec<u32>,
+    ingress: u32,
+    tl: u64,
+    errors: u64,
+}
+
+impl TlSink for Sink<'_> {
+    fn tl_flit(&mut self, flit: &[u8; TL_FLIT_LEN]) {
+        self.tl += 1;
+        let _ = self.tlu.handle_flit(flit);
+        loop {
+            match self.tlu.poll_item() {
+                Ok(Some(TlItem::Transfer(t))) => {
+                    let h = self.frames.alloc_transfer(&t, self.ingress);
+                    self.batch.push(h);
+                }
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(_) => {
+                    self.errors += 1;
+                    break;
+                }
+            }
+        }
+    }
+}
+
+impl Sim {
+    /// Wake end `e`'s transmitter: at once if its wire is free, else when it frees.
+    pub(crate) fn kick(&mut self, e: u32, now: u64) {
+        let tx = &mut self.txs[e as usize];
+        if tx.pending {
+            return;
+        }
+        tx.pending = true;
+        let at = tx.busy_until.max(now);
+        self.schedule(at, Ev::Tx(e));
+    }
+
+    /// Whether end `e` has TL data waiting to be sent: in its link's queue, its TL packer,
+    /// its overflow queue, or its source (switch queue, requester, completer).
+    pub(crate) fn source_waiting(&self, e: u32) -> bool {
+        let tx = &self.txs[e as usize];
+        if !tx.txq.is_empty() || !tx.tl.is_idle() || tx.link.tx_room() < super::LINK_TXQ {
+            return true;
+        }
+        match self.owner[e as usize] {
+            Owner::Switch { s, p } => self.switches[s as usize].fwd.backlog(p),
+            Owner::Accel { .. } => self.accels.port(e).is_some_and(|ap| ap.has_work()),
+        }
+    }
+
+    pub(crate) fn on_tx(&mut self, e: u32, now: u64) {
+        let ei = e as usize;
+        self.txs[ei].pending = false;
+        if self.txs[ei].busy_until > now {
+            self.kick(e, now);
+            return;
+        }
+        self.prefill(e, now);
+        self.feed_link(e);
+        let to_accel = matches!(self.owner[self.peer[ei] as usize], Owner::Accel { .. });
+        let at = now + self.t.link + if to_accel { self.t.endpoint } else { 0 };
+        let tx = &mut self.txs[ei];
+        let packed_before = tx.link.stats().tl_packed;
+        let slot = tx.wire.flight.next_slot();
+        let sent = tx
+            .link
+            .poll_transmit(Instant::from_ps(now), &mut slot.bytes)
+            .is_some();
+        slot.at = at;
+        if sent {
+            tx.wire.corrupt_last();
+        }
+        self.arm_timer(e, now);
+        if !sent {
+            if self.txs[ei].stall_since.is_none() && self.source_waiting(e) {
+                self.txs[ei].stall_since = Some(now);
+            }
+            return;
+        }
+        let ser = self.t.ser;
+        let tx = &mut self.txs[ei];
+        if let Some(s) = tx.stall_since.take() {
+            tx.stall_ps += now - s;
+        }
+        let first = tx.wire.flight.is_empty();
+        tx.wire.flight.commit();
+        tx.busy_until = now + ser;
+        tx.busy_ps += ser;
+        let packed = tx.link.stats().tl_packed - packed_before;
+        if now >= self.inject_from && now < self.inject_until {
+            tx.busy_window_ps += ser;
+            tx.tl_window += packed;
+        }
+        // A DL flit that started many TL flits may end inside one, whose rest must follow.
+        let maybe_carrying = packed >= 6;
+        let more = maybe_carrying || tx.link.retry().unsent() > 0;
+        if first {
+            self.schedule(at, Ev::Arrive(e));
+        }
+        if let Owner::Accel { a, .. } = self.owner[ei] {
+            if !self.accels.backlog[a as usize].is_empty() {
+                self.drain_backlog(a, now);
+            }
+        }
+        // Keep going while data may follow; otherwise sleep until the next kick (new data,
+        // credits, an ack that opens the replay window, a timer, a received flit).
+        if more || self.source_waiting(e) {
+            self.kick(e, now);
+        }
+    }
+
+    /// Move TL flits from end `e`'s TL packer into its link while the link has room.
+    fn feed_link(&mut self, e: u32) {
+        let tx = &mut self.txs[e as usize];
+        let mut flit = [0u8; TL_FLIT_LEN];
+        while tx.link.tx_room() > 0 && !tx.tl.is_idle() {
+            if tx.tl.poll_flit(&mut flit).is_none() {
+                break;
+            }
+            if tx.link.submit_tl_flit(&flit).is_ok() {
+                tx.tl_submitted += 1;
+            } else {
+                self.stats.invalid_frames += 1;
+            }
+        }
+    }
+
+    /// Schedule a `Timer` event for end `e`'s link deadline if it is earlier than the one
+    /// already scheduled.
+    pub(crate) fn arm_timer(&mut self, e: u32, now: u64) {
+        let req = self.accels.port(e).and_then(|ap| ap.req.poll_timeout());
+        let tx = &mut self.txs[e as usize];
+        let next = match (tx.link.poll_timeout(), req) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(t) = next {
+            let t = t.as_ps().max(now);
+            if t < tx.timer_at {
+                tx.timer_at = t;
+                self.schedule(t, Ev::Timer(e));
+            }
+        }
+    }
+
+    pub(crate) fn on_timer(&mut self, e: u32, now: u64) {
+        let tx = &mut self.txs[e as usize];
+        if now != tx.timer_at {
+            return; // superseded
+        }
+        tx.timer_at = u64::MAX;
+        tx.link.handle_timeout(Instant::from_ps(now));
+        while tx.link.poll_event().is_some() {}
+        self.arm_timer(e, now);
+        self.kick(e, now);
+    }
+
+    /// Move frames from end `e`'s source into its TL packer, about one DL flit's worth.
+    fn prefill(&mut self, e: u32, now: u64) {
+        match self.owner[e as usize] {
+            Owner::Switch { s, p } => self.prefill_switch(e, s, p, now),
+            Owner::Accel { .. } => self.prefill_accel(e, now),
+        }
+    }
+
+    fn prefill_switch(&mut self, e: u32, s: u32, p: u32, now: u64) {
+        let mut pulled = false;
+        loop {
+            if self.txs[e as usize].tl.buffered_halves() >= PREFILL_HALVES {
+                break;
+            }
+            let h = match self.txs[e as usize].txq.pop_front() {
+                Some(h) => h,
+                None => {
+                    let sw = &mut self.switches[s as usize];
+                    if !sw.fwd.backlog(p) {
+                        break;
+                    }
+                    let range = sw.base as usize..(sw.base + sw.n) as usize;
+                    let frames = &self.frames;
+                    let got = sw
+                        .fwd
+                        .pull(Instant::from_ps(now), p, &mut self.ports[range], |h| {
+                            frames
+                                .get(h)
+                                .map_or((podlink_protocol::txn::Flow::Request, 4), frame_cost)
+                        });
+                    match got {
+                        Some(h) => {
+                            pulled = true;
+                            self.release_frame(h, now);
+                            h
+                        }
+                        None => break,
+                    }
+                }
+            };
+            if !self.push_frame(e, h, now) {
+                break;
+            }
+        }
+        if pulled && !self.switches[s as usize].blocked.is_empty() {
+            let mut blocked = std::mem::take(&mut self.switches[s as usize].blocked);
+            for &b in &blocked {
+                self.schedule(now, Ev::Pipe(b));
+            }
+            blocked.clear();
+            self.switches[s as usize].blocked = blocked;
+        }
+    }
+
+    /// Push frame `h` into end `e`'s TL packer; false (frame kept at the queue's head) when
+    /// the packer is full.
+    pub(crate) fn push_frame(&mut self, e: u32, h: u32, now: u64) -> bool {
+        let Some(f) = self.frames.get(h) else {
+            return true;
+        };
+        let tx = &mut self.txs[e as usize];
+        let pushed = tx.tl.push(&TlItem::Transfer(f.transfer()));
+        match pushed {
+            Ok(()) => {
+                if let Some(t) = self.trace.as_mut() {
+                    t.mark(now, Mark::Pull(e));
+                }
+                self.frames.free(h);
+                true
+            }
+            Err(TlPushError::Full) => {
+                tx.txq.push_front(h);
+                false
+            }
+            Err(TlPushError::Invalid(_)) => {
+                self.stats.invalid_frames += 1;
+                self.frames.free(h);
+                true
+            }
+        }
+    }
+
+    /// The receiver of frame `h` released its buffer: return the credits to the sender.
+    pub(crate) fn release_frame(&mut self, h: u32, now: u64) {
+        let Some(f) = self.frames.get(h) else {
+            return;
+        };
+        let (r, flow, vc, beats) = (
+            f.ingress,
+            flow_of(&f.field),
+            usize::from(vc_of(&f.field).get()),
+            f.beats(),
+        );
+        let port = &mut self.ports[r as usize];
+        port.owed.give(flow, vc, 1, beats);
+        if !port.return_in_flight {
+            let c = std::mem::take(&mut port.owed);
+            port.return_in_flight = true;
+            self.ctl_send(r, Ctl::Credits(c), now);
+        }
+    }
+
+    /// Return the credits end `r` owes its peer, unless a return is already travelling
+    /// (then they go with the next one).
+    pub(crate) fn flush_credits(&mut self, r: u32, now: u64) {
+        let port = &mut self.ports[r as usize];
+        if !port.return_in_flight && !port.owed.is_zero() {
+            let c = std::mem::take(&mut port.owed);
+            port.return_in_flight = true;
+            self.ctl_send(r, Ctl::Credits(c), now);
+        }
+    }
+
+    /// Send a control message from end `r` to its peer (one flit latency, out of band).
+    pub(crate) fn ctl_send(&mut self, r: u32, msg: Ctl, now: u64) {
+        let at = now + self.t.link;
+        let q = &mut self.rxs[r as usize].ctl_out;
+        let first = q.is_empty();
+        q.push_back((at, msg));
+        if first {
+            self.schedule(at, Ev::Ctl(r));
+        }
+    }
+
+    pub(crate) fn on_ctl(&mut self, r: u32, now: u64) {
+        let ri = r as usize;
+        let Some((_, msg)) = self.rxs[ri].ctl_out.pop_front() else {
+            return;
+        };
+        if let Some(&(at, _)) = self.rxs[ri].ctl_out.front() {
+            self.schedule(at, Ev::Ctl(r));
+        }
+        let e = self.peer[ri];
+        let ei = e as usize;
+        let Ctl::Credits(c) = msg;
+        self.ports[ei].credits.add(&c);
+        self.ports[ri].return_in_flight = false;
+        if !self.ports[ri].owed.is_zero() {
+            let c = std::mem::take(&mut self.ports[ri].owed);
+            self.ports[ri].return_in_flight = true;
+            self.ctl_send(r, Ctl::Credits(c), now);
+        }
+        if let Owner::Switch { s, p } = self.owner[ei] {
+            let sw = &mut self.switches[s as usize];
+            let range = sw.base as usize..(sw.base + sw.n) as usize;
+            sw.fwd.refresh(p, &self.ports[range]);
+        }
+        if self.source_waiting(e) {
+            self.kick(e, now);
+        }
+    }
+
+    pub(crate) fn on_arrive(&mut self, e: u32, now: u64) {
+        let ei = e as usize;
+        let r = self.peer[ei];
+        let ri = r as usize;
+        let mut batch = std::mem::take(&mut self.batch);
+        let rx = &mut self.rxs[ri];
+        let mut sink = Sink {
+            tlu: &mut rx.tlu,
+            frames: &mut self.frames,
+            batch: &mut batch,
+            ingress: r,
+            tl: 0,
+            errors: 0,
+        };
+        let (tx, rxlink) = if ei < ri {
+            let (a, b) = self.txs.split_at_mut(ri);
+            (&mut a[ei], &mut b[0])
+        } else {
+            let (a, b) = self.txs.split_at_mut(ei);
+            (&mut b[0], &mut a[ri])
+        };
+        let Some(f) = tx.wire.flight.front() else {
+            return;
+        };
+        let link = &mut rxlink.link;
+        link.handle_flit(Instant::from_ps(now), &f.bytes, &mut sink);
+        while link.poll_event().is_some() {}
+        tx.wire.flight.pop();
+        let next = tx.wire.flight.front().map(|n| n.at);
+        rx.tl_delivered += sink.tl;
+        rx.tl_errors += sink.errors;
+        if let Some(at) = next {
+            self.schedule(at, Ev::Arrive(e));
+        }
+        // The receiving end may owe an ack or a replay request, or may send again now that
+        // an ack freed its replay buffer.
+        self.arm_timer(r, now);
+        self.kick(r, now);
+        for &h in &batch {
+            if let Some(t) = self.trace.as_mut() {
+                t.mark(now, Mark::Deliver(r));
+            }
+            self.deliver(r, h, now);
+        }
+        batch.clear();
+        self.batch = batch;
+    }
+
+    /// A frame arrived at end `r`.
+    fn deliver(&mut self, r: u32, h: u32, now: u64) {
+        match self.owner[r as usize] {
+            Owner::Switch { .. } => {
+                let at = now + self.t.pipeline;
+                self.enqueue(r, at, h, Ev::Pipe(r));
+            }
+            Owner::Accel { .. } => self.accel_deliver(r, h, now),
+        }
+    }
+
+    /// Queue frame `h` at end `r`'s FIFO, due at `at`; `ev` fires for the head.
+    pub(crate) fn enqueue(&mut self, r: u32, at: u64, h: u32, ev: Ev) {
+        let q = &mut self.rxs[r as usize].fifo;
+        let first = q.is_empty();
+        q.push_back((at, h));
+        if first {
+            self.schedule(at, ev);
+        }
+    }
+
+    pub(crate) fn on_pipe(&mut self, r: u32, now: u64) {
+        let Owner::Switch { s, p } = self.owner[r as usize] else {
+            return;
+        };
+        while let Some(&(at, h)) = self.rxs[r as usize].fifo.front() {
+            if at > now {
+                self.schedule(at, Ev::Pipe(r));
+                break;
+            }
+            let sw = &mut self.switches[s as usize];
+            if sw.fwd.queued() >= QUEUE_CAPACITY {
+                if !sw.blocked.contains(&r) {
+                    sw.blocked.push(r);
+                }
+                self.stats.ingress_blocked += 1;
+                break;
+            }
+            self.rxs[r as usize].fifo.pop_front();
+            let Some(f) = self.frames.get(h) else {
+                continue;
+            };
+            if let Some(t) = self.trace.as_mut() {
+                t.mark(now, Mark::PipeOut(r));
+            }
+            let range = sw.base as usize..(sw.base + sw.n) as usize;
+            let res = sw
+                .fwd
+                .forward(Instant::from_ps(now), p, h, f, &mut self.ports[range]);
+            let base = sw.base;
+            if let super::switch::Forwarder::Podlink(x) = &mut sw.fwd {
+                while x.poll_event().is_some() {}
+            }
+            match res {
+                Ok(egress) => self.kick(base + egress, now),
+                Err(reason) => {
+                    self.stats.note_drop(reason);
+                    self.release_frame(h, now);
+                    self.frames.free(h);
+                }
+            }
+        }
+    }
+}

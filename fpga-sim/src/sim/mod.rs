@@ -1,0 +1,459 @@
+//! The pod model (`spec-notes/simulator.md#model`): accelerators, links and switches on the
+//! discrete-event engine, running the protocol crate's codecs and the switch library.
+//!
+//! ```text
+//!  workload ─▶ requester ─▶ TL packer ─▶ DL packer ─▶ wire (BER) ─▶ DL rx ─▶ TL unpacker ─┐
+//!  (accel a)   completer ◀─ TL unpacker ◀─ DL rx ◀─ wire ◀─ DL tx ◀─ TL packer ◀─ switch ◀─┘
+//! ```
+//!
+//! Every component sleeps until an event concerns it: a transmitter is woken when it has
+//! something to send and its wire is free; nothing is scheduled for idle links.
+
+mod accel;
+pub mod check;
+mod flow;
+pub mod link;
+pub mod output;
+pub mod port;
+pub mod results;
+pub mod sweep;
+pub mod switch;
+pub mod trace;
+
+use self::check::{Reference, SparseMem};
+use self::link::Wire;
+use self::port::{Credits, FrameSlab, PortState};
+use self::switch::Forwarder;
+use self::trace::Trace;
+use crate::engine::Calendar;
+use crate::pod::config::{Pattern, PodFile};
+use crate::pod::timing::{ns, LinkTiming, SwitchTiming};
+use crate::pod::topology::{Attach, Fabric};
+use crate::report::{Latency, OpClass};
+use crate::rng::Rng;
+use crate::workload::Generator;
+use podlink_protocol::link::{UaLink, UaLinkConfig};
+use podlink_protocol::time::Duration;
+use podlink_protocol::time::Instant;
+use podlink_protocol::wire::{TlPacker, TlUnpacker};
+use std::collections::VecDeque;
+
+/// Run options (from the command line).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// Seed of every random stream.
+    pub seed: u64,
+    /// Injection time, ps.
+    pub duration_ps: u64,
+    /// Operations issued before this time are not measured, ps.
+    pub warmup_ps: u64,
+    /// Replace every workload's pattern.
+    pub pattern: Option<Pattern>,
+    /// Replace every workload's offered load.
+    pub load: Option<f64>,
+    /// After injection stops, run until every operation completes (at most this long, ps).
+    pub drain_ps: u64,
+    /// Run the pod's workloads (false: an idle pod, for traced single operations).
+    pub traffic: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            seed: 1,
+            duration_ps: 20_000_000,
+            warmup_ps: 2_000_000,
+            pattern: None,
+            load: None,
+            // Past the link layer's 10.24 ms ack timeout, which recovers a lost last flit.
+            drain_ps: 20_000_000_000,
+            traffic: true,
+        }
+    }
+}
+
+/// Simulator events: compact, `Copy`, one `u32` argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ev {
+    /// Transmitter of link end `e` may send.
+    Tx(u32),
+    /// The oldest flit on the wire from end `e` arrives at its peer.
+    Arrive(u32),
+    /// The oldest credit return from end `e` arrives at its peer.
+    Ctl(u32),
+    /// A timer of end `e`'s link (ack coalescing, replay, control) may be due.
+    Timer(u32),
+    /// Frames in the pipeline of switch ingress end `e` are due.
+    Pipe(u32),
+    /// Requests waiting at the completer of accelerator end `e` are due.
+    Cpl(u32),
+    /// Workload source `i` issues its next operation.
+    Issue(u32),
+    /// Operation `i` reaches its requesters (after the endpoint's transmit latency).
+    Submit(u32),
+    /// Sweep the requesters for timed-out requests.
+    Sweep,
+}
+
+/// What a link end belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner {
+    /// Port `k` of accelerator `a`.
+    Accel {
+        /// Accelerator.
+        a: u32,
+        /// Its port.
+        k: u32,
+    },
+    /// Port `p` of switch `s`.
+    Switch {
+        /// Switch.
+        s: u32,
+        /// Its port.
+        p: u32,
+    },
+}
+
+impl std::fmt::Display for Owner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Owner::Accel { a, k } => write!(f, "accelerator {a} port {k}"),
+            Owner::Switch { s, p } => write!(f, "switch {s} port {p}"),
+        }
+    }
+}
+
+/// A message travelling back to the sender of a link direction out of band.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Ctl {
+    Credits(Credits),
+}
+
+/// DL flits each link end keeps for replay (the round trip of a link is about 20 flit times).
+pub const REPLAY_FLITS: usize = 32;
+/// TL flits queued in each link end.
+pub const LINK_TXQ: usize = 16;
+/// The protocol crate's UALink-profile link end, as every port of the pod runs it.
+pub type Link = UaLink<REPLAY_FLITS, LINK_TXQ>;
+
+/// Fixed delays, ps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Times {
+    /// Serialisation of one DL flit.
+    pub ser: u64,
+    /// DL flit start of transmission to decoded availability at the far end.
+    pub link: u64,
+    /// Endpoint processing, each way.
+    pub endpoint: u64,
+    /// Completer memory access.
+    pub completer: u64,
+    /// Switch pipeline.
+    pub pipeline: u64,
+}
+
+/// A link end's transmitter and link state.
+pub(crate) struct EndTx {
+    pub tl: TlPacker<64>,
+    pub link: Link,
+    /// TL flits submitted to the link.
+    pub tl_submitted: u64,
+    /// The time a `Timer` event is scheduled for (`u64::MAX`: none).
+    pub timer_at: u64,
+    pub busy_until: u64,
+    pub pending: bool,
+    /// Frames taken from a source that did not fit in the TL packer.
+    pub txq: VecDeque<u32>,
+    pub wire: Wire,
+    pub busy_ps: u64,
+    /// Wire time and TL flits carried while the workloads inject.
+    pub busy_window_ps: u64,
+    pub tl_window: u64,
+    pub stall_since: Option<u64>,
+    pub stall_ps: u64,
+}
+
+/// Receive side of a link end.
+pub(crate) struct EndRx {
+    pub tlu: TlUnpacker,
+    /// Frames waiting with their due time (switch pipeline or completer).
+    pub fifo: VecDeque<(u64, u32)>,
+    /// Credit returns to the peer, with arrival times.
+    pub ctl_out: VecDeque<(u64, Ctl)>,
+    /// TL flits delivered by the link.
+    pub tl_delivered: u64,
+    pub tl_errors: u64,
+}
+
+/// A switch: its forwarding logic and where its ports are among the link ends.
+pub(crate) struct SwitchModel {
+    pub fwd: Forwarder,
+    pub base: u32,
+    pub n: u32,
+    /// Ingress ends whose pipeline stopped because the switch buffer was full.
+    pub blocked: Vec<u32>,
+}
+
+/// The whole pod.
+pub struct Sim {
+    pub(crate) pod: PodFile,
+    pub(crate) fabric: Fabric,
+    pub(crate) opts: Options,
+    pub(crate) t: Times,
+    pub(crate) peer: Vec<u32>,
+    pub(crate) owner: Vec<Owner>,
+    pub(crate) ports: Vec<PortState>,
+    pub(crate) txs: Vec<EndTx>,
+    pub(crate) rxs: Vec<EndRx>,
+    pub(crate) frames: FrameSlab,
+    pub(crate) switches: Vec<SwitchModel>,
+    pub(crate) accels: accel::Accels,
+    pub(crate) mem: SparseMem,
+    pub(crate) reference: Reference,
+    pub(crate) gens: Vec<Generator>,
+    /// Workload sources: (generator, member index).
+    pub(crate) sources: Vec<(u32, u32)>,
+    pub(crate) trace: Option<Trace>,
+    pub(crate) stats: results::Counters,
+    pub(crate) lat: [Latency; 3],
+    pub(crate) part_lat: Vec<Latency>,
+    /// Partition index of each accelerator (into `partition_ids`).
+    pub(crate) part_index: Vec<u32>,
+    /// Scratch list of frames delivered by one DL flit.
+    pub(crate) batch: Vec<u32>,
+    sched: Calendar<Ev>,
+    /// Injection starts at this time (after link bring-up and the traced read).
+    pub(crate) inject_from: u64,
+    /// No more injection after this time.
+    pub(crate) inject_until: u64,
+    /// Offset of each source's first operation from the start of injection.
+    pub(crate) first_issue: Vec<u64>,
+    /// Interval of the requester timeout sweep, ps.
+    pub(crate) sweep_ps: u64,
+}
+
+/// Credits each receiver grants per VC and class.
+fn grant(pod: &PodFile) -> u32 {
+    pod.switch.buffer_flits_per_vc
+}
+
+impl Sim {
+    /// Build the pod model.
+    pub fn new(pod: &PodFile, opts: &Options) -> Sim {
+        let fabric = Fabric::build(pod);
+        let lt = LinkTiming::new(&pod.link);
+        let st = SwitchTiming::new(&pod.switch);
+        let t = Times {
+            ser: lt.serialisation.as_ps(),
+            link: lt.flit_latency().as_ps(),
+            endpoint: ns(pod.accelerator.endpoint_ns).as_ps(),
+            completer: ns(pod.accelerator.completer_ns).as_ps(),
+            pipeline: st.pipeline().as_ps(),
+        };
+        // Link ends: every switch port (contiguous per switch), then every accelerator port.
+        let mut owner = Vec::new();
+        let mut switches = Vec::new();
+        for (s, node) in fabric.switches.iter().enumerate() {
+            switches.push(SwitchModel {
+                fwd: Forwarder::build(pod, &fabric, s),
+                base: owner.len() as u32,
+                n: node.ports.len() as u32,
+                blocked: Vec::new(),
+            });
+            for p in 0..node.ports.len() {
+                owner.push(Owner::Switch {
+                    s: s as u32,
+                    p: p as u32,
+                });
+            }
+        }
+        let accel_base = owner.len() as u32;
+        let mut accel_end = Vec::new();
+        for (a, ports) in fabric.accel_ports.iter().enumerate() {
+            accel_end.push(owner.len() as u32);
+            for k in 0..ports.len() {
+                owner.push(Owner::Accel {
+                    a: a as u32,
+                    k: k as u32,
+                });
+            }
+        }
+        let mut peer = vec![0u32; owner.len()];
+        for (i, o) in owner.iter().enumerate() {
+            peer[i] = match *o {
+                Owner::Switch { s, p } => match fabric.switches[s as usize].ports[p as usize] {
+                    Attach::Accel { accel, port } => accel_end[accel as usize] + port,
+                    Attach::Switch { switch, port } => switches[switch as usize].base + port,
+                },
+                Owner::Accel { a, k } => {
+                    let (s, p) = fabric.accel_ports[a as usize][k as usize];
+                    switches[s as usize].base + p
+                }
+            };
+        }
+        let n = owner.len();
+        let ports = (0..n)
+            .map(|_| PortState {
+                up: true,
+                credits: Credits::all(grant(pod)),
+                ..Default::default()
+            })
+            .collect();
+        let mut cfg = UaLinkConfig::default();
+        cfg.retry.flit_time = Duration::from_ps(t.ser);
+        cfg.retry.ack_delay = ns(pod.link.ack_delay_ns);
+        let txs = (0..n)
+            .map(|i| EndTx {
+                tl: TlPacker::new(),
+                link: {
+                    let mut c = cfg;
+                    c.control.port_number = (i & 0xfff) as u16;
+                    let mut l = Link::new(c);
+                    l.handle_link_up(Instant::ZERO);
+                    l
+                },
+                tl_submitted: 0,
+                timer_at: u64::MAX,
+                busy_until: 0,
+                pending: false,
+                txq: VecDeque::new(),
+                wire: Wire::new(pod.link.ber, Rng::new(opts.seed, 0x1000_0000 + i as u64)),
+                busy_ps: 0,
+                busy_window_ps: 0,
+                tl_window: 0,
+                stall_since: None,
+                stall_ps: 0,
+            })
+            .collect();
+        let rxs = (0..n)
+            .map(|_| EndRx {
+                tlu: TlUnpacker::new(),
+                fifo: VecDeque::new(),
+                ctl_out: VecDeque::new(),
+                tl_delivered: 0,
+                tl_errors: 0,
+            })
+            .collect();
+        let accels = accel::Accels::new(pod, &fabric, accel_base, &accel_end);
+        let mut sim = Sim {
+            pod: pod.clone(),
+            opts: opts.clone(),
+            t,
+            peer,
+            owner,
+            ports,
+            txs,
+            rxs,
+            frames: FrameSlab::default(),
+            switches,
+            accels,
+            mem: SparseMem::new(pod.accelerator.memory_bytes),
+            reference: Reference::new(fabric.accels),
+            gens: Vec::new(),
+            sources: Vec::new(),
+            trace: None,
+            stats: results::Counters::default(),
+            lat: Default::default(),
+            part_lat: Vec::new(),
+            part_index: Vec::new(),
+            batch: Vec::new(),
+            sched: Calendar::new(),
+            inject_from: 0,
+            inject_until: 0,
+            first_issue: Vec::new(),
+            sweep_ps: (ns(pod.accelerator.timeout_us * 1000.0).as_ps() / 10).max(1),
+            fabric,
+        };
+        for s in 0..sim.switches.len() {
+            let sw = &mut sim.switches[s];
+            let range = sw.base as usize..(sw.base + sw.n) as usize;
+            let gate = std::rc::Rc::new(std::cell::Cell::new(u32::MAX));
+            for (i, p) in sim.ports[range.clone()].iter_mut().enumerate() {
+                p.index = i as u32;
+                p.puller = Some(gate.clone());
+            }
+            for p in 0..sw.n {
+                sw.fwd.refresh(p, &sim.ports[range.clone()]);
+            }
+        }
+        sim.build_workloads();
+        let sweep = sim.sweep_ps;
+        sim.schedule(sweep, Ev::Sweep);
+        // Bring every link up: NOP flits both ways, then the DL control exchange.
+        for e in 0..sim.ends() as u32 {
+            sim.kick(e, 0);
+            sim.arm_timer(e, 0);
+        }
+        sim
+    }
+
+    /// The link ends.
+    pub fn ends(&self) -> usize {
+        self.owner.len()
+    }
+
+    /// The fabric.
+    pub fn fabric(&self) -> &Fabric {
+        &self.fabric
+    }
+
+    /// Current simulated time, ps.
+    pub fn now(&self) -> u64 {
+        self.sched.now().as_ps()
+    }
+
+    /// Events executed so far.
+    pub fn events(&self) -> u64 {
+        self.sched.executed()
+    }
+
+    /// Run until `until` ps (or until nothing is left to do). Returns events executed.
+    pub fn run_to(&mut self, until: u64) -> u64 {
+        let start = self.sched.executed();
+        let horizon = Instant::from_ps(until);
+        while let Some(ev) = self.sched.pop_until(horizon) {
+            let now = self.sched.now().as_ps();
+            self.dispatch(ev, now);
+        }
+        self.sched.advance_to(horizon);
+        self.sched.executed() - start
+    }
+
+    /// Events waiting.
+    pub fn pending(&self) -> usize {
+        self.sched.pending()
+    }
+
+    /// Time of the next event, ps.
+    pub fn next_event(&self) -> Option<u64> {
+        self.sched.peek_time().map(Instant::as_ps)
+    }
+
+    pub(crate) fn schedule(&mut self, at: u64, ev: Ev) {
+        self.sched.at(Instant::from_ps(at), ev);
+    }
+}
+
+impl Sim {
+    fn dispatch(&mut self, ev: Ev, now: u64) {
+        match ev {
+            Ev::Tx(e) => self.on_tx(e, now),
+            Ev::Arrive(e) => self.on_arrive(e, now),
+            Ev::Ctl(e) => self.on_ctl(e, now),
+            Ev::Timer(e) => self.on_timer(e, now),
+            Ev::Pipe(e) => self.on_pipe(e, now),
+            Ev::Cpl(e) => self.on_cpl(e, now),
+            Ev::Issue(i) => self.on_issue(i, now),
+            Ev::Submit(i) => self.on_submit(i, now),
+            Ev::Sweep => self.on_sweep(now),
+        }
+    }
+}
+
+/// Classes in report order, as an index.
+pub(crate) fn class_index(c: OpClass) -> usize {
+    match c {
+        OpClass::Read => 0,
+        OpClass::Write => 1,
+        OpClass::Atomic => 2,
+    }
+}

@@ -1,0 +1,573 @@
+//! Running a pod and collecting its results (`spec-notes/simulator.md#results`).
+
+use super::check::Integrity;
+use super::trace::{is_wait, TRACE_AT};
+use super::{Options, Sim};
+use crate::pod::timing::Stage;
+use crate::pod::PodFile;
+use crate::report::{Latency, LatencySummary, OpClass};
+use podlink_switch::DropReason;
+use serde::Serialize;
+
+/// Drop reasons in report order.
+pub const DROP_REASONS: [&str; 8] = [
+    "link-local",
+    "bad-ingress",
+    "spoofed",
+    "cross-partition",
+    "no-route",
+    "unreachable",
+    "queue-full",
+    "flushed",
+];
+
+/// Model-level counters.
+#[derive(Debug, Clone, Default)]
+pub struct Counters {
+    /// Frames the TL packer or a completer refused (a model bug if not zero).
+    pub invalid_frames: u64,
+    /// Times a switch pipeline stopped because the switch buffer was full.
+    pub ingress_blocked: u64,
+    /// Frames dropped by switches, per [`DROP_REASONS`].
+    pub drops: [u64; 8],
+}
+
+impl Counters {
+    /// Count a drop.
+    pub fn note_drop(&mut self, r: DropReason) {
+        let i = match r {
+            DropReason::LinkLocal => 0,
+            DropReason::BadIngress => 1,
+            DropReason::Spoofed => 2,
+            DropReason::CrossPartition => 3,
+            DropReason::NoRoute => 4,
+            DropReason::Unreachable => 5,
+            DropReason::QueueFull => 6,
+            DropReason::Flushed => 7,
+        };
+        self.drops[i] += 1;
+    }
+}
+
+/// Latency of one operation class.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ClassLatency {
+    /// read, write or atomic.
+    pub class: &'static str,
+    /// Percentiles, ns.
+    #[serde(flatten)]
+    pub latency: LatencySummary,
+}
+
+/// One partition's results.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PartitionResult {
+    /// Partition ID.
+    pub id: u16,
+    /// Accelerators in it.
+    pub members: u32,
+    /// Throughput of its members' completed operations, Gb/s.
+    pub throughput_gbps: f64,
+    /// Latency of its operations (all classes), ns.
+    pub latency: LatencySummary,
+    /// Jain's fairness index over its members' throughput.
+    pub jain: f64,
+}
+
+/// Link counters summed over every link direction.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct LinkTotals {
+    /// Link directions.
+    pub directions: u64,
+    /// Payload DL flits sent for the first time.
+    pub dl_flits: u64,
+    /// Acks sent (alone or on a payload flit).
+    pub acks: u64,
+    /// NOP flits sent (link bring-up).
+    pub nops: u64,
+    /// DL flits resent by replays.
+    pub dl_resent: u64,
+    /// Replays (replay requests honoured).
+    pub replays: u64,
+    /// DL flits with a bad CRC.
+    pub crc_errors: u64,
+    /// Bits flipped by the bit error rate.
+    pub bits_flipped: u64,
+    /// TL flits carried (first transmissions).
+    pub tl_flits: u64,
+    /// Mean share of the injection window a link direction spent sending DL flits (a DL
+    /// flit goes out as soon as anything is ready, so partly filled flits count fully).
+    pub utilisation_mean: f64,
+    /// Highest of those.
+    pub utilisation_max: f64,
+    /// Mean share of a link direction's TL capacity (628 B per DL flit time) carrying TL
+    /// flits during the injection window.
+    pub payload_utilisation_mean: f64,
+    /// Highest of those.
+    pub payload_utilisation_max: f64,
+    /// Time transmitters with something to send waited for credits or the replay window,
+    /// summed, ns.
+    pub credit_stall_ns: f64,
+}
+
+/// Conservation: everything injected was delivered or is still in flight.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Conservation {
+    /// TL flits packed into DL flits.
+    pub tl_injected: u64,
+    /// TL flits delivered by receivers.
+    pub tl_delivered: u64,
+    /// TL flits in DL flits sent and not yet delivered.
+    pub tl_in_flight: u64,
+    /// Operations issued, completed, open.
+    pub ops_issued: u64,
+    /// Operations completed.
+    pub ops_completed: u64,
+    /// Operations still open.
+    pub ops_open: u64,
+    /// Frames held by the model (switch buffers, completer queues, transmit queues).
+    pub frames_held: u64,
+    /// Frames the model's queues account for.
+    pub frames_queued: u64,
+    /// Every balance holds.
+    pub ok: bool,
+}
+
+/// One budget and its verdict.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Verdict {
+    /// What is measured.
+    pub what: String,
+    /// Measured, ns.
+    pub measured_ns: f64,
+    /// Budget, ns.
+    pub budget_ns: f64,
+    /// "ok", "VIOLATED", or "info" (reported, not enforced).
+    pub verdict: &'static str,
+}
+
+/// A stage of the zero-load breakdown.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StageNs {
+    /// Stage.
+    pub stage: String,
+    /// Time, ns.
+    pub ns: f64,
+}
+
+/// Everything a run reports (all of it a pure function of pod, options and seed).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Summary {
+    /// Pod name.
+    pub pod: String,
+    /// Seed.
+    pub seed: u64,
+    /// Injection starts (after link bring-up and the traced zero-load read), ns.
+    pub start_ns: f64,
+    /// Injection time, ns.
+    pub duration_ns: f64,
+    /// Warm-up excluded from measurements, ns.
+    pub warmup_ns: f64,
+    /// Simulated time at the end (after draining), ns.
+    pub end_ns: f64,
+    /// Every operation completed before the end.
+    pub drained: bool,
+    /// Accelerators.
+    pub accelerators: u32,
+    /// Switches, and which forwarding logic they run.
+    pub switches: Vec<(String, u32)>,
+    /// Events executed.
+    pub events: u64,
+    /// Latency per operation class (measured operations).
+    pub latency: Vec<ClassLatency>,
+    /// Total throughput of measured operations, Gb/s.
+    pub throughput_gbps: f64,
+    /// Per accelerator: mean, min, max throughput, Gb/s.
+    pub accel_throughput_gbps: [f64; 3],
+    /// Jain's fairness index over the accelerators that issue operations.
+    pub jain: f64,
+    /// Per partition.
+    pub partitions: Vec<PartitionResult>,
+    /// Links.
+    pub links: LinkTotals,
+    /// Drops per reason (only non-zero ones).
+    pub drops: Vec<(String, u64)>,
+    /// Integrity checker findings.
+    pub integrity: Integrity,
+    /// Conservation.
+    pub conservation: Conservation,
+    /// Zero-load 64 B read breakdown.
+    pub breakdown: Vec<StageNs>,
+    /// Simulated zero-load 64 B read round trip, ns.
+    pub read_rtt_ns: f64,
+    /// Switch hops each way of that read.
+    pub read_hops: u32,
+    /// Budget verdicts.
+    pub budgets: Vec<Verdict>,
+}
+
+impl Summary {
+    /// A budget is violated.
+    pub fn violated(&self) -> bool {
+        self.budgets.iter().any(|v| v.verdict == "VIOLATED")
+    }
+
+    /// The run is sound: integrity and conservation hold.
+    pub fn sound(&self) -> bool {
+        self.integrity.ok() && self.conservation.ok
+    }
+}
+
+/// A finished run: the summary and the raw material for tables and charts.
+pub struct Report {
+    /// The summary.
+    pub summary: Summary,
+    /// Latency histograms per class.
+    pub latency: [Latency; 3],
+    /// Per accelerator throughput, Gb/s.
+    pub per_accel_gbps: Vec<f64>,
+    /// Partition of each accelerator.
+    pub partition_of: Vec<u16>,
+    /// Per link direction: (end, owner description, utilisation, DL flits, CRC errors, replays).
+    pub links: Vec<(u32, String, f64, u64, u64, u64)>,
+    /// Zero-load breakdown.
+    pub breakdown: Vec<Stage>,
+}
+
+fn ns_of(ps: u64) -> f64 {
+    (ps as f64 / 1000.0 * 1000.0).round() / 1000.0
+}
+
+fn jain(x: &[f64]) -> f64 {
+    let s: f64 = x.iter().sum();
+    let q: f64 = x.iter().map(|v| v * v).sum();
+    if q == 0.0 {
+        1.0
+    } else {
+        (s * s / (x.len() as f64 * q) * 1e6).round() / 1e6
+    }
+}
+
+fn round3(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
+/// Run a pod: inject for the options' duration, drain, check, and report. `progress` is
+/// called with (simulated ps, injection end ps) as the run goes.
+pub fn run(pod: &PodFile, opts: &Options, mut progress: impl FnMut(u64, u64)) -> Report {
+    let mut sim = Sim::new(pod, opts);
+    // First the zero-load read on the idle pod, then the workloads from the next microsecond.
+    let zero = sim.trace_read(TRACE_AT);
+    let start = (sim.now() / 1_000_000 + 1) * 1_000_000;
+    sim.run_to(start);
+    sim.start_workload(start);
+    let end = start + opts.duration_ps;
+    let step = (opts.duration_ps / 100).max(100_000);
+    let mut t = start;
+    while t < end {
+        t = (t + step).min(end);
+        sim.run_to(t);
+        progress(t - start, opts.duration_ps);
+    }
+    let limit = end.saturating_add(opts.drain_ps);
+    while sim.accels.open() > 0 {
+        // Jump over idle time (a lost last flit waits for the link's ack timeout).
+        match sim.next_event() {
+            Some(t) if t <= limit => sim.run_to(t.max(sim.now() + step).min(limit)),
+            _ => break,
+        };
+    }
+    sim.report(zero)
+}
+
+impl Sim {
+    fn report(mut self, zero: Option<(Vec<Stage>, u64, u32)>) -> Report {
+        let now = self.now().max(1);
+        let drained = self.accels.open() == 0;
+        // Integrity: lost operations, atomics (only meaningful when drained).
+        self.reference.found.lost = self.accels.open() as u64;
+        if drained {
+            let n = self.fabric.accels;
+            let counters: Vec<u64> = (0..n).map(|d| self.counter(d)).collect();
+            self.reference
+                .check_atomics(|d| counters.get(d as usize).copied().unwrap_or(0));
+        }
+        // Conservation.
+        let mut c = Conservation::default();
+        let mut links = LinkTotals::default();
+        let mut rows = Vec::new();
+        let mut util_sum = 0.0;
+        let mut payload_sum = 0.0;
+        let window_len = (self.inject_until - self.inject_from).max(1) as f64;
+        let mut ok = true;
+        for e in 0..self.ends() {
+            let tx = &self.txs[e];
+            let peer = self.peer[e] as usize;
+            let rx = &self.rxs[peer];
+            let st = tx.link.stats();
+            let rs = tx.link.retry().stats();
+            let peer_rs = self.txs[peer].link.retry().stats();
+            // TL flits: submitted = queued in the link + packed into DL flits; packed =
+            // delivered + on the wire or awaiting replay; when the link has nothing in
+            // flight, packed = delivered exactly.
+            let queued = (super::LINK_TXQ - tx.link.tx_room()) as u64;
+            let packed = st.tl_packed;
+            if tx.tl_submitted != queued + packed || packed < rx.tl_delivered {
+                ok = false;
+            }
+            if tx.link.retry().buffered() == 0
+                && tx.wire.flight.is_empty()
+                && packed != rx.tl_delivered
+            {
+                ok = false;
+            }
+            let in_flight = tx.tl_submitted.saturating_sub(rx.tl_delivered);
+            c.tl_injected += tx.tl_submitted;
+            c.tl_delivered += rx.tl_delivered;
+            c.tl_in_flight += in_flight;
+            let util = tx.busy_window_ps as f64 / window_len;
+            util_sum += util;
+            links.utilisation_max = links.utilisation_max.max(util);
+            let payload = tx.tl_window as f64 * 64.0 / (window_len / self.t.ser as f64 * 628.0);
+            payload_sum += payload;
+            links.payload_utilisation_max = links.payload_utilisation_max.max(payload);
+            links.dl_flits += rs.flits_sent;
+            links.dl_resent += rs.flits_resent;
+            links.replays += rs.replays;
+            links.crc_errors += peer_rs.crc_errors;
+            links.bits_flipped += tx.wire.bits_flipped;
+            links.tl_flits += packed;
+            links.acks += rs.acks_sent;
+            links.nops += rs.nops_sent;
+            let stall = tx.stall_ps + tx.stall_since.map_or(0, |s| now - s);
+            links.credit_stall_ns += stall as f64 / 1000.0;
+            rows.push((
+                e as u32,
+                self.owner[e].to_string(),
+                round3(util),
+                rs.flits_sent,
+                peer_rs.crc_errors,
+                rs.replays,
+            ));
+            if rx.tl_errors > 0 || st.unpack_errors > 0 {
+                ok = false;
+            }
+        }
+        links.directions = self.ends() as u64;
+        links.utilisation_mean = round3(util_sum / self.ends().max(1) as f64);
+        links.utilisation_max = round3(links.utilisation_max);
+        links.payload_utilisation_mean = round3(payload_sum / self.ends().max(1) as f64);
+        links.payload_utilisation_max = round3(links.payload_utilisation_max);
+        links.credit_stall_ns = round3(links.credit_stall_ns);
+        c.ops_issued = self.accels.issued;
+        c.ops_completed = self.accels.completed;
+        c.ops_open = self.accels.open() as u64;
+        ok &= c.ops_issued == c.ops_completed + c.ops_open;
+        c.frames_held = self.frames.live() as u64;
+        c.frames_queued = self
+            .rxs
+            .iter()
+            .map(|r| r.fifo.len() as u64)
+            .chain(self.txs.iter().map(|t| t.txq.len() as u64))
+            .chain(self.switches.iter().map(|s| s.fwd.queued() as u64))
+            .sum();
+        ok &= c.frames_held == c.frames_queued;
+        ok &= self.stats.invalid_frames == 0;
+        c.ok = ok;
+        // Throughput.
+        let window = self
+            .opts
+            .duration_ps
+            .saturating_sub(self.opts.warmup_ps)
+            .max(1) as f64;
+        let per_accel: Vec<f64> = self
+            .accels
+            .bytes_done
+            .iter()
+            .map(|&b| round3(b as f64 * 8.0 / window * 1000.0))
+            .collect();
+        let mut sources: Vec<bool> = vec![false; per_accel.len()];
+        for &(g, m) in &self.sources {
+            if let Some(&a) = self
+                .gens
+                .get(g as usize)
+                .and_then(|x| x.members().get(m as usize))
+            {
+                sources[a as usize] = true;
+            }
+        }
+        let active: Vec<f64> = per_accel
+            .iter()
+            .zip(&sources)
+            .filter(|(_, &s)| s)
+            .map(|(&v, _)| v)
+            .collect();
+        let total: f64 = per_accel.iter().sum();
+        let (mn, mx) = active
+            .iter()
+            .fold((f64::MAX, 0.0f64), |(a, b), &v| (a.min(v), b.max(v)));
+        let mean = if active.is_empty() {
+            0.0
+        } else {
+            active.iter().sum::<f64>() / active.len() as f64
+        };
+        let ids = self.partition_ids();
+        let partitions = ids
+            .iter()
+            .enumerate()
+            .map(|(i, &id)| {
+                let members: Vec<f64> = (0..per_accel.len())
+                    .filter(|&a| self.part_index[a] as usize == i && sources[a])
+                    .map(|a| per_accel[a])
+                    .collect();
+                PartitionResult {
+                    id,
+                    members: self.part_index.iter().filter(|&&p| p as usize == i).count() as u32,
+                    throughput_gbps: round3(members.iter().sum()),
+                    latency: self
+                        .part_lat
+                        .get(i)
+                        .map(Latency::summary)
+                        .unwrap_or_else(|| Latency::default().summary()),
+                    jain: jain(&members),
+                }
+            })
+            .collect();
+        let mut kinds: Vec<(String, u32)> = Vec::new();
+        for s in &self.switches {
+            match kinds.iter_mut().find(|(k, _)| k == s.fwd.kind()) {
+                Some(k) => k.1 += 1,
+                None => kinds.push((s.fwd.kind().to_string(), 1)),
+            }
+        }
+        let (stages, rtt, hops) = zero.unwrap_or_default();
+        let budgets = budgets(&self.pod, &stages, rtt, hops, &self.lat);
+        let summary = Summary {
+            pod: self.pod.name.clone(),
+            seed: self.opts.seed,
+            start_ns: ns_of(self.inject_from),
+            duration_ns: ns_of(self.opts.duration_ps),
+            warmup_ns: ns_of(self.opts.warmup_ps),
+            end_ns: ns_of(now),
+            drained,
+            accelerators: self.fabric.accels,
+            switches: kinds,
+            events: self.events(),
+            latency: OpClass::ALL
+                .iter()
+                .zip(self.lat.iter())
+                .map(|(c, l)| ClassLatency {
+                    class: c.name(),
+                    latency: l.summary(),
+                })
+                .collect(),
+            throughput_gbps: round3(total),
+            accel_throughput_gbps: [round3(mean), if active.is_empty() { 0.0 } else { mn }, mx],
+            jain: jain(&active),
+            partitions,
+            links,
+            drops: DROP_REASONS
+                .iter()
+                .zip(self.stats.drops.iter())
+                .filter(|(_, &n)| n > 0)
+                .map(|(r, &n)| (r.to_string(), n))
+                .collect(),
+            integrity: self.reference.found.clone(),
+            conservation: c,
+            breakdown: stages
+                .iter()
+                .filter(|s| !is_wait(s) || s.time.as_ps() > 0)
+                .map(|s| StageNs {
+                    stage: s.name.clone(),
+                    ns: ns_of(s.time.as_ps()),
+                })
+                .collect(),
+            read_rtt_ns: ns_of(rtt),
+            read_hops: hops,
+            budgets,
+        };
+        Report {
+            summary,
+            latency: self.lat.clone(),
+            per_accel_gbps: per_accel,
+            partition_of: self.fabric.partition_of.clone(),
+            links: rows,
+            breakdown: stages,
+        }
+    }
+}
+
+/// The verdicts: every switch hop of the zero-load read against the port-to-port budget, the
+/// round trip against the read budget, and (informational) the loaded read p99.
+fn budgets(
+    pod: &PodFile,
+    stages: &[Stage],
+    rtt: u64,
+    hops: u32,
+    lat: &[Latency; 3],
+) -> Vec<Verdict> {
+    let b = &pod.budgets;
+    let mut out = Vec::new();
+    let v = |what: String, m: f64, budget: f64, enforce: bool| Verdict {
+        what,
+        measured_ns: round3(m),
+        budget_ns: budget,
+        verdict: if !enforce {
+            "info"
+        } else if m <= budget {
+            "ok"
+        } else {
+            "VIOLATED"
+        },
+    };
+    // Port to port of switch k: link k's serialisation, FEC and PHY rx, the pipeline, and
+    // link k+1's PHY tx (timing::switch_port_to_port).
+    let get = |name: String| {
+        stages
+            .iter()
+            .find(|s| s.name == name)
+            .map_or(0, |s| s.time.as_ps())
+    };
+    for dir in ["request", "response"] {
+        for k in 0..hops {
+            let mut ps = get(format!("{dir}: link {k} serialisation"))
+                + get(format!("{dir}: link {k} fec"))
+                + get(format!("{dir}: link {k} phy rx"))
+                + get(format!("{dir}: link {} phy tx", k + 1));
+            for st in [
+                "store-and-forward",
+                "parse",
+                "route",
+                "arbitration",
+                "crossbar",
+                "egress",
+                "pipeline wait",
+                "egress wait",
+            ] {
+                ps += get(format!("{dir}: switch {k} {st}"));
+            }
+            out.push(v(
+                format!("{dir} switch {k} port-to-port (zero load)"),
+                ps as f64 / 1000.0,
+                b.switch_port_to_port_ns,
+                true,
+            ));
+        }
+    }
+    out.push(v(
+        "64 B read round trip (zero load)".into(),
+        rtt as f64 / 1000.0,
+        b.read_rtt_ns,
+        true,
+    ));
+    let r = lat[0].summary();
+    if r.count > 0 {
+        out.push(v(
+            "read p99 under the workload".into(),
+            r.p99_ns,
+            b.read_rtt_ns,
+            false,
+        ));
+    }
+    out
+}
