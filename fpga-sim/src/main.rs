@@ -241,6 +241,13 @@ fn cmd_run(a: &RunArgs) -> ExitCode {
     let mut progress = Progress::new();
     let report = run(&pod, &opts, |t, end| progress.update(t, end, "simulating"));
     progress.finish();
+    let report = match report {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("podlink-sim: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let wall_s = wall.elapsed().as_secs_f64();
     let s = &report.summary;
     if a.json {
@@ -304,6 +311,13 @@ fn cmd_sweep(a: &RunArgs, loads: &str) -> ExitCode {
         progress.update(i as u64, n as u64, "sweeping")
     });
     progress.finish();
+    let points = match points {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("podlink-sim: {e}");
+            return ExitCode::from(2);
+        }
+    };
     if a.json {
         match serde_json::to_string_pretty(&points) {
             Ok(j) => emit(&(j + "\n")),

@@ -158,8 +158,12 @@ fn pick_port(dst: u32, addr: u64, n: u32) -> u32 {
 }
 
 impl Sim {
-    /// Workload generators and sources from the pod file and the options.
-    pub(crate) fn build_workloads(&mut self) {
+    /// Workload generators and sources from the pod file and the options; operation traces
+    /// are read from their CSV files (paths relative to the working directory).
+    ///
+    /// # Errors
+    /// A trace file that cannot be read or parsed (naming the file and line).
+    pub(crate) fn build_workloads(&mut self) -> Result<(), String> {
         let mut wls = self.pod.workloads.clone();
         if wls.is_empty() {
             wls.push(crate::pod::config::Workload {
@@ -183,7 +187,7 @@ impl Sim {
             .map(|p| ids.iter().position(|q| q == p).unwrap_or(0) as u32)
             .collect();
         if !self.opts.traffic {
-            return;
+            return Ok(());
         }
         let line_rate = 628.0 / self.t.ser as f64 * 1e6; // TL bytes per µs of one port
         let slots = slots_for(self.fabric.accels);
@@ -195,6 +199,12 @@ impl Sim {
                 w.offered_load = l;
             }
             if w.pattern == crate::pod::config::Pattern::Trace {
+                let path = w.trace.clone().unwrap_or_default();
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| format!("workloads.{g}.trace: {path}: {e}"))?;
+                let ops = crate::workload::parse_trace(&text, self.fabric.accels)
+                    .map_err(|e| format!("{path}: {e}"))?;
+                self.trace_ops.extend(ops);
                 continue;
             }
             let part = w
@@ -207,12 +217,18 @@ impl Sim {
                 Generator::new(w, &members, line_rate, self.opts.seed, g as u64).with_slots(slots);
             let mean = f64::from(w.message_bytes) / (line_rate * w.offered_load) * 1e6;
             let mut rng = crate::rng::Rng::new(self.opts.seed, 0x5000_0000 + g as u64);
-            for m in 0..members.len() {
+            for (m, &a) in members.iter().enumerate() {
+                // A hotspot's target issues nothing (it would send to itself).
+                if w.pattern == crate::pod::config::Pattern::Hotspot && w.target == Some(a) {
+                    continue;
+                }
                 self.sources.push((g as u32, m as u32));
                 self.first_issue.push((rng.f64() * mean) as u64);
             }
             self.gens.push(gen);
         }
+        self.trace_ops.sort_by_key(|o| o.at_ps);
+        Ok(())
     }
 
     /// Start the workloads at `at`: each source issues its first operation at a random offset
@@ -225,6 +241,28 @@ impl Sim {
             if t < self.inject_until {
                 self.schedule(t, Ev::Issue(i as u32));
             }
+        }
+        if let Some(first) = self.trace_ops.first() {
+            let t = at + first.at_ps;
+            if t < self.inject_until {
+                self.schedule(t, Ev::Replay(0));
+            }
+        }
+    }
+
+    /// Issue every trace operation due now, from index `i`; schedule the next.
+    pub(crate) fn on_replay(&mut self, i: u32, now: u64) {
+        let mut k = i as usize;
+        while let Some(o) = self.trace_ops.get(k).copied() {
+            let t = self.inject_from + o.at_ps;
+            if t > now {
+                if t < self.inject_until {
+                    self.schedule(t, Ev::Replay(k as u32));
+                }
+                return;
+            }
+            self.issue(o.op, now);
+            k += 1;
         }
     }
 

@@ -93,6 +93,8 @@ pub enum Ev {
     Submit(u32),
     /// Sweep the requesters for timed-out requests.
     Sweep,
+    /// Trace operations from index `i` are due.
+    Replay(u32),
 }
 
 /// What a link end belongs to.
@@ -229,6 +231,8 @@ pub struct Sim {
     pub(crate) first_issue: Vec<u64>,
     /// Interval of the requester timeout sweep, ps.
     pub(crate) sweep_ps: u64,
+    /// Operations replayed from traces, by time from the start of injection.
+    pub(crate) trace_ops: Vec<crate::workload::TraceOp>,
 }
 
 /// Credits each receiver grants per VC and class.
@@ -238,7 +242,10 @@ fn grant(pod: &PodFile) -> u32 {
 
 impl Sim {
     /// Build the pod model.
-    pub fn new(pod: &PodFile, opts: &Options) -> Sim {
+    ///
+    /// # Errors
+    /// A workload trace that cannot be read or parsed.
+    pub fn new(pod: &PodFile, opts: &Options) -> Result<Sim, String> {
         let fabric = Fabric::build(pod);
         let lt = LinkTiming::new(&pod.link);
         let st = SwitchTiming::new(&pod.switch);
@@ -360,6 +367,7 @@ impl Sim {
             inject_from: 0,
             inject_until: 0,
             first_issue: Vec::new(),
+            trace_ops: Vec::new(),
             sweep_ps: (ns(pod.accelerator.timeout_us * 1000.0).as_ps() / 10).max(1),
             fabric,
         };
@@ -375,7 +383,7 @@ impl Sim {
                 sw.fwd.refresh(p, &sim.ports[range.clone()]);
             }
         }
-        sim.build_workloads();
+        sim.build_workloads()?;
         let sweep = sim.sweep_ps;
         sim.schedule(sweep, Ev::Sweep);
         // Bring every link up: NOP flits both ways, then the DL control exchange.
@@ -383,7 +391,7 @@ impl Sim {
             sim.kick(e, 0);
             sim.arm_timer(e, 0);
         }
-        sim
+        Ok(sim)
     }
 
     /// The link ends.
@@ -445,6 +453,7 @@ impl Sim {
             Ev::Issue(i) => self.on_issue(i, now),
             Ev::Submit(i) => self.on_submit(i, now),
             Ev::Sweep => self.on_sweep(now),
+            Ev::Replay(i) => self.on_replay(i, now),
         }
     }
 }

@@ -254,8 +254,15 @@ fn round3(v: f64) -> f64 {
 
 /// Run a pod: inject for the options' duration, drain, check, and report. `progress` is
 /// called with (simulated ps, injection end ps) as the run goes.
-pub fn run(pod: &PodFile, opts: &Options, mut progress: impl FnMut(u64, u64)) -> Report {
-    let mut sim = Sim::new(pod, opts);
+///
+/// # Errors
+/// A workload trace that cannot be read or parsed.
+pub fn run(
+    pod: &PodFile,
+    opts: &Options,
+    mut progress: impl FnMut(u64, u64),
+) -> Result<Report, String> {
+    let mut sim = Sim::new(pod, opts)?;
     // First the zero-load read on the idle pod, then the workloads from the next microsecond.
     let zero = sim.trace_read(TRACE_AT);
     let start = (sim.now() / 1_000_000 + 1) * 1_000_000;
@@ -277,7 +284,7 @@ pub fn run(pod: &PodFile, opts: &Options, mut progress: impl FnMut(u64, u64)) ->
             _ => break,
         };
     }
-    sim.report(zero)
+    Ok(sim.report(zero))
 }
 
 impl Sim {

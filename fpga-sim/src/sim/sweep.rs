@@ -30,19 +30,22 @@ pub struct SweepPoint {
 }
 
 /// Run `pod` at each of `loads`; `progress(i, n)` after each.
+///
+/// # Errors
+/// As [`run`].
 pub fn sweep(
     pod: &PodFile,
     opts: &Options,
     loads: &[f64],
     mut progress: impl FnMut(usize, usize, &Report),
-) -> Vec<SweepPoint> {
+) -> Result<Vec<SweepPoint>, String> {
     let mut out = Vec::new();
     for (i, &load) in loads.iter().enumerate() {
         let o = Options {
             load: Some(load),
             ..opts.clone()
         };
-        let r = run(pod, &o, |_, _| {});
+        let r = run(pod, &o, |_, _| {})?;
         let s = &r.summary;
         out.push(SweepPoint {
             load,
@@ -58,7 +61,7 @@ pub fn sweep(
         });
         progress(i + 1, loads.len(), &r);
     }
-    out
+    Ok(out)
 }
 
 /// Write latency_vs_load.csv and latency_vs_load.svg (p50 and p99 of each class present).

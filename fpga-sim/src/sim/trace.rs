@@ -242,5 +242,5 @@ pub fn zero_load_read(pod: &PodFile) -> Option<(Vec<Stage>, u64, u32)> {
         traffic: false,
         ..Options::default()
     };
-    Sim::new(pod, &opts).trace_read(TRACE_AT)
+    Sim::new(pod, &opts).ok()?.trace_read(TRACE_AT)
 }
