@@ -382,6 +382,7 @@ impl BookSimRouting<'_> {
 }
 
 impl RoutingFunction for BookSimRouting<'_> {
+    #[inline]
     fn route(&mut self, router: u32, in_port: usize, flit: &Flit) -> Route {
         self.route_at(router, in_port, flit)
     }

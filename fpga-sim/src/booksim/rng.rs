@@ -169,6 +169,12 @@ impl KnuthInt {
         self.out[0] & MASK30
     }
 
+    /// `RandomInt(m.divisor() - 1)` with the remainder taken by multiplication.
+    #[inline]
+    pub fn int_below(&mut self, m: FastMod) -> u32 {
+        m.remainder(self.next_raw())
+    }
+
     /// BookSim's `RandomInt(max)`: uniform in `[0, max]`.
     #[inline]
     pub fn int(&mut self, max: u32) -> u32 {
@@ -178,6 +184,38 @@ impl KnuthInt {
             Some(m) => self.next_raw() % m,
             None => self.next_raw(),
         }
+    }
+}
+
+/// `x % d` for every 32-bit `x`, by two multiplications instead of a division (Lemire,
+/// Kaser and Kurz, "Faster remainder by direct computation", 2019: exact for all 32-bit
+/// operands).
+#[derive(Clone, Copy, Debug)]
+pub struct FastMod {
+    m: u64,
+    d: u32,
+}
+
+impl FastMod {
+    /// Remainders modulo `d` (at least 1).
+    pub fn new(d: u32) -> Self {
+        let d = d.max(1);
+        FastMod {
+            m: (u64::MAX / u64::from(d)).wrapping_add(1),
+            d,
+        }
+    }
+
+    /// The divisor.
+    pub fn divisor(self) -> u32 {
+        self.d
+    }
+
+    /// `x % d`.
+    #[inline]
+    pub fn remainder(self, x: u32) -> u32 {
+        let low = self.m.wrapping_mul(u64::from(x));
+        ((u128::from(low) * u128::from(self.d)) >> 64) as u32
     }
 }
 
@@ -399,6 +437,36 @@ mod tests {
                 if v <= FRAC {
                     assert_eq!((v as f64) * ULP < p, v < t, "p = {p}, v = {v}");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn fast_remainder_is_exact() {
+        let mut x = 0x9e37_79b9u32;
+        for d in [
+            1u32,
+            2,
+            3,
+            7,
+            10,
+            16,
+            63,
+            64,
+            100,
+            1 << 20,
+            (1 << 30) + 3,
+            u32::MAX,
+        ] {
+            let m = FastMod::new(d);
+            for probe in [0, 1, d - 1, d, d.wrapping_add(1), u32::MAX, u32::MAX - 1] {
+                assert_eq!(m.remainder(probe), probe % d, "{probe} % {d}");
+            }
+            for _ in 0..20_000 {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                assert_eq!(m.remainder(x), x % d, "{x} % {d}");
             }
         }
     }

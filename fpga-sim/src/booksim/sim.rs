@@ -10,7 +10,7 @@ use thiserror::Error;
 
 use super::config::{BooksimConfig, SimType};
 use super::network::{build, BookSimRouting, Channels, End, Wiring};
-use super::rng::{BookSimRng, KnuthFloat};
+use super::rng::{BookSimRng, FastMod, KnuthFloat};
 use crate::engine::{run_until, Model, Scheduler};
 use crate::router::{BufferState, Credit, Flit, IqRouter, RouterConfigError, RouterError};
 use podlink_protocol::time::{Duration, Instant};
@@ -745,6 +745,8 @@ impl Sim {
             ..
         } = ledger;
         let draining = state == State::Draining;
+        // BookSim's RandomInt(nodes - 1): the raw value modulo `nodes`.
+        let dest_mod = FastMod::new(nodes as u32);
         let words = sources.busy.iter().zip(sources.born.iter_mut());
         for (w, ((&busy, born_w), chunk)) in words.zip(sources.term.iter_mut()).enumerate() {
             let valid = if (w + 1) * 64 <= nodes {
@@ -790,7 +792,7 @@ impl Sim {
                 born &= born - 1;
                 let t = &mut chunk[b];
                 let ctime = t.born_ctime;
-                let dest = rng.int.int(nodes as u32 - 1);
+                let dest = rng.int.int_below(dest_mod);
                 let _subnet = rng.int.int(0);
                 let record = match state {
                     State::Running => true,
@@ -872,7 +874,7 @@ impl Sim {
                             -1
                         }
                     } else {
-                        let start = ((lvc + 1) % vcs) as u32;
+                        let start = if lvc + 1 == vcs { 0 } else { lvc as u32 + 1 };
                         let upper = ok & (!0u64 << start);
                         if upper != 0 {
                             upper.trailing_zeros() as i32
