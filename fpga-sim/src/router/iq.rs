@@ -85,6 +85,8 @@ struct InputVc {
     /// This input's slice of each output's expanded ports (`input % output_speedup`, which
     /// is at most the input number).
     out_off: u16,
+    /// Priority of the head flit while the VC is in VC allocation (it stays at the front).
+    head_pri: u16,
 }
 
 /// VC allocation per output VC: the round-robin pointer over input VCs, this step's best
@@ -327,6 +329,7 @@ impl IqRouter {
                     input: (i / v) as u16,
                     vc: (i % v) as u8,
                     out_off: ((i / v) % cfg.output_speedup) as u16,
+                    head_pri: 0,
                 })
                 .collect(),
             bufs: vec![Flit::default(); ivcs * b],
@@ -633,6 +636,7 @@ impl IqRouter {
                             route_q.push(item);
                         } else {
                             st.route = f.la_route;
+                            st.head_pri = f.pri;
                             st.state = VcState::VcAlloc;
                             if speculative {
                                 sa_q.push(item);
@@ -681,6 +685,7 @@ impl IqRouter {
                 });
             }
             st.route = r;
+            st.head_pri = f.pri;
             st.state = VcState::VcAlloc;
             let item = StageItem {
                 ivc: it.ivc,
@@ -719,7 +724,6 @@ impl IqRouter {
     fn va_allocate(&mut self, n: usize) {
         self.stats.vc_alloc_attempts += n as u64;
         let v = self.v as u32;
-        let n_ivc = self.vcs.len();
         let (n_ov, n_iv) = (self.n_out as u32 * v, self.n_in as u32 * v);
         for iter in 0..self.alloc_iters {
             // Input stage: each unmatched input VC picks one available output VC of its
@@ -730,12 +734,11 @@ impl IqRouter {
                 vcs,
                 next_buf,
                 va_taken,
-                bufs,
                 va_out,
                 va_touched,
                 ..
             } = self;
-            let (vcs, next_buf, bufs) = (&vcs[..], &next_buf[..], &bufs[..]);
+            let (vcs, next_buf) = (&vcs[..], &next_buf[..]);
             let (va_taken, va_out) = (&va_taken[..], &mut va_out[..]);
             let (qa, qb) = va_q.q.front_slices_mut(n);
             let mut any = false;
@@ -764,7 +767,7 @@ impl IqRouter {
                 let off = if off < v { off } else { 0 };
                 let bit = (avail.rotate_right(off).trailing_zeros() + off) & 63;
                 let ov = base + bit;
-                let pri = i32::from(bufs[st.head as usize * n_ivc + ivc].pri);
+                let pri = i32::from(st.head_pri);
                 // Output stage: the output VC keeps the best bid (the smallest key).
                 let out = &mut va_out[ov as usize];
                 let dist = if it.ivc >= out.ptr {
@@ -1133,6 +1136,7 @@ impl IqRouter {
                     route_q.push(item);
                 } else {
                     s.route = nf.la_route;
+                    s.head_pri = nf.pri;
                     s.state = VcState::VcAlloc;
                     if speculative {
                         sa_q.push(item);
@@ -1243,6 +1247,40 @@ mod tests {
         let out = run(&mut r, &[(0, 0, a), (0, 1, b)], 12);
         let times: Vec<u64> = out.iter().map(|o| o.0).collect();
         assert_eq!(times, vec![3, 4]);
+    }
+
+    #[test]
+    fn higher_priority_wins_vc_allocation_over_round_robin() {
+        // One VC per port: both heads want the only VC of output 1. With equal priorities
+        // the round-robin pointer (at input VC 0) picks input 0; a higher priority at input
+        // 1 wins instead, in VC allocation and then in switch allocation.
+        let c = RouterConfig { vcs: 1, ..cfg() };
+        struct OneVc;
+        impl RoutingFunction for OneVc {
+            fn route(&mut self, _r: u32, _i: usize, f: &Flit) -> Route {
+                Route::new(f.dest as u16, 0, 0)
+            }
+        }
+        for (pri1, first) in [(0u16, 1u32), (5, 2)] {
+            let mut r = IqRouter::new(0, &c).unwrap();
+            let a = Flit::new(1, 1, true, true);
+            let mut b = Flit::new(2, 1, true, true);
+            b.pri = pri1;
+            r.handle_flit(0, a).unwrap();
+            r.handle_flit(1, b).unwrap();
+            let mut sent = Vec::new();
+            for now in 0..12 {
+                r.step(now, &mut OneVc).unwrap();
+                r.poll_flits(|_, f| sent.push(f.payload));
+                r.poll_credits(|_, _| {});
+                if now == 4 {
+                    // The first packet's credit comes back: the VC frees for the second.
+                    r.handle_credit(now + 1, 1, Credit::for_vc(0)).unwrap();
+                }
+            }
+            assert_eq!(sent.first(), Some(&first), "priority {pri1}");
+            assert_eq!(sent.len(), 2);
+        }
     }
 
     #[test]
