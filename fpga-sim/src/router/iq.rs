@@ -240,6 +240,10 @@ pub struct IqRouter {
     /// Non-speculative one-cycle switch allocation: the update reads the allocator's grants
     /// directly instead of a per-VC verdict written in the evaluation.
     sa_fused: bool,
+    /// Credits are usable at the first internal step of the cycle they arrive in, which
+    /// runs before anything reads the credit state: `credit_delay == 0` and at least one
+    /// internal step per cycle.
+    credit_now: bool,
 
     vcs: Vec<InputVc>,
     /// Input buffers, slot-major: slot `s` of input VC `i` at `s * vcs.len() + i` (an empty
@@ -315,6 +319,7 @@ impl IqRouter {
             spec_check_cred: cfg.spec_check_cred,
             out_limit: cfg.output_buffer_size.unwrap_or(usize::MAX),
             sa_fused: !cfg.speculative && cfg.sw_alloc_delay <= 1,
+            credit_now: cfg.credit_delay == 0 && cfg.internal_speedup >= 1.0,
             vcs: (0..ivcs)
                 .map(|i| InputVc {
                     route: Route::default(),
@@ -479,7 +484,7 @@ impl IqRouter {
             return Err(RouterError::BadPort { port: output });
         }
         self.active = true;
-        if self.credit_delay == 0 && self.internal_speedup >= 1.0 {
+        if self.credit_now {
             // Usable at the first internal step of this cycle, which runs before anything
             // else reads the credit state: apply it now.
             return self.next_buf[output].process_credit(credit);
