@@ -155,6 +155,8 @@ struct Ledger {
     pstats: PacketStats,
     /// Flits of retired packets.
     retired_flits: u64,
+    /// Flits per packet (the configuration's single size).
+    packet_size: u32,
     /// A flit retired since the flag was last cleared (BookSim resets its deadlock timer).
     retired_any: bool,
 }
@@ -182,7 +184,7 @@ impl Ledger {
         }
         self.in_flight -= 1;
         self.in_flight_ctime -= p.ctime;
-        if p.record {
+        if p.record() {
             self.measured_in_flight -= 1;
         }
         if f.is_head() {
@@ -190,31 +192,45 @@ impl Ledger {
         }
         if f.is_tail() {
             let p = *p;
-            if record_all || p.record {
-                let hops = i64::from(wiring.hops(p.src as usize, p.dest as usize));
+            if record_all || p.record() {
+                let hops = i64::from(wiring.hops(p.src() as usize, p.dest as usize));
                 self.pstats.add([
                     time - p.ctime,
                     time - p.itime,
-                    (time - p.head_atime) - i64::from(p.size - 1),
+                    (time - p.head_atime) - i64::from(self.packet_size - 1),
                     hops,
                 ]);
             }
             self.free.push(slot as u32);
-            self.retired_flits += u64::from(p.size);
+            self.retired_flits += u64::from(self.packet_size);
         }
         Ok(())
     }
 }
 
+/// A packet in flight: 32 bytes (two per cache line). Every packet has the configured size;
+/// bit 31 of `src_rec` is set when the packet is measured (`record`).
 #[derive(Clone, Copy, Default)]
 struct Packet {
-    src: u32,
-    dest: u32,
-    size: u32,
     ctime: i64,
     itime: i64,
     head_atime: i64,
-    record: bool,
+    src_rec: u32,
+    dest: u32,
+}
+
+const RECORD: u32 = 1 << 31;
+
+impl Packet {
+    #[inline]
+    fn src(&self) -> u32 {
+        self.src_rec & !RECORD
+    }
+
+    #[inline]
+    fn record(&self) -> bool {
+        self.src_rec & RECORD != 0
+    }
 }
 
 /// The packet a source is injecting (`slot == NO_PACKET`: none).
@@ -471,6 +487,7 @@ impl Sim {
                 pstats: PacketStats::EMPTY,
                 retired_flits: 0,
                 retired_any: false,
+                packet_size: cfg.packet_size,
             },
             time: 0,
             global: 0,
@@ -800,13 +817,11 @@ impl Sim {
                     State::WarmingUp => false,
                 };
                 let p = Packet {
-                    src: n as u32,
+                    src_rec: n as u32 | if record { RECORD } else { 0 },
                     dest,
-                    size,
                     ctime,
                     itime: 0,
                     head_atime: 0,
-                    record,
                 };
                 let slot = match free.pop() {
                     Some(s) => {

@@ -360,9 +360,15 @@ impl DenseSeparable {
                     continue;
                 }
                 let ptr = self.in_ptr[i];
-                let (o, p) = if self.uniform {
-                    (rr_pick(m, ptr) as usize & 63, self.first_pri)
-                } else {
+                if self.uniform {
+                    // Equal priorities: every input that picks an output is a bidder there
+                    // (no branch on who bid first).
+                    let o = rr_pick(m, ptr) as usize & 63;
+                    self.bidders[o] |= 1u64 << i;
+                    self.out_any |= 1u64 << o;
+                    continue;
+                }
+                let (o, p) = {
                     let mut best = NONE;
                     let mut bits = m;
                     while bits != 0 {

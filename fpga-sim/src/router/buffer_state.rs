@@ -107,9 +107,7 @@ impl BufferState {
             return Err(RouterError::NoCredit { vc: f.vc });
         }
         self.vc_occ[vc] = (occ + 1) as u16;
-        if occ + 1 >= self.vc_buf_size {
-            self.full |= bit;
-        }
+        self.full |= u64::from(occ + 1 >= self.vc_buf_size) << vc;
         self.occupancy += 1;
         if f.is_tail() {
             self.tail_sent |= bit;

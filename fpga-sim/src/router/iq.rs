@@ -28,7 +28,7 @@
 //! A stage with a delay above one works in batches: VCs that join while a batch is in flight
 //! wait for it to finish (BookSim's behaviour).
 
-use super::alloc::{supersedes, SwitchAllocator};
+use super::alloc::SwitchAllocator;
 use super::buffer_state::BufferState;
 use super::config::{RouterConfig, RouterConfigError};
 use super::flit::{Credit, Flit, Route};
@@ -85,15 +85,28 @@ struct InputVc {
     /// This input's slice of each output's expanded ports (`input % output_speedup`, which
     /// is at most the input number).
     out_off: u16,
+    /// Priority of the head flit while the VC is in VC allocation (it stays at the front).
+    head_pri: u16,
 }
 
-/// VC allocation per output VC: the round-robin pointer over input VCs and this step's
-/// best bid (`best == NONE`: no bid).
+/// VC allocation per output VC: the round-robin pointer over input VCs, this step's best
+/// bid as a key (`NO_BID`: none; see [`bid_key`]), and the grant it stands for
+/// (`port << 6 | vc`).
 #[derive(Clone, Copy)]
 struct OutputVc {
-    best: u32,
-    best_pri: i32,
+    key: u64,
     ptr: u32,
+    packed: u32,
+}
+
+const NO_BID: u64 = u64::MAX;
+
+/// Output-stage arbitration as a minimum: higher priority first, then the bidder nearest
+/// the round-robin pointer (`dist`, which differs between bidders), so the smallest key is
+/// the bid that supersedes every other (the allocators' `supersedes`).
+#[inline]
+fn bid_key(pri: i32, dist: u32) -> u64 {
+    (u64::from(!((pri as u32) ^ 0x8000_0000)) << 32) | u64::from(dist)
 }
 
 const NONE: u32 = u32::MAX;
@@ -227,6 +240,10 @@ pub struct IqRouter {
     /// Non-speculative one-cycle switch allocation: the update reads the allocator's grants
     /// directly instead of a per-VC verdict written in the evaluation.
     sa_fused: bool,
+    /// Credits are usable at the first internal step of the cycle they arrive in, which
+    /// runs before anything reads the credit state: `credit_delay == 0` and at least one
+    /// internal step per cycle.
+    credit_now: bool,
 
     vcs: Vec<InputVc>,
     /// Input buffers, slot-major: slot `s` of input VC `i` at `s * vcs.len() + i` (an empty
@@ -258,7 +275,8 @@ pub struct IqRouter {
     /// Input VCs granted an output VC this step.
     va_granted: Vec<u32>,
     va_out: Vec<OutputVc>,
-    va_touched: Vec<(u32, u32)>,
+    /// Output VCs that received a bid this iteration (bit per output VC).
+    va_touched: Vec<u64>,
     /// Per output port: output VCs granted this step (for iterations after the first).
     va_taken: Vec<u64>,
     va_taken_ports: Vec<u32>,
@@ -301,6 +319,7 @@ impl IqRouter {
             spec_check_cred: cfg.spec_check_cred,
             out_limit: cfg.output_buffer_size.unwrap_or(usize::MAX),
             sa_fused: !cfg.speculative && cfg.sw_alloc_delay <= 1,
+            credit_now: cfg.credit_delay == 0 && cfg.internal_speedup >= 1.0,
             vcs: (0..ivcs)
                 .map(|i| InputVc {
                     route: Route::default(),
@@ -315,6 +334,7 @@ impl IqRouter {
                     input: (i / v) as u16,
                     vc: (i % v) as u8,
                     out_off: ((i / v) % cfg.output_speedup) as u16,
+                    head_pri: 0,
                 })
                 .collect(),
             bufs: vec![Flit::default(); ivcs * b],
@@ -339,15 +359,14 @@ impl IqRouter {
                 .collect(),
             alloc_iters: cfg.alloc_iters,
             va_granted: Vec::with_capacity(ivcs),
-            va_out: vec![
-                OutputVc {
-                    best: NONE,
-                    best_pri: 0,
+            va_out: (0..n_out * v)
+                .map(|ov| OutputVc {
+                    key: NO_BID,
                     ptr: 0,
-                };
-                n_out * v
-            ],
-            va_touched: Vec::with_capacity(n_out * v),
+                    packed: ((ov / v) << 6 | (ov % v)) as u32,
+                })
+                .collect(),
+            va_touched: vec![0; (n_out * v).div_ceil(64)],
             va_taken: vec![0; n_out],
             va_taken_ports: Vec::with_capacity(n_out),
             sw_alloc: SwitchAllocator::new(exp_in, exp_out, v, cfg.alloc_iters),
@@ -465,7 +484,7 @@ impl IqRouter {
             return Err(RouterError::BadPort { port: output });
         }
         self.active = true;
-        if self.credit_delay == 0 && self.internal_speedup >= 1.0 {
+        if self.credit_now {
             // Usable at the first internal step of this cycle, which runs before anything
             // else reads the credit state: apply it now.
             return self.next_buf[output].process_credit(credit);
@@ -622,6 +641,7 @@ impl IqRouter {
                             route_q.push(item);
                         } else {
                             st.route = f.la_route;
+                            st.head_pri = f.pri;
                             st.state = VcState::VcAlloc;
                             if speculative {
                                 sa_q.push(item);
@@ -646,7 +666,6 @@ impl IqRouter {
         let (n_out, v) = (self.n_out, self.v);
         let n = self.route_q.take_due(now);
         let IqRouter {
-            batch,
             route_q,
             va_q,
             sa_q,
@@ -654,10 +673,11 @@ impl IqRouter {
             bufs,
             ..
         } = self;
-        route_q.q.drain_front_into(n, batch);
         let (vcs, bufs) = (&mut vcs[..], &bufs[..]);
         let n_ivc = vcs.len();
-        for &it in batch.iter() {
+        // In place: the route stage never rejoins itself.
+        let (qa, qb) = route_q.q.front_slices_mut(n);
+        for &it in qa.iter().chain(qb.iter()) {
             let ivc = it.ivc as usize;
             let st = &mut vcs[ivc];
             let f = bufs[st.head as usize * n_ivc + ivc];
@@ -670,6 +690,7 @@ impl IqRouter {
                 });
             }
             st.route = r;
+            st.head_pri = f.pri;
             st.state = VcState::VcAlloc;
             let item = StageItem {
                 ivc: it.ivc,
@@ -680,6 +701,7 @@ impl IqRouter {
             }
             va_q.push(item);
         }
+        route_q.q.advance(n);
         Ok(())
     }
 
@@ -707,7 +729,6 @@ impl IqRouter {
     fn va_allocate(&mut self, n: usize) {
         self.stats.vc_alloc_attempts += n as u64;
         let v = self.v as u32;
-        let n_ivc = self.vcs.len();
         let (n_ov, n_iv) = (self.n_out as u32 * v, self.n_in as u32 * v);
         for iter in 0..self.alloc_iters {
             // Input stage: each unmatched input VC picks one available output VC of its
@@ -718,14 +739,14 @@ impl IqRouter {
                 vcs,
                 next_buf,
                 va_taken,
-                bufs,
                 va_out,
                 va_touched,
                 ..
             } = self;
-            let (vcs, next_buf, bufs) = (&vcs[..], &next_buf[..], &bufs[..]);
+            let (vcs, next_buf) = (&vcs[..], &next_buf[..]);
             let (va_taken, va_out) = (&va_taken[..], &mut va_out[..]);
             let (qa, qb) = va_q.q.front_slices_mut(n);
+            let mut any = false;
             for it in qa.iter_mut().chain(qb.iter_mut()) {
                 let ivc = it.ivc as usize;
                 let st = vcs[ivc];
@@ -751,17 +772,19 @@ impl IqRouter {
                 let off = if off < v { off } else { 0 };
                 let bit = (avail.rotate_right(off).trailing_zeros() + off) & 63;
                 let ov = base + bit;
-                let pri = i32::from(bufs[st.head as usize * n_ivc + ivc].pri);
-                // Output stage: the output VC keeps the best bid.
+                let pri = i32::from(st.head_pri);
+                // Output stage: the output VC keeps the best bid (the smallest key).
                 let out = &mut va_out[ov as usize];
-                if out.best == NONE {
-                    (out.best, out.best_pri) = (it.ivc, pri);
-                    va_touched.push((ov, (port as u32) << 6 | bit));
-                } else if supersedes(it.ivc, pri, out.best, out.best_pri, out.ptr, n_iv) {
-                    (out.best, out.best_pri) = (it.ivc, pri);
-                }
+                let dist = if it.ivc >= out.ptr {
+                    it.ivc - out.ptr
+                } else {
+                    it.ivc + n_iv - out.ptr
+                };
+                out.key = out.key.min(bid_key(pri, dist));
+                va_touched[ov as usize / 64] |= 1u64 << (ov % 64);
+                any = true;
             }
-            if self.va_touched.is_empty() {
+            if !any {
                 break;
             }
             let IqRouter {
@@ -775,27 +798,34 @@ impl IqRouter {
                 ..
             } = self;
             let (vcs, va_out) = (&mut vcs[..], &mut va_out[..]);
-            for &(ov, packed) in va_touched.iter() {
-                let out = &mut va_out[ov as usize];
-                let win = std::mem::replace(&mut out.best, NONE);
-                if iter == 0 {
-                    out.ptr = if win + 1 == n_iv { 0 } else { win + 1 };
-                }
-                let st = &mut vcs[win as usize];
-                st.va_grant = packed;
-                if iter == 0 {
-                    st.va_in_ptr = if ov + 1 == n_ov { 0 } else { ov + 1 };
-                }
-                va_granted.push(win);
-                if *alloc_iters > 1 {
-                    let port = (packed >> 6) as usize;
-                    if va_taken[port] == 0 {
-                        va_taken_ports.push(port as u32);
+            for (w, word) in va_touched.iter_mut().enumerate() {
+                let mut bits = std::mem::take(word);
+                while bits != 0 {
+                    let ov = (w * 64) as u32 + bits.trailing_zeros();
+                    bits &= bits - 1;
+                    let out = &mut va_out[ov as usize];
+                    let dist = std::mem::replace(&mut out.key, NO_BID) as u32;
+                    let win = out.ptr + dist;
+                    let win = if win >= n_iv { win - n_iv } else { win };
+                    let packed = out.packed;
+                    if iter == 0 {
+                        out.ptr = if win + 1 == n_iv { 0 } else { win + 1 };
                     }
-                    va_taken[port] |= 1u64 << (packed & 63);
+                    let st = &mut vcs[win as usize];
+                    st.va_grant = packed;
+                    if iter == 0 {
+                        st.va_in_ptr = if ov + 1 == n_ov { 0 } else { ov + 1 };
+                    }
+                    va_granted.push(win);
+                    if *alloc_iters > 1 {
+                        let port = (packed >> 6) as usize;
+                        if va_taken[port] == 0 {
+                            va_taken_ports.push(port as u32);
+                        }
+                        va_taken[port] |= 1u64 << (packed & 63);
+                    }
                 }
             }
-            va_touched.clear();
         }
         for &p in &self.va_taken_ports {
             self.va_taken[p as usize] = 0;
@@ -1004,27 +1034,15 @@ impl IqRouter {
         }
     }
 
+    /// Switch-allocation update of the completed batch: winners cross the switch, the others
+    /// retry. Works on local table slices so that their addresses and lengths stay in
+    /// registers.
     fn sa_update<R: RoutingFunction>(
         &mut self,
         now: i64,
         routing: &mut R,
     ) -> Result<(), RouterError> {
         let n = self.sa_q.take_due(now);
-        let mut batch = std::mem::take(&mut self.batch);
-        self.sa_q.q.drain_front_into(n, &mut batch);
-        let result = self.sa_update_batch(&batch, routing);
-        self.batch = batch;
-        result
-    }
-
-    /// Switch-allocation update of a completed batch: winners cross the switch, the others
-    /// retry. Works on local table slices so that their addresses and lengths stay in
-    /// registers.
-    fn sa_update_batch<R: RoutingFunction>(
-        &mut self,
-        batch: &[StageItem],
-        routing: &mut R,
-    ) -> Result<(), RouterError> {
         let (b, id) = (self.b, self.id);
         let lookahead = self.routing_delay == 0;
         let routing_stage = self.routing_delay > 0;
@@ -1044,13 +1062,15 @@ impl IqRouter {
             sw_alloc,
             sw_rr_offset,
             sw_rr_next,
+            batch,
             ..
         } = self;
         let (vcs, bufs, exp_out_port) = (&mut vcs[..], &bufs[..], &exp_out_port[..]);
         let (next_buf, step_credit) = (&mut next_buf[..], &mut step_credit[..]);
         let sw_rr_offset = &mut sw_rr_offset[..];
         let n_ivc = vcs.len();
-        for &it in batch {
+        sa_q.q.drain_front_into(n, batch);
+        for &it in batch.iter() {
             let ivc = it.ivc as usize;
             let retry = StageItem {
                 ivc: it.ivc,
@@ -1121,6 +1141,7 @@ impl IqRouter {
                     route_q.push(item);
                 } else {
                     s.route = nf.la_route;
+                    s.head_pri = nf.pri;
                     s.state = VcState::VcAlloc;
                     if speculative {
                         sa_q.push(item);
@@ -1231,6 +1252,40 @@ mod tests {
         let out = run(&mut r, &[(0, 0, a), (0, 1, b)], 12);
         let times: Vec<u64> = out.iter().map(|o| o.0).collect();
         assert_eq!(times, vec![3, 4]);
+    }
+
+    #[test]
+    fn higher_priority_wins_vc_allocation_over_round_robin() {
+        // One VC per port: both heads want the only VC of output 1. With equal priorities
+        // the round-robin pointer (at input VC 0) picks input 0; a higher priority at input
+        // 1 wins instead, in VC allocation and then in switch allocation.
+        let c = RouterConfig { vcs: 1, ..cfg() };
+        struct OneVc;
+        impl RoutingFunction for OneVc {
+            fn route(&mut self, _r: u32, _i: usize, f: &Flit) -> Route {
+                Route::new(f.dest as u16, 0, 0)
+            }
+        }
+        for (pri1, first) in [(0u16, 1u32), (5, 2)] {
+            let mut r = IqRouter::new(0, &c).unwrap();
+            let a = Flit::new(1, 1, true, true);
+            let mut b = Flit::new(2, 1, true, true);
+            b.pri = pri1;
+            r.handle_flit(0, a).unwrap();
+            r.handle_flit(1, b).unwrap();
+            let mut sent = Vec::new();
+            for now in 0..12 {
+                r.step(now, &mut OneVc).unwrap();
+                r.poll_flits(|_, f| sent.push(f.payload));
+                r.poll_credits(|_, _| {});
+                if now == 4 {
+                    // The first packet's credit comes back: the VC frees for the second.
+                    r.handle_credit(now + 1, 1, Credit::for_vc(0)).unwrap();
+                }
+            }
+            assert_eq!(sent.first(), Some(&first), "priority {pri1}");
+            assert_eq!(sent.len(), 2);
+        }
     }
 
     #[test]
