@@ -58,6 +58,9 @@ step "protocol examples: transactions over lossy links (exit 0 only when every o
 cargo run -q --release -p podlink-protocol --example txn_soak -- \
   --requesters 4 --ops 20000 --flit-error-rate 0.01 --partitions 2 --seed 7
 
+step "the main job: podlink-sim run on the default pod (exit 0 only when budgets, integrity and conservation hold)"
+cargo run -q --release -p podlink-sim -- run > /dev/null
+
 step "switch firmware under QEMU (self-test, PERF targets)"
 ./switch-fw/run-qemu.sh
 

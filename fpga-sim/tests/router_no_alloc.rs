@@ -2,19 +2,32 @@
 //! warm-up, thousands of cycles of traffic run without a single heap allocation.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use podlink_sim::router::{Credit, Flit, IqRouter, Route, RouterConfig, RoutingFunction};
 
 struct Counting;
 
-static COUNTING: AtomicBool = AtomicBool::new(false);
+thread_local! {
+    // Per thread: only the simulation's own allocations count, not those of the test
+    // harness's other threads (a const-initialised `Cell<bool>` needs no allocation).
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+}
 static ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+fn counting() -> bool {
+    COUNTING.try_with(Cell::get).unwrap_or(false)
+}
+
+fn set_counting(on: bool) {
+    COUNTING.with(|c| c.set(on));
+}
 
 // SAFETY: forwards every call to the system allocator unchanged; only counts.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
+        if counting() {
             ALLOCS.fetch_add(1, Ordering::Relaxed);
         }
         // SAFETY: same contract as the caller's.
@@ -27,7 +40,7 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
+        if counting() {
             ALLOCS.fetch_add(1, Ordering::Relaxed);
         }
         // SAFETY: same contract as the caller's.
@@ -64,7 +77,7 @@ fn run_router(cycles: u64, count_from: u64) -> u64 {
     let mut sent = 0u64;
     for now in 0..cycles {
         if now == count_from {
-            COUNTING.store(true, Ordering::Relaxed);
+            set_counting(true);
         }
         for i in 0..16 {
             let vc = i % 4;
@@ -106,7 +119,7 @@ fn run_router(cycles: u64, count_from: u64) -> u64 {
             }
         });
     }
-    COUNTING.store(false, Ordering::Relaxed);
+    set_counting(false);
     sent
 }
 
@@ -128,10 +141,10 @@ fn run_booksim() -> u64 {
     .unwrap();
     let mut sim = Sim::new(cfg).unwrap();
     sim.on_sample = Some(Box::new(|s| {
-        COUNTING.store(s.phase == 4 || s.phase == 5, Ordering::Relaxed);
+        set_counting(s.phase == 4 || s.phase == 5);
     }));
     sim.run().unwrap();
-    COUNTING.store(false, Ordering::Relaxed);
+    set_counting(false);
     sim.work().flits
 }
 

@@ -56,6 +56,12 @@ impl<T: Copy> Channels<T> {
         self.lists[slot].push((c as u32, v));
     }
 
+    /// The list of values sent in the cycle whose slot is `slot` (to send many at once).
+    #[inline]
+    pub fn list(&mut self, slot: usize) -> &mut Vec<(u32, T)> {
+        &mut self.lists[slot]
+    }
+
     /// Take the deliveries due in the cycle whose slot is `slot` (give the list back with
     /// [`Channels::restore`] before sending in that cycle).
     #[inline]
@@ -376,6 +382,7 @@ impl BookSimRouting<'_> {
 }
 
 impl RoutingFunction for BookSimRouting<'_> {
+    #[inline]
     fn route(&mut self, router: u32, in_port: usize, flit: &Flit) -> Route {
         self.route_at(router, in_port, flit)
     }

@@ -24,47 +24,62 @@ fn mod_diff(x: i64, y: i64) -> i64 {
     (x - y) & (MM - 1)
 }
 
-/// `mod_diff` on 32-bit lanes (values below 2^30): wrapping subtraction then the mask gives
-/// the same result as the 64-bit form, with twice the lanes per vector.
-#[inline]
-fn mod_diff32(x: u32, y: u32) -> u32 {
-    x.wrapping_sub(y) & (MM as u32 - 1)
-}
-
 fn mod_sum(x: f64, y: f64) -> f64 {
     // (x + y) mod 1 for x, y in [0, 1): subtracting 0.0 or 1.0 is exact either way.
     let s = x + y;
     s - if s >= 1.0 { 1.0 } else { 0.0 }
 }
 
-/// `aa[j] = op(aa[j - KK], aa[j - LL])` for `j` in `KK..n`, in blocks of `LL` independent
-/// elements so the compiler can vectorise each block.
-#[inline]
-fn lagged_fill<T: Copy + Default>(aa: &mut [T], op: impl Fn(T, T) -> T) {
-    let n = aa.len();
-    let mut j = KK;
-    // Full blocks through fixed-size arrays, so the loop has a constant trip count.
-    while j + LL <= n {
-        let mut far = [T::default(); LL];
-        far.copy_from_slice(&aa[j - KK..j - KK + LL]);
-        let mut near = [T::default(); LL];
-        near.copy_from_slice(&aa[j - LL..j]);
-        let out = &mut aa[j..j + LL];
-        for i in 0..LL {
-            out[i] = op(far[i], near[i]);
-        }
-        j += LL;
+/// Knuth's `ran_array` recurrence, `a[j] = op(a[j - KK], a[j - LL])`, run in place on a
+/// window holding the last `KK` values (oldest first): `n` more values of the sequence are
+/// computed and the window moves past them. The window is all the recurrence needs, so a
+/// refill touches 100 values of memory instead of 1,109.
+fn advance<T: Copy>(x: &mut [T; KK], n: usize, op: impl Fn(T, T) -> T + Copy) {
+    for _ in 0..n / KK {
+        pass(x, KK, op);
     }
-    for i in j..n {
-        aa[i] = op(aa[i - KK], aa[i - LL]);
+    let r = n % KK;
+    if r > 0 {
+        pass(x, r, op);
+        x.rotate_left(r);
     }
 }
+
+/// Replace `x[p]` by the next value of the sequence for `p` in `0..m`: value `p` needs the
+/// one `KK` before it (the old `x[p]`) and the one `LL` before it, which is the old
+/// `x[p + KK - LL]` for `p < LL` and the new `x[p - LL]` after. Each of the three stretches
+/// reads only slots outside the ones it writes, so each is a plain vector loop.
+#[inline(always)]
+fn pass<T: Copy>(x: &mut [T; KK], m: usize, op: impl Fn(T, T) -> T) {
+    let (lo, hi) = x.split_at_mut(KK - LL);
+    for (d, &s) in lo.iter_mut().zip(hi.iter()).take(m.min(LL)) {
+        *d = op(*d, s);
+    }
+    if m > LL {
+        let (lo, hi) = x.split_at_mut(LL);
+        for (d, &s) in hi.iter_mut().zip(lo.iter()).take((m - LL).min(LL)) {
+            *d = op(*d, s);
+        }
+    }
+    if m > 2 * LL {
+        let (lo, hi) = x.split_at_mut(2 * LL);
+        for (d, &s) in hi.iter_mut().zip(lo[LL..].iter()).take(m - 2 * LL) {
+            *d = op(*d, s);
+        }
+    }
+}
+
+/// The 30-bit integers are kept modulo 2^32 and reduced on output: subtraction modulo 2^32
+/// reduces to subtraction modulo 2^30, so the fill loops need no mask.
+const MASK30: u32 = MM as u32 - 1;
 
 /// Knuth's 30-bit integer generator (`ran_start`, `ran_array`, `ran_arr_next`).
 #[derive(Clone)]
 pub struct KnuthInt {
+    /// The window of the last `KK` values (not yet reduced modulo 2^30).
     x: [u32; KK],
-    buf: Vec<u32>,
+    /// The numbers being handed out: the first `USED` of the current cycle.
+    out: [u32; USED],
     next: usize,
 }
 
@@ -73,26 +88,17 @@ impl KnuthInt {
     pub fn new(seed: i64) -> Self {
         let mut g = KnuthInt {
             x: [0; KK],
-            buf: vec![0; QUALITY],
+            out: [0; USED],
             next: USED,
         };
         g.start(seed);
         g
     }
 
-    fn array(&mut self, aa: &mut [u32]) {
-        let n = aa.len();
-        aa[..KK].copy_from_slice(&self.x);
-        lagged_fill(aa, mod_diff32);
-        let mut j = n;
-        for i in 0..LL {
-            self.x[i] = mod_diff32(aa[j - KK], aa[j - LL]);
-            j += 1;
-        }
-        for i in LL..KK {
-            self.x[i] = mod_diff32(aa[j - KK], self.x[i - LL]);
-            j += 1;
-        }
+    /// Knuth's `ran_array(aa, n)`: the `n` numbers it yields start with the current
+    /// window, and the window moves past them.
+    fn array(x: &mut [u32; KK], n: usize) {
+        advance(x, n, u32::wrapping_sub);
     }
 
     fn start(&mut self, seed: i64) {
@@ -135,9 +141,8 @@ impl KnuthInt {
             let to = if j < LL { j + KK - LL } else { j - LL };
             self.x[to] = v as u32;
         }
-        let mut warm = [0u32; KK + KK - 1];
         for _ in 0..10 {
-            self.array(&mut warm);
+            Self::array(&mut self.x, KK + KK - 1);
         }
         self.next = USED;
     }
@@ -145,16 +150,29 @@ impl KnuthInt {
     /// The next number in `[0, 2^30)` (Knuth's `ran_arr_next`).
     #[inline]
     pub fn next_raw(&mut self) -> u32 {
-        if self.next < USED {
-            let v = self.buf[self.next];
-            self.next += 1;
-            return v;
+        let i = self.next;
+        if i < USED {
+            self.next = i + 1;
+            return self.out[i] & MASK30;
         }
-        let mut buf = std::mem::take(&mut self.buf);
-        self.array(&mut buf);
-        self.buf = buf;
+        self.refill()
+    }
+
+    /// Knuth's `ran_arr_cycle`: the next `QUALITY` numbers, of which the first `USED` are
+    /// handed out; returns the first.
+    #[cold]
+    #[inline(never)]
+    fn refill(&mut self) -> u32 {
+        self.out.copy_from_slice(&self.x);
+        Self::array(&mut self.x, QUALITY);
         self.next = 1;
-        self.buf[0]
+        self.out[0] & MASK30
+    }
+
+    /// `RandomInt(m.divisor() - 1)` with the remainder taken by multiplication.
+    #[inline]
+    pub fn int_below(&mut self, m: FastMod) -> u32 {
+        m.remainder(self.next_raw())
     }
 
     /// BookSim's `RandomInt(max)`: uniform in `[0, max]`.
@@ -169,25 +187,56 @@ impl KnuthInt {
     }
 }
 
-/// 2^-52: every value of the floating-point generator is an integer multiple of it.
-const ULP: f64 = 1.0 / (1u64 << 52) as f64;
-/// The fraction mask: values are kept as integers below 2^52.
-const FRAC: u64 = (1u64 << 52) - 1;
-
-/// `(x + y) mod 1` on fractions held as integer multiples of 2^-52. Knuth's generator only
-/// ever holds such multiples (its seed is one, and sums of them stay exact in a double), so
-/// integer addition modulo 2^52 gives bit-for-bit the same values as the floating-point
-/// form, and vectorises better.
-#[inline]
-fn mod_sum_int(x: u64, y: u64) -> u64 {
-    (x + y) & FRAC
+/// `x % d` for every 32-bit `x`, by two multiplications instead of a division (Lemire,
+/// Kaser and Kurz, "Faster remainder by direct computation", 2019: exact for all 32-bit
+/// operands).
+#[derive(Clone, Copy, Debug)]
+pub struct FastMod {
+    m: u64,
+    d: u32,
 }
 
+impl FastMod {
+    /// Remainders modulo `d` (at least 1).
+    pub fn new(d: u32) -> Self {
+        let d = d.max(1);
+        FastMod {
+            m: (u64::MAX / u64::from(d)).wrapping_add(1),
+            d,
+        }
+    }
+
+    /// The divisor.
+    pub fn divisor(self) -> u32 {
+        self.d
+    }
+
+    /// `x % d`.
+    #[inline]
+    pub fn remainder(self, x: u32) -> u32 {
+        let low = self.m.wrapping_mul(u64::from(x));
+        ((u128::from(low) * u128::from(self.d)) >> 64) as u32
+    }
+}
+
+/// 2^-52: every value of the floating-point generator is an integer multiple of it.
+const ULP: f64 = 1.0 / (1u64 << 52) as f64;
+/// The fraction mask: values are integers below 2^52.
+const FRAC: u64 = (1u64 << 52) - 1;
+
 /// Knuth's floating-point generator (`ranf_start`, `ranf_array`, `ranf_arr_next`).
+///
+/// Knuth's generator only ever holds integer multiples of 2^-52 (its seed is one, and sums
+/// of them stay exact in a double), so `(x + y) mod 1` on the doubles is, bit for bit,
+/// integer addition modulo 2^52 on the multiples. The integers are kept modulo 2^64 and
+/// reduced on output (addition modulo 2^64 reduces to addition modulo 2^52), so the fill
+/// loops are plain vector additions.
 #[derive(Clone)]
 pub struct KnuthFloat {
+    /// The window of the last `KK` values (not yet reduced modulo 2^52).
     u: [u64; KK],
-    buf: Vec<u64>,
+    /// The numbers being handed out: the first `USED` of the current cycle.
+    out: [u64; USED],
     next: usize,
 }
 
@@ -196,26 +245,16 @@ impl KnuthFloat {
     pub fn new(seed: i64) -> Self {
         let mut g = KnuthFloat {
             u: [0; KK],
-            buf: vec![0; QUALITY],
+            out: [0; USED],
             next: USED,
         };
         g.start(seed);
         g
     }
 
-    fn array(&mut self, aa: &mut [u64]) {
-        let n = aa.len();
-        aa[..KK].copy_from_slice(&self.u);
-        lagged_fill(aa, mod_sum_int);
-        let mut j = n;
-        for i in 0..LL {
-            self.u[i] = mod_sum_int(aa[j - KK], aa[j - LL]);
-            j += 1;
-        }
-        for i in LL..KK {
-            self.u[i] = mod_sum_int(aa[j - KK], self.u[i - LL]);
-            j += 1;
-        }
+    /// Knuth's `ranf_array(aa, n)` on the multiples of 2^-52, as [`KnuthInt`]'s.
+    fn array(u: &mut [u64; KK], n: usize) {
+        advance(u, n, u64::wrapping_add);
     }
 
     fn start(&mut self, seed: i64) {
@@ -259,26 +298,56 @@ impl KnuthFloat {
             let to = if j < LL { j + KK - LL } else { j - LL };
             self.u[to] = (v / ULP) as u64;
         }
-        let mut warm = [0u64; KK + KK - 1];
         for _ in 0..10 {
-            self.array(&mut warm);
+            Self::array(&mut self.u, KK + KK - 1);
         }
         self.next = USED;
+    }
+
+    /// The next fraction as an integer multiple of 2^-52 (below 2^52).
+    #[inline]
+    pub fn next_raw(&mut self) -> u64 {
+        let i = self.next;
+        if i < USED {
+            self.next = i + 1;
+            return self.out[i] & FRAC;
+        }
+        self.refill()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn refill(&mut self) -> u64 {
+        self.out.copy_from_slice(&self.u);
+        Self::array(&mut self.u, QUALITY);
+        self.next = 1;
+        self.out[0] & FRAC
     }
 
     /// The next fraction in `[0, 1)` (BookSim's `RandomFloat()`).
     #[inline]
     pub fn fraction(&mut self) -> f64 {
-        if self.next < USED {
-            let v = self.buf[self.next];
-            self.next += 1;
-            return v as f64 * ULP;
+        // Below 2^52, so the signed conversion is exact (and a single instruction).
+        (self.next_raw() as i64) as f64 * ULP
+    }
+
+    /// A Bernoulli trial `RandomFloat() < p` (draws one number): `threshold` is
+    /// [`KnuthFloat::threshold`]`(p)`.
+    #[inline]
+    pub fn below(&mut self, threshold: u64) -> bool {
+        self.next_raw() < threshold
+    }
+
+    /// The integer threshold `t` with `v < t` exactly when `v * 2^-52 < p`, for every
+    /// value `v` the generator yields: `ceil(p * 2^52)` clamped to `[0, 2^52]` (scaling by a
+    /// power of two is exact, and `v` is an integer).
+    pub fn threshold(p: f64) -> u64 {
+        let t = p / ULP;
+        if t > 0.0 {
+            (t.ceil().min((FRAC + 1) as f64)) as u64
+        } else {
+            0
         }
-        let mut buf = std::mem::take(&mut self.buf);
-        self.array(&mut buf);
-        self.buf = buf;
-        self.next = 1;
-        self.buf[0] as f64 * ULP
     }
 }
 
@@ -307,38 +376,99 @@ mod tests {
 
     #[test]
     fn knuth_integer_check_value() {
+        // Knuth's check: a[0] after 2010 calls of ran_array(a, 1009), or 1010 of
+        // ran_array(a, 2009); a[0] is the window before the last call.
         let mut g = KnuthInt::new(310_952);
-        let mut a = vec![0u32; 2009];
+        let mut a0 = 0;
         for _ in 0..=2009 {
-            g.array(&mut a[..1009]);
+            a0 = g.x[0];
+            KnuthInt::array(&mut g.x, 1009);
         }
-        assert_eq!(a[0], 995_235_265);
+        assert_eq!(a0 & MASK30, 995_235_265);
         let mut g = KnuthInt::new(310_952);
         for _ in 0..=1009 {
-            g.array(&mut a);
+            a0 = g.x[0];
+            KnuthInt::array(&mut g.x, 2009);
         }
-        assert_eq!(a[0], 995_235_265);
+        assert_eq!(a0 & MASK30, 995_235_265);
     }
 
     #[test]
     fn knuth_float_check_value() {
         let mut g = KnuthFloat::new(310_952);
-        let mut a = vec![0u64; 2009];
         for _ in 0..2009 {
-            g.array(&mut a[..1009]);
+            KnuthFloat::array(&mut g.u, 1009);
         }
         assert_eq!(
-            format!("{:.20}", g.u[0] as f64 * ULP),
+            format!("{:.20}", (g.u[0] & FRAC) as f64 * ULP),
             "0.36410514377569680455"
         );
         let mut g = KnuthFloat::new(310_952);
         for _ in 0..1009 {
-            g.array(&mut a);
+            KnuthFloat::array(&mut g.u, 2009);
         }
         assert_eq!(
-            format!("{:.20}", g.u[0] as f64 * ULP),
+            format!("{:.20}", (g.u[0] & FRAC) as f64 * ULP),
             "0.36410514377569680455"
         );
+    }
+
+    #[test]
+    fn bernoulli_threshold_agrees_with_the_fraction() {
+        for p in [
+            0.0,
+            1e-300,
+            0.1,
+            0.25,
+            0.5,
+            1.0 / 3.0,
+            0.999_999,
+            1.0,
+            1.5,
+            -0.5,
+        ] {
+            let t = KnuthFloat::threshold(p);
+            let (mut a, mut b) = (KnuthFloat::new(7), KnuthFloat::new(7));
+            for _ in 0..3000 {
+                assert_eq!(a.fraction() < p, b.below(t), "p = {p}");
+            }
+            // At the boundary itself.
+            for v in [t.saturating_sub(1), t, t + 1] {
+                if v <= FRAC {
+                    assert_eq!((v as f64) * ULP < p, v < t, "p = {p}, v = {v}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fast_remainder_is_exact() {
+        let mut x = 0x9e37_79b9u32;
+        for d in [
+            1u32,
+            2,
+            3,
+            7,
+            10,
+            16,
+            63,
+            64,
+            100,
+            1 << 20,
+            (1 << 30) + 3,
+            u32::MAX,
+        ] {
+            let m = FastMod::new(d);
+            for probe in [0, 1, d - 1, d, d.wrapping_add(1), u32::MAX, u32::MAX - 1] {
+                assert_eq!(m.remainder(probe), probe % d, "{probe} % {d}");
+            }
+            for _ in 0..20_000 {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                assert_eq!(m.remainder(x), x % d, "{x} % {d}");
+            }
+        }
     }
 
     #[test]

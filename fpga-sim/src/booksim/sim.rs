@@ -10,7 +10,7 @@ use thiserror::Error;
 
 use super::config::{BooksimConfig, SimType};
 use super::network::{build, BookSimRouting, Channels, End, Wiring};
-use super::rng::BookSimRng;
+use super::rng::{BookSimRng, FastMod, KnuthFloat};
 use crate::engine::{run_until, Model, Scheduler};
 use crate::router::{BufferState, Credit, Flit, IqRouter, RouterConfigError, RouterError};
 use podlink_protocol::time::{Duration, Instant};
@@ -87,18 +87,122 @@ impl Default for Stat {
 }
 
 impl Stat {
-    fn add(&mut self, v: f64) {
-        self.n += 1;
-        self.sum += v;
-        // f64::max/min return the other operand for a NaN: the first sample replaces the
-        // empty statistic's NaN, as in BookSim.
-        self.max = self.max.max(v);
-        self.min = self.min.min(v);
-    }
-
     /// Mean (NaN when empty, as in BookSim).
     pub fn avg(&self) -> f64 {
         self.sum / self.n as f64
+    }
+}
+
+/// The per-packet statistics of the current measurement, in integers (every value is a
+/// whole number of cycles or hops): the sums are the ones [`Stat`] would accumulate in
+/// floating point (exact below 2^53). Copied into [`SimResult`] after every run of cycles.
+#[derive(Clone, Copy)]
+struct PacketStats {
+    n: u64,
+    /// Packet latency, network latency, fragmentation, hops.
+    sum: [i64; 4],
+    min: [i64; 4],
+    max: [i64; 4],
+}
+
+impl PacketStats {
+    const EMPTY: PacketStats = PacketStats {
+        n: 0,
+        sum: [0; 4],
+        min: [i64::MAX; 4],
+        max: [i64::MIN; 4],
+    };
+
+    #[inline]
+    #[allow(clippy::needless_range_loop)]
+    fn add(&mut self, v: [i64; 4]) {
+        self.n += 1;
+        // A fixed four-iteration loop the compiler unrolls (the iterator form does not).
+        for k in 0..4 {
+            self.sum[k] += v[k];
+            // Extremes rarely move: branches predict better than selects.
+            if v[k] < self.min[k] {
+                self.min[k] = v[k];
+            }
+            if v[k] > self.max[k] {
+                self.max[k] = v[k];
+            }
+        }
+    }
+
+    fn stat(&self, k: usize) -> Stat {
+        if self.n == 0 {
+            return Stat::default();
+        }
+        Stat {
+            n: self.n,
+            sum: self.sum[k] as f64,
+            min: self.min[k] as f64,
+            max: self.max[k] as f64,
+        }
+    }
+}
+
+/// The packets in flight and what retiring them measures.
+struct Ledger {
+    packets: Vec<Packet>,
+    free: Vec<u32>,
+    /// Flits generated and not yet retired, and the sum of their creation times.
+    in_flight: u64,
+    in_flight_ctime: i64,
+    /// Of those, flits of measured packets.
+    measured_in_flight: u64,
+    pstats: PacketStats,
+    /// Flits of retired packets.
+    retired_flits: u64,
+    /// A flit retired since the flag was last cleared (BookSim resets its deadlock timer).
+    retired_any: bool,
+}
+
+impl Ledger {
+    /// Flit `f` reached terminal `n` at `time`; a tail retires its packet (measured if it
+    /// is `record`ed, or if `record_all`, during warm-up).
+    #[inline]
+    fn retire(
+        &mut self,
+        n: u32,
+        f: Flit,
+        time: i64,
+        record_all: bool,
+        wiring: &Wiring,
+    ) -> Result<(), SimError> {
+        self.retired_any = true;
+        let slot = f.payload as usize;
+        let p = &mut self.packets[slot];
+        if f.is_head() && p.dest != n {
+            return Err(SimError::Misrouted {
+                want: p.dest,
+                got: n,
+            });
+        }
+        self.in_flight -= 1;
+        self.in_flight_ctime -= p.ctime;
+        if p.record {
+            self.measured_in_flight -= 1;
+        }
+        if f.is_head() {
+            p.head_atime = time;
+        }
+        if f.is_tail() {
+            let p = *p;
+            if record_all || p.record {
+                let hops = i64::from(wiring.hops(p.src as usize, p.dest as usize));
+                self.pstats.add([
+                    time - p.ctime,
+                    time - p.itime,
+                    (time - p.head_atime) - i64::from(p.size - 1),
+                    hops,
+                ]);
+            }
+            self.free.push(slot as u32);
+            self.retired_flits += u64::from(p.size);
+        }
+        Ok(())
     }
 }
 
@@ -113,19 +217,83 @@ struct Packet {
     record: bool,
 }
 
+/// The packet a source is injecting (`slot == NO_PACKET`: none).
 #[derive(Clone, Copy)]
 struct Partial {
     slot: u32,
     sent: u32,
     vc: i32,
+    dest: u32,
 }
 
-struct Source {
+const NO_PACKET: u32 = u32::MAX;
+
+impl Partial {
+    const NONE: Partial = Partial {
+        slot: NO_PACKET,
+        sent: 0,
+        vc: -1,
+        dest: 0,
+    };
+}
+
+/// One terminal's source state and counters.
+#[derive(Clone, Copy)]
+struct Terminal {
+    /// The source's own clock (BookSim's `_qtime`).
     qtime: i64,
-    qdrained: bool,
-    pkt: Option<Partial>,
+    /// Scratch of [`Sim::generate`]: creation time of the packet born this cycle.
+    born_ctime: i64,
+    pkt: Partial,
     last_vc: i32,
-    buf: BufferState,
+    qdrained: bool,
+    /// Flits and packets injected and ejected since the statistics were cleared (copied into
+    /// [`SimResult`] after every run of cycles).
+    sent_flits: u64,
+    sent_packets: u64,
+    accepted_flits: u64,
+    accepted_packets: u64,
+}
+
+impl Terminal {
+    const NEW: Terminal = Terminal {
+        qtime: 0,
+        born_ctime: 0,
+        pkt: Partial::NONE,
+        last_vc: -1,
+        qdrained: false,
+        sent_flits: 0,
+        sent_packets: 0,
+        accepted_flits: 0,
+        accepted_packets: 0,
+    };
+}
+
+/// The terminals, in chunks of 64 that line up with the words of the bitmasks: a loop over
+/// a mask word indexes its chunk with the bit number, which needs no bounds check.
+struct Sources {
+    nodes: usize,
+    term: Vec<[Terminal; 64]>,
+    /// Credit state of each injection channel's VCs.
+    buf: Vec<[BufferState; 64]>,
+    /// Bit per source: it holds a packet (`pkt.slot != NO_PACKET`).
+    busy: Vec<u64>,
+    /// Scratch of [`Sim::generate`]: bit per source whose trial succeeded this cycle.
+    born: Vec<u64>,
+}
+
+impl Sources {
+    /// Terminal `n`.
+    #[inline]
+    fn term(&mut self, n: usize) -> Option<&mut Terminal> {
+        self.term.get_mut(n / 64).map(|c| &mut c[n % 64])
+    }
+
+    /// Every terminal, in node order.
+    fn all(&mut self) -> impl Iterator<Item = &mut Terminal> {
+        let nodes = self.nodes;
+        self.term.iter_mut().flatten().take(nodes)
+    }
 }
 
 /// Per-simulation results (one of `sim_count`).
@@ -242,10 +410,10 @@ pub struct Sim {
     flits: Channels<Flit>,
     credits: Channels<Credit>,
     rng: BookSimRng,
-    sources: Vec<Source>,
-    packets: Vec<Packet>,
-    free: Vec<u32>,
-    ejected: Vec<(u32, Flit)>,
+    /// `packet_rate` as an integer threshold on the fraction generator's raw values.
+    rate_threshold: u64,
+    sources: Sources,
+    ledger: Ledger,
     time: i64,
     global: u64,
     state: State,
@@ -253,9 +421,6 @@ pub struct Sim {
     drain_time: i64,
     reset_time: i64,
     cur: SimResult,
-    in_flight: u64,
-    in_flight_ctime: i64,
-    measured_in_flight: u64,
     deadlock_timer: i64,
     credits_in_channels: i64,
     work: Work,
@@ -278,25 +443,35 @@ impl Sim {
             * cfg.router.vc_buf_size;
         let packet_cap = slots + 4 * chans + 2 * nodes;
         let vcs = cfg.router.vcs;
-        let sources = (0..nodes)
-            .map(|_| Source {
-                qtime: 0,
-                qdrained: false,
-                pkt: None,
-                last_vc: -1,
-                buf: BufferState::new(vcs, cfg.router.vc_buf_size, cfg.router.wait_for_tail_credit),
-            })
-            .collect();
+        let chunks = nodes.div_ceil(64);
+        let buf = BufferState::new(vcs, cfg.router.vc_buf_size, cfg.router.wait_for_tail_credit);
+        let sources = Sources {
+            nodes,
+            term: vec![[Terminal::NEW; 64]; chunks],
+            buf: (0..chunks)
+                .map(|_| std::array::from_fn(|_| buf.clone()))
+                .collect(),
+            busy: vec![0; chunks],
+            born: vec![0; chunks],
+        };
         let mut sched = Scheduler::new();
         sched.at(Instant::ZERO, ());
         Ok(Sim {
             rng: BookSimRng::new(cfg.seed),
+            rate_threshold: KnuthFloat::threshold(cfg.packet_rate),
             flits: Channels::new(chans, 1),
             credits: Channels::new(chans, 1),
             sources,
-            packets: Vec::with_capacity(packet_cap),
-            free: Vec::with_capacity(packet_cap),
-            ejected: Vec::with_capacity(nodes),
+            ledger: Ledger {
+                packets: Vec::with_capacity(packet_cap),
+                free: Vec::with_capacity(packet_cap),
+                in_flight: 0,
+                in_flight_ctime: 0,
+                measured_in_flight: 0,
+                pstats: PacketStats::EMPTY,
+                retired_flits: 0,
+                retired_any: false,
+            },
             time: 0,
             global: 0,
             state: State::WarmingUp,
@@ -304,9 +479,6 @@ impl Sim {
             drain_time: -1,
             reset_time: 0,
             cur: SimResult::default(),
-            in_flight: 0,
-            in_flight_ctime: 0,
-            measured_in_flight: 0,
             deadlock_timer: 0,
             credits_in_channels: 0,
             work: Work::default(),
@@ -333,6 +505,7 @@ impl Sim {
     pub fn work(&self) -> Work {
         Work {
             events: self.sched.as_ref().map_or(0, Scheduler::executed),
+            flits: self.ledger.retired_flits,
             ..self.work
         }
     }
@@ -347,6 +520,22 @@ impl Sim {
         if let Some(mut sched) = self.sched.take() {
             run_until(self, &mut sched, until);
             self.sched = Some(sched);
+        }
+        let ps = &self.ledger.pstats;
+        (self.cur.plat, self.cur.nlat) = (ps.stat(0), ps.stat(1));
+        (self.cur.frag, self.cur.hops) = (ps.stat(2), ps.stat(3));
+        let cur = &mut self.cur;
+        let counters = (cur.sent_flits.iter_mut())
+            .zip(cur.sent_packets.iter_mut())
+            .zip(cur.accepted_flits.iter_mut())
+            .zip(cur.accepted_packets.iter_mut());
+        for ((((sf, sp), af), ap), t) in counters.zip(self.sources.all()) {
+            (*sf, *sp, *af, *ap) = (
+                t.sent_flits,
+                t.sent_packets,
+                t.accepted_flits,
+                t.accepted_packets,
+            );
         }
         match self.error.take() {
             Some(e) => Err(e),
@@ -363,6 +552,11 @@ impl Sim {
             accepted_packets: vec![0; n],
             ..SimResult::default()
         };
+        self.ledger.pstats = PacketStats::EMPTY;
+        for t in self.sources.all() {
+            (t.sent_flits, t.sent_packets) = (0, 0);
+            (t.accepted_flits, t.accepted_packets) = (0, 0);
+        }
         self.reset_time = self.time;
     }
 
@@ -373,80 +567,29 @@ impl Sim {
     /// One BookSim cycle (`TrafficManager::_Step`).
     fn step(&mut self) -> Result<(), SimError> {
         let g = self.global;
-        if self.in_flight > 0 {
+        if self.ledger.in_flight > 0 {
             self.deadlock_timer += 1;
             if self.deadlock_timer > self.cfg.deadlock_warn_timeout {
                 self.deadlock_timer = 0;
                 eprintln!("WARNING: Possible network deadlock.");
             }
         }
-        // Terminals and routers read what their channels deliver this cycle.
-        let counting = self.counting();
+        // Terminals and routers read what their channels deliver this cycle. Credits first
+        // (credits and flits touch disjoint state, so their order does not matter, and the
+        // credit list must be empty before the sinks send this cycle's credits).
+        self.read_credits(g)?;
+        // Flits: routers buffer them; sinks return a credit and retire them at once (BookSim
+        // does this after injection, but nothing in generation or injection reads what a
+        // sink changes, and retirement order only permutes exact integer sums).
+        self.read_flits(g)?;
+        if std::mem::take(&mut self.ledger.retired_any) {
+            self.deadlock_timer = 0;
+        }
         let slot = self.flits.slot(g);
-        let arrivals = self.flits.take(slot);
-        for &(c, f) in &arrivals {
-            match self.wiring.dst[c as usize] {
-                End::Node(n) => {
-                    self.ejected.push((n, f));
-                    if counting {
-                        self.cur.accepted_flits[n as usize] += 1;
-                        if f.is_tail() {
-                            self.cur.accepted_packets[n as usize] += 1;
-                        }
-                    }
-                }
-                End::Router { router, port } => {
-                    self.routers[router as usize]
-                        .handle_flit(port as usize, f)
-                        .map_err(|err| SimError::Router {
-                            router,
-                            cycle: self.time,
-                            err,
-                        })?;
-                }
-            }
-        }
-        self.flits.restore(slot, arrivals);
-        let arrivals = self.credits.take(slot);
-        for &(c, cr) in &arrivals {
-            self.credits_in_channels -= 1;
-            match self.wiring.src[c as usize] {
-                End::Node(n) => {
-                    self.sources[n as usize]
-                        .buf
-                        .process_credit(cr)
-                        .map_err(|err| SimError::Terminal {
-                            node: n,
-                            cycle: self.time,
-                            err,
-                        })?;
-                }
-                End::Router { router, port } => {
-                    self.routers[router as usize]
-                        .handle_credit(g, port as usize, cr)
-                        .map_err(|err| SimError::Router {
-                            router,
-                            cycle: self.time,
-                            err,
-                        })?;
-                }
-            }
-        }
-        self.credits.restore(slot, arrivals);
         if !self.empty_network {
             self.generate();
         }
         self.inject(slot)?;
-        // Sinks return credits and retire flits.
-        let ejected = std::mem::take(&mut self.ejected);
-        for &(n, f) in &ejected {
-            self.credits
-                .send(slot, self.wiring.eject(n as usize), Credit::for_vc(f.vc));
-            self.credits_in_channels += 1;
-            self.retire(n, f)?;
-        }
-        self.ejected = ejected;
-        self.ejected.clear();
         // Routers evaluate and write.
         let mut routing = BookSimRouting {
             wiring: &self.wiring,
@@ -463,14 +606,15 @@ impl Sim {
                     cycle: self.time,
                     err,
                 })?;
-            let (flits, credits) = (&mut self.flits, &mut self.credits);
-            let (outs, ins) = (&self.wiring.router_out[r], &self.wiring.router_in[r]);
-            router.poll_flits(|o, f| flits.send(slot, outs[o] as usize, f));
-            let sent = &mut self.credits_in_channels;
-            router.poll_credits(|i, c| {
-                *sent += 1;
-                credits.send(slot, ins[i] as usize, c)
-            });
+            let (flits, credits) = (self.flits.list(slot), self.credits.list(slot));
+            let (outs, ins) = (
+                &self.wiring.router_out[r][..],
+                &self.wiring.router_in[r][..],
+            );
+            router.poll_flits(|o, f| flits.push((outs[o], f)));
+            let before = credits.len();
+            router.poll_credits(|i, c| credits.push((ins[i], c)));
+            self.credits_in_channels += (credits.len() - before) as i64;
         }
         self.time += 1;
         self.global += 1;
@@ -478,67 +622,215 @@ impl Sim {
         Ok(())
     }
 
+    /// Credits delivered this cycle, to terminals' injection buffers and to routers.
+    fn read_credits(&mut self, g: u64) -> Result<(), SimError> {
+        let cycle = self.time;
+        let slot = self.credits.slot(g);
+        let Sim {
+            wiring,
+            routers,
+            sources,
+            credits,
+            credits_in_channels,
+            ..
+        } = self;
+        let arrivals = credits.take(slot);
+        *credits_in_channels -= arrivals.len() as i64;
+        let (src, routers) = (&wiring.src[..], &mut routers[..]);
+        for &(c, cr) in &arrivals {
+            match src[c as usize] {
+                End::Node(n) => {
+                    let (w, b) = (n as usize / 64, n as usize % 64);
+                    if let Some(chunk) = sources.buf.get_mut(w) {
+                        chunk[b]
+                            .process_credit(cr)
+                            .map_err(|err| SimError::Terminal {
+                                node: n,
+                                cycle,
+                                err,
+                            })?;
+                    }
+                }
+                End::Router { router, port } => {
+                    routers[router as usize]
+                        .handle_credit(g, port as usize, cr)
+                        .map_err(|err| SimError::Router { router, cycle, err })?;
+                }
+            }
+        }
+        credits.restore(slot, arrivals);
+        Ok(())
+    }
+
+    /// Flits delivered this cycle: routers buffer them; sinks count them, return a credit
+    /// and retire them.
+    fn read_flits(&mut self, g: u64) -> Result<(), SimError> {
+        let (cycle, counting) = (self.time, self.counting());
+        let slot = self.flits.slot(g);
+        let arrivals = self.flits.take(slot);
+        let result = self.deliver(&arrivals, slot, cycle, counting);
+        self.flits.restore(slot, arrivals);
+        result
+    }
+
+    fn deliver(
+        &mut self,
+        arrivals: &[(u32, Flit)],
+        slot: usize,
+        cycle: i64,
+        counting: bool,
+    ) -> Result<(), SimError> {
+        let record_all = self.state == State::WarmingUp;
+        let Sim {
+            wiring,
+            routers,
+            sources,
+            credits,
+            credits_in_channels,
+            ledger,
+            ..
+        } = self;
+        let (dst, routers) = (&wiring.dst[..], &mut routers[..]);
+        let credit_list = credits.list(slot);
+        for &(c, f) in arrivals {
+            match dst[c as usize] {
+                End::Node(n) => {
+                    if counting {
+                        if let Some(t) = sources.term(n as usize) {
+                            t.accepted_flits += 1;
+                            t.accepted_packets += u64::from(f.is_tail());
+                        }
+                    }
+                    credit_list.push((wiring.eject(n as usize) as u32, Credit::for_vc(f.vc)));
+                    *credits_in_channels += 1;
+                    ledger.retire(n, f, cycle, record_all, wiring)?;
+                }
+                End::Router { router, port } => {
+                    routers[router as usize]
+                        .handle_flit(port as usize, f)
+                        .map_err(|err| SimError::Router { router, cycle, err })?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Sources whose queue is empty generate their next packet (`_Inject`): one Bernoulli
     /// trial per cycle of the source's own clock `qtime`, catching up lazily, so a source
     /// behind its clock models an unbounded queue.
+    ///
+    /// Two passes: first every idle source's trials (which draw only from the fraction
+    /// generator), then, for the sources that succeeded, the destination and subnetwork
+    /// draws (only from the integer generator). Each generator sees BookSim's order (node
+    /// by node), and the trial outcomes land in a bitmask instead of steering branches.
     fn generate(&mut self) {
-        let rate = self.cfg.packet_rate;
-        let nodes = self.wiring.nodes as u32;
-        for n in 0..self.wiring.nodes {
-            if self.sources[n].pkt.is_some() {
-                continue;
-            }
-            while self.sources[n].qtime <= self.time {
-                let q = self.sources[n].qtime;
-                self.sources[n].qtime += 1;
-                if self.rng.float.fraction() < rate {
-                    let ctime = if self.cfg.include_queuing {
-                        q
-                    } else {
-                        self.time
-                    };
-                    let dest = self.rng.int.int(nodes - 1);
-                    let _subnet = self.rng.int.int(0);
-                    let record = match self.state {
-                        State::Running => true,
-                        State::Draining => ctime < self.drain_time,
-                        State::WarmingUp => false,
-                    };
-                    let size = self.cfg.packet_size;
-                    let p = Packet {
-                        src: n as u32,
-                        dest,
-                        size,
-                        ctime,
-                        itime: 0,
-                        head_atime: 0,
-                        record,
-                    };
-                    let slot = match self.free.pop() {
-                        Some(s) => {
-                            self.packets[s as usize] = p;
-                            s
+        let threshold = self.rate_threshold;
+        let nodes = self.wiring.nodes;
+        let time = self.time;
+        let (state, drain_time) = (self.state, self.drain_time);
+        let include_queuing = self.cfg.include_queuing;
+        let size = self.cfg.packet_size;
+        let Sim {
+            sources,
+            rng,
+            ledger,
+            ..
+        } = self;
+        let Ledger {
+            packets,
+            free,
+            in_flight,
+            in_flight_ctime,
+            measured_in_flight,
+            ..
+        } = ledger;
+        let draining = state == State::Draining;
+        // BookSim's RandomInt(nodes - 1): the raw value modulo `nodes`.
+        let dest_mod = FastMod::new(nodes as u32);
+        let words = sources.busy.iter().zip(sources.born.iter_mut());
+        for (w, ((&busy, born_w), chunk)) in words.zip(sources.term.iter_mut()).enumerate() {
+            let valid = if (w + 1) * 64 <= nodes {
+                !0u64
+            } else {
+                (1u64 << (nodes % 64)) - 1
+            };
+            let mut idle = !busy & valid;
+            let mut born = 0u64;
+            while idle != 0 {
+                let b = idle.trailing_zeros() as usize;
+                idle &= idle - 1;
+                let t = &mut chunk[b];
+                if t.qtime == time {
+                    // Caught up: exactly one trial.
+                    t.qtime += 1;
+                    born |= u64::from(rng.float.below(threshold)) << b;
+                    t.born_ctime = time;
+                } else {
+                    while t.qtime <= time {
+                        let q = t.qtime;
+                        t.qtime += 1;
+                        if rng.float.below(threshold) {
+                            born |= 1u64 << b;
+                            t.born_ctime = if include_queuing { q } else { time };
+                            break;
                         }
-                        None => {
-                            self.packets.push(p);
-                            (self.packets.len() - 1) as u32
-                        }
-                    };
-                    self.in_flight += u64::from(size);
-                    self.in_flight_ctime += i64::from(size) * ctime;
-                    if record {
-                        self.measured_in_flight += u64::from(size);
                     }
-                    self.sources[n].pkt = Some(Partial {
-                        slot,
-                        sent: 0,
-                        vc: -1,
-                    });
-                    break;
+                }
+                if draining && t.qtime > drain_time {
+                    t.qdrained = true;
                 }
             }
-            if self.state == State::Draining && self.sources[n].qtime > self.drain_time {
-                self.sources[n].qdrained = true;
+            *born_w = born;
+        }
+        let words = sources.busy.iter_mut().zip(sources.born.iter_mut());
+        for (w, ((busy, born_w), chunk)) in words.zip(sources.term.iter_mut()).enumerate() {
+            let mut born = std::mem::take(born_w);
+            *busy |= born;
+            while born != 0 {
+                let b = born.trailing_zeros() as usize;
+                let n = w * 64 + b;
+                born &= born - 1;
+                let t = &mut chunk[b];
+                let ctime = t.born_ctime;
+                let dest = rng.int.int_below(dest_mod);
+                let _subnet = rng.int.int(0);
+                let record = match state {
+                    State::Running => true,
+                    State::Draining => ctime < drain_time,
+                    State::WarmingUp => false,
+                };
+                let p = Packet {
+                    src: n as u32,
+                    dest,
+                    size,
+                    ctime,
+                    itime: 0,
+                    head_atime: 0,
+                    record,
+                };
+                let slot = match free.pop() {
+                    Some(s) => {
+                        if let Some(old) = packets.get_mut(s as usize) {
+                            *old = p;
+                        }
+                        s
+                    }
+                    None => {
+                        packets.push(p);
+                        (packets.len() - 1) as u32
+                    }
+                };
+                *in_flight += u64::from(size);
+                *in_flight_ctime += i64::from(size) * ctime;
+                if record {
+                    *measured_in_flight += u64::from(size);
+                }
+                t.pkt = Partial {
+                    slot,
+                    sent: 0,
+                    vc: -1,
+                    dest,
+                };
             }
         }
     }
@@ -548,107 +840,104 @@ impl Sim {
     fn inject(&mut self, slot: usize) -> Result<(), SimError> {
         let vcs = self.cfg.router.vcs as i32;
         let counting = self.counting();
-        for n in 0..self.wiring.nodes {
-            let src = &mut self.sources[n];
-            let Some(mut p) = src.pkt else { continue };
-            let head = p.sent == 0;
-            if head && p.vc < 0 {
-                let lvc = src.last_vc;
-                for i in 1..=vcs {
-                    let vc = if lvc < 0 || lvc > vcs - 1 {
-                        0
+        let time = self.time;
+        let size = self.cfg.packet_size;
+        let lookahead = self.cfg.router.routing_delay == 0;
+        let Sim {
+            sources,
+            ledger: Ledger { packets, .. },
+            flits,
+            wiring,
+            rng,
+            ..
+        } = self;
+        let sent = flits.list(slot);
+        let chunks = sources.term.iter_mut().zip(sources.buf.iter_mut());
+        for (w, (busy_w, (tchunk, bchunk))) in sources.busy.iter_mut().zip(chunks).enumerate() {
+            let mut busy = *busy_w;
+            while busy != 0 {
+                let b = busy.trailing_zeros() as usize;
+                let n = w * 64 + b;
+                busy &= busy - 1;
+                let (t, buf) = (&mut tchunk[b], &mut bchunk[b]);
+                let (p, last_vc) = (&mut t.pkt, &mut t.last_vc);
+                let head = p.sent == 0;
+                if head && p.vc < 0 {
+                    // The first VC after the last one used that is free and has credit (BookSim
+                    // tries VC 0 only while the source has used none).
+                    let ok = buf.avail_mask() & !buf.full_mask();
+                    let lvc = *last_vc;
+                    p.vc = if lvc < 0 || lvc > vcs - 1 {
+                        if ok & 1 != 0 {
+                            0
+                        } else {
+                            -1
+                        }
                     } else {
-                        (lvc + i) % vcs
+                        let start = if lvc + 1 == vcs { 0 } else { lvc as u32 + 1 };
+                        let upper = ok & (!0u64 << start);
+                        if upper != 0 {
+                            upper.trailing_zeros() as i32
+                        } else if ok != 0 {
+                            ok.trailing_zeros() as i32
+                        } else {
+                            -1
+                        }
                     };
-                    if src.buf.is_available_for(vc as usize) && !src.buf.is_full_for(vc as usize) {
-                        p.vc = vc;
-                        break;
-                    }
                 }
-            }
-            if p.vc < 0 || src.buf.is_full_for(p.vc as usize) {
-                src.pkt = Some(p);
-                continue;
-            }
-            let pk = &mut self.packets[p.slot as usize];
-            let tail = p.sent + 1 == pk.size;
-            let mut f = Flit::new(p.slot, pk.dest, head, tail);
-            f.vc = p.vc as u8;
-            let cycle = self.time;
-            let terr = |err| SimError::Terminal {
-                node: n as u32,
-                cycle,
-                err,
-            };
-            if head {
-                pk.itime = self.time;
-                if self.cfg.router.routing_delay == 0 {
-                    let c = self.wiring.inject(n);
-                    if let End::Router { router, port } = self.wiring.dst[c] {
-                        let mut rt = BookSimRouting {
-                            wiring: &self.wiring,
-                            rng: &mut self.rng.int,
-                        };
-                        f.la_route = rt.route_at(router, port as usize, &f);
-                    }
+                if p.vc < 0 || buf.is_full_for(p.vc as usize) {
+                    continue;
                 }
-                src.buf.take_buffer(p.vc as usize, 0).map_err(terr)?;
-                src.last_vc = p.vc;
-            }
-            src.buf.sending_flit(&f).map_err(terr)?;
-            p.sent += 1;
-            src.pkt = if tail { None } else { Some(p) };
-            if counting {
-                self.cur.sent_flits[n] += 1;
+                let tail = p.sent + 1 == size;
+                let mut f = Flit::new(p.slot, p.dest, head, tail);
+                f.vc = p.vc as u8;
+                let terr = |err| SimError::Terminal {
+                    node: n as u32,
+                    cycle: time,
+                    err,
+                };
                 if head {
-                    self.cur.sent_packets[n] += 1;
+                    if let Some(pk) = packets.get_mut(p.slot as usize) {
+                        pk.itime = time;
+                    }
+                    if lookahead {
+                        let c = wiring.inject(n);
+                        if let End::Router { router, port } = wiring.dst[c] {
+                            let mut rt = BookSimRouting {
+                                wiring,
+                                rng: &mut rng.int,
+                            };
+                            f.la_route = rt.route_at(router, port as usize, &f);
+                        }
+                    }
+                    buf.take_buffer(p.vc as usize, 0).map_err(terr)?;
+                    *last_vc = p.vc;
                 }
+                buf.sending_flit(&f).map_err(terr)?;
+                p.sent += 1;
+                if tail {
+                    *p = Partial::NONE;
+                    *busy_w &= !(1u64 << b);
+                }
+                if counting {
+                    t.sent_flits += 1;
+                    t.sent_packets += u64::from(head);
+                }
+                sent.push((wiring.inject(n) as u32, f));
             }
-            self.flits.send(slot, self.wiring.inject(n), f);
-        }
-        Ok(())
-    }
-
-    fn retire(&mut self, n: u32, f: Flit) -> Result<(), SimError> {
-        self.deadlock_timer = 0;
-        let slot = f.payload as usize;
-        let p = &mut self.packets[slot];
-        if f.is_head() && p.dest != n {
-            return Err(SimError::Misrouted {
-                want: p.dest,
-                got: n,
-            });
-        }
-        self.in_flight -= 1;
-        self.in_flight_ctime -= p.ctime;
-        if p.record {
-            self.measured_in_flight -= 1;
-        }
-        if f.is_head() {
-            p.head_atime = self.time;
-        }
-        if f.is_tail() {
-            let p = *p;
-            if self.state == State::WarmingUp || p.record {
-                let t = self.time;
-                self.cur
-                    .hops
-                    .add(f64::from(self.wiring.hops(p.src as usize, p.dest as usize)));
-                self.cur.plat.add((t - p.ctime) as f64);
-                self.cur.nlat.add((t - p.itime) as f64);
-                self.cur
-                    .frag
-                    .add(((t - p.head_atime) - i64::from(p.size - 1)) as f64);
-            }
-            self.free.push(slot as u32);
-            self.work.flits += u64::from(p.size);
         }
         Ok(())
     }
 
     fn packets_outstanding(&self) -> bool {
-        if self.measured_in_flight == 0 {
-            self.sources.iter().any(|s| !s.qdrained)
+        if self.ledger.measured_in_flight == 0 {
+            let nodes = self.sources.nodes;
+            self.sources
+                .term
+                .iter()
+                .flatten()
+                .take(nodes)
+                .any(|t| !t.qdrained)
         } else {
             true
         }
@@ -657,9 +946,9 @@ impl Sim {
     /// Latency of retired packets plus the age of every flit in flight
     /// (BookSim's instability test).
     fn latency_with_in_flight(&self) -> f64 {
-        let sum =
-            self.cur.plat.sum + (self.in_flight as i64 * self.time - self.in_flight_ctime) as f64;
-        sum / (self.cur.plat.n + self.in_flight) as f64
+        let sum = self.cur.plat.sum
+            + (self.ledger.in_flight as i64 * self.time - self.ledger.in_flight_ctime) as f64;
+        sum / (self.cur.plat.n + self.ledger.in_flight) as f64
     }
 
     /// One simulation (`_SingleSim`): warm up, sample until converged, drain. Returns whether
@@ -708,7 +997,7 @@ impl Sim {
                     accepted: cur_accepted,
                     latency_change,
                     accepted_change,
-                    in_flight: self.in_flight,
+                    in_flight: self.ledger.in_flight,
                 });
             }
             if measure_latency && lat_exc {
@@ -779,9 +1068,8 @@ impl Sim {
         let mut results = Vec::new();
         for _ in 0..self.cfg.sim_count {
             self.time = 0;
-            for s in &mut self.sources {
-                s.qtime = 0;
-                s.qdrained = false;
+            for t in self.sources.all() {
+                (t.qtime, t.qdrained) = (0, false);
             }
             self.state = State::WarmingUp;
             self.clear_stats();
@@ -791,7 +1079,7 @@ impl Sim {
             }
             // Empty the network, then wait for the last credits.
             self.empty_network = true;
-            while self.in_flight > 0 {
+            while self.ledger.in_flight > 0 {
                 self.run_cycles(1)?;
             }
             while !self.routers.iter().all(IqRouter::is_idle) || self.credits_in_channels > 0 {

@@ -226,73 +226,77 @@ impl SeparableInputFirst {
 
 /// Separable input-first allocation for at most 64 inputs and 64 outputs, on bitmasks:
 /// the same matches and pointer updates as [`SeparableInputFirst`], each arbitration a few
-/// word operations.
+/// word operations. Tables are fixed 64-entry arrays indexed by masked port numbers, so no
+/// access needs a bounds check.
 pub(crate) struct DenseSeparable {
     n_in: u32,
     n_out: u32,
     iters: usize,
-    req: Vec<u64>,
-    label: Vec<u32>,
-    pri: Vec<i32>,
     in_any: u64,
-    in_ptr: Vec<u32>,
-    out_ptr: Vec<u32>,
-    grant: Vec<u32>,
     in_matched: u64,
     out_matched: u64,
-    bidders: Vec<u64>,
-    bid_pri: Vec<i32>,
     out_any: u64,
+    /// No request has a priority other than `first_pri` (the first request's).
     uniform: bool,
     first_pri: i32,
+    req: [u64; 64],
+    /// Per input: requests whose priority differs from `first_pri` (kept in `pri`); the
+    /// others have `first_pri`, so with uniform priorities `pri` is never touched.
+    explicit: [u64; 64],
+    /// Output granted to each input (valid where `in_matched` has the input's bit).
+    grant: [u8; 64],
+    in_ptr: [u32; 64],
+    out_ptr: [u32; 64],
+    bidders: [u64; 64],
+    bid_pri: [i32; 64],
+    /// Per (input, output): the label (a VC, below 64) and priority of the request.
+    label: [[u8; 64]; 64],
+    pri: [[i32; 64]; 64],
 }
 
 /// First set bit of `mask` in round-robin order starting at `ptr`.
 #[inline]
 fn rr_pick(mask: u64, ptr: u32) -> u32 {
-    let upper = if ptr < 64 { mask & (!0u64 << ptr) } else { 0 };
-    if upper != 0 {
-        upper.trailing_zeros()
-    } else {
-        mask.trailing_zeros()
-    }
+    // Without a branch: rotate `ptr` down to bit 0 and take the first set bit. Positions
+    // at or above the arbiter's size are never set, so circular order over 64 positions is
+    // round-robin order over the arbiter's. (`mask` is never empty here.)
+    let ptr = if ptr < 64 { ptr } else { 0 };
+    (mask.rotate_right(ptr).trailing_zeros() + ptr) & 63
 }
 
 impl DenseSeparable {
     fn new(n_in: usize, n_out: usize, iters: usize) -> Self {
+        debug_assert!(n_in <= 64 && n_out <= 64);
         DenseSeparable {
             n_in: n_in as u32,
             n_out: n_out as u32,
             iters: iters.max(1),
-            req: vec![0; n_in],
-            label: vec![0; n_in * n_out],
-            pri: vec![0; n_in * n_out],
             in_any: 0,
-            in_ptr: vec![0; n_in],
-            out_ptr: vec![0; n_out],
-            grant: vec![NONE; n_in],
             in_matched: 0,
             out_matched: 0,
-            bidders: vec![0; n_out],
-            bid_pri: vec![0; n_out],
             out_any: 0,
             uniform: true,
             first_pri: 0,
+            req: [0; 64],
+            explicit: [0; 64],
+            grant: [0; 64],
+            in_ptr: [0; 64],
+            out_ptr: [0; 64],
+            bidders: [0; 64],
+            bid_pri: [0; 64],
+            label: [[0; 64]; 64],
+            pri: [[0; 64]; 64],
         }
     }
 
+    #[inline]
     fn clear(&mut self) {
         let mut m = self.in_any;
         while m != 0 {
-            let i = m.trailing_zeros() as usize;
+            let i = m.trailing_zeros() as usize & 63;
             m &= m - 1;
             self.req[i] = 0;
-        }
-        let mut m = self.in_matched;
-        while m != 0 {
-            let i = m.trailing_zeros() as usize;
-            m &= m - 1;
-            self.grant[i] = NONE;
+            self.explicit[i] = 0;
         }
         self.in_any = 0;
         self.in_matched = 0;
@@ -302,40 +306,62 @@ impl DenseSeparable {
 
     #[inline]
     fn bid(&mut self, input: u32, out: u32, label: u32, pri: i32, offset: u32, labels: u32) {
-        let bit = 1u64 << out;
-        let k = (input * self.n_out + out) as usize;
+        debug_assert!(label < 64);
+        let (i, o) = (input as usize & 63, out as usize & 63);
+        let bit = 1u64 << o;
         if self.in_any == 0 {
             self.first_pri = pri;
         } else if pri != self.first_pri {
             self.uniform = false;
         }
-        if self.req[input as usize] & bit != 0 {
-            if supersedes(label, pri, self.label[k], self.pri[k], offset, labels) {
-                self.label[k] = label;
-                self.pri[k] = pri;
+        if self.req[i] & bit != 0 {
+            let old_label = u32::from(self.label[i][o]);
+            let old_pri = self.pri_of(i, o);
+            if supersedes(label, pri, old_label, old_pri, offset, labels) {
+                self.label[i][o] = label as u8;
+                self.set_pri(i, o, pri);
             }
             return;
         }
-        self.req[input as usize] |= bit;
-        self.in_any |= 1u64 << input;
-        self.label[k] = label;
-        self.pri[k] = pri;
+        self.req[i] |= bit;
+        self.in_any |= 1u64 << i;
+        self.label[i][o] = label as u8;
+        self.set_pri(i, o, pri);
+    }
+
+    /// Priority of the request from input `i` to output `o`.
+    #[inline]
+    fn pri_of(&self, i: usize, o: usize) -> i32 {
+        if self.explicit[i] & (1u64 << o) != 0 {
+            self.pri[i][o]
+        } else {
+            self.first_pri
+        }
+    }
+
+    #[inline]
+    fn set_pri(&mut self, i: usize, o: usize, pri: i32) {
+        if pri == self.first_pri {
+            self.explicit[i] &= !(1u64 << o);
+        } else {
+            self.explicit[i] |= 1u64 << o;
+            self.pri[i][o] = pri;
+        }
     }
 
     fn allocate(&mut self) {
         for iter in 0..self.iters {
             let mut inputs = self.in_any & !self.in_matched;
             while inputs != 0 {
-                let i = inputs.trailing_zeros();
+                let i = inputs.trailing_zeros() as usize & 63;
                 inputs &= inputs - 1;
-                let m = self.req[i as usize] & !self.out_matched;
+                let m = self.req[i] & !self.out_matched;
                 if m == 0 {
                     continue;
                 }
-                let row = (i * self.n_out) as usize;
-                let ptr = self.in_ptr[i as usize];
-                let o = if self.uniform {
-                    rr_pick(m, ptr)
+                let ptr = self.in_ptr[i];
+                let (o, p) = if self.uniform {
+                    (rr_pick(m, ptr) as usize & 63, self.first_pri)
                 } else {
                     let mut best = NONE;
                     let mut bits = m;
@@ -345,9 +371,9 @@ impl DenseSeparable {
                         if best == NONE
                             || supersedes(
                                 o,
-                                self.pri[row + o as usize],
+                                self.pri_of(i, o as usize & 63),
                                 best,
-                                self.pri[row + best as usize],
+                                self.pri_of(i, best as usize & 63),
                                 ptr,
                                 self.n_out,
                             )
@@ -355,15 +381,15 @@ impl DenseSeparable {
                             best = o;
                         }
                     }
-                    best
+                    let o = best as usize & 63;
+                    (o, self.pri_of(i, o))
                 };
-                let p = self.pri[row + o as usize];
-                let ob = &mut self.bidders[o as usize];
-                if *ob == 0 || p > self.bid_pri[o as usize] {
+                let ob = &mut self.bidders[o];
+                if *ob == 0 || p > self.bid_pri[o] {
                     *ob = 1u64 << i;
-                    self.bid_pri[o as usize] = p;
+                    self.bid_pri[o] = p;
                     self.out_any |= 1u64 << o;
-                } else if p == self.bid_pri[o as usize] {
+                } else if p == self.bid_pri[o] {
                     *ob |= 1u64 << i;
                 }
             }
@@ -375,14 +401,16 @@ impl DenseSeparable {
             while outs != 0 {
                 let o = outs.trailing_zeros();
                 outs &= outs - 1;
-                let w = rr_pick(self.bidders[o as usize], self.out_ptr[o as usize]);
-                self.bidders[o as usize] = 0;
-                self.grant[w as usize] = o;
-                self.in_matched |= 1u64 << w;
-                self.out_matched |= 1u64 << o;
+                let ou = o as usize & 63;
+                let w = rr_pick(self.bidders[ou], self.out_ptr[ou]);
+                self.bidders[ou] = 0;
+                let wu = w as usize & 63;
+                self.grant[wu] = o as u8;
+                self.in_matched |= 1u64 << wu;
+                self.out_matched |= 1u64 << ou;
                 if iter == 0 {
-                    self.in_ptr[w as usize] = if o + 1 == self.n_out { 0 } else { o + 1 };
-                    self.out_ptr[o as usize] = if w + 1 == self.n_in { 0 } else { w + 1 };
+                    self.in_ptr[wu] = if o + 1 == self.n_out { 0 } else { o + 1 };
+                    self.out_ptr[ou] = if w + 1 == self.n_in { 0 } else { w + 1 };
                 }
             }
         }
@@ -390,8 +418,12 @@ impl DenseSeparable {
 
     #[inline]
     fn grant(&self, input: u32) -> Option<(u32, u32)> {
-        let o = self.grant[input as usize];
-        (o != NONE).then(|| (o, self.label[(input * self.n_out + o) as usize]))
+        let i = input as usize & 63;
+        if self.in_matched & (1u64 << i) == 0 {
+            return None;
+        }
+        let o = self.grant[i];
+        Some((u32::from(o), u32::from(self.label[i][o as usize & 63])))
     }
 }
 
@@ -417,6 +449,7 @@ impl SwitchAllocator {
         SwitchAllocator::Sparse(Box::new(SeparableInputFirst::new(n_in, n_out, cap, iters)))
     }
 
+    #[inline]
     pub fn clear(&mut self) {
         match self {
             SwitchAllocator::Dense(d) => d.clear(),

@@ -9,33 +9,36 @@
 use super::flit::{Credit, Flit};
 use super::RouterError;
 
-const FREE: u32 = u32::MAX;
-
 /// Credit and ownership state of the downstream VC buffers of one channel.
+///
+/// Kept as bitmasks over the (at most 64) VCs plus a fixed table of per-VC occupancies, so
+/// the allocators read availability and credit as single words and no access needs a bounds
+/// check. A VC is available exactly when no packet holds it.
+///
+/// Laid out so that everything about the first 15 VCs shares one cache line.
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 pub struct BufferState {
-    vc_buf_size: u32,
-    wait_for_tail_credit: bool,
-    occupancy: u32,
-    vc_occ: Vec<u32>,
-    in_use_by: Vec<u32>,
-    tail_sent: Vec<bool>,
     avail: u64,
     full: u64,
+    tail_sent: u64,
+    vc_buf_size: u32,
+    occupancy: u32,
+    wait_for_tail_credit: bool,
+    vc_occ: [u16; 64],
 }
 
 impl BufferState {
     /// `vcs` VCs of `vc_buf_size` slots, all free and empty.
     pub fn new(vcs: usize, vc_buf_size: usize, wait_for_tail_credit: bool) -> Self {
         BufferState {
-            vc_buf_size: vc_buf_size as u32,
-            wait_for_tail_credit,
-            occupancy: 0,
-            vc_occ: vec![0; vcs],
-            in_use_by: vec![FREE; vcs],
-            tail_sent: vec![false; vcs],
             avail: if vcs >= 64 { !0 } else { (1u64 << vcs) - 1 },
             full: 0,
+            tail_sent: 0,
+            vc_buf_size: vc_buf_size as u32,
+            occupancy: 0,
+            wait_for_tail_credit,
+            vc_occ: [0; 64],
         }
     }
 
@@ -72,7 +75,7 @@ impl BufferState {
     /// Slots in use on VC `vc`.
     #[inline]
     pub fn occupancy_for(&self, vc: usize) -> u32 {
-        self.vc_occ[vc]
+        u32::from(self.vc_occ[vc])
     }
 
     /// Slots in use over all VCs.
@@ -84,32 +87,34 @@ impl BufferState {
     /// A packet (identified by `tag`) takes VC `vc`.
     #[inline]
     pub fn take_buffer(&mut self, vc: usize, tag: u32) -> Result<(), RouterError> {
-        if self.in_use_by[vc] != FREE {
+        let _ = tag;
+        let bit = 1u64 << (vc & 63);
+        if self.avail & bit == 0 {
             return Err(RouterError::VcTaken { vc: vc as u8 });
         }
-        self.in_use_by[vc] = tag;
-        self.avail &= !(1u64 << vc);
-        self.tail_sent[vc] = false;
+        self.avail &= !bit;
+        self.tail_sent &= !bit;
         Ok(())
     }
 
     /// A flit is sent on its VC.
     #[inline]
     pub fn sending_flit(&mut self, f: &Flit) -> Result<(), RouterError> {
-        let vc = f.vc as usize;
-        if self.vc_occ[vc] >= self.vc_buf_size {
+        let vc = f.vc as usize & 63;
+        let bit = 1u64 << vc;
+        let occ = u32::from(self.vc_occ[vc]);
+        if occ >= self.vc_buf_size {
             return Err(RouterError::NoCredit { vc: f.vc });
         }
-        self.vc_occ[vc] += 1;
-        if self.vc_occ[vc] >= self.vc_buf_size {
-            self.full |= 1u64 << vc;
+        self.vc_occ[vc] = (occ + 1) as u16;
+        if occ + 1 >= self.vc_buf_size {
+            self.full |= bit;
         }
         self.occupancy += 1;
         if f.is_tail() {
-            self.tail_sent[vc] = true;
+            self.tail_sent |= bit;
             if !self.wait_for_tail_credit {
-                self.in_use_by[vc] = FREE;
-                self.avail |= 1u64 << vc;
+                self.avail |= bit;
             }
         }
         Ok(())
@@ -119,21 +124,34 @@ impl BufferState {
     #[inline]
     pub fn process_credit(&mut self, c: Credit) -> Result<(), RouterError> {
         let mut mask = c.0;
-        while mask != 0 {
-            let vc = mask.trailing_zeros() as usize;
-            mask &= mask - 1;
-            if vc >= self.vc_occ.len() || self.vc_occ[vc] == 0 {
+        if mask & mask.wrapping_sub(1) == 0 && mask != 0 && !self.wait_for_tail_credit {
+            // One VC, released with its tail already: the common case.
+            let vc = mask.trailing_zeros() as usize & 63;
+            let occ = self.vc_occ[vc];
+            if occ == 0 {
                 return Err(RouterError::CreditUnderflow { vc: vc as u8 });
             }
-            if self.wait_for_tail_credit && self.in_use_by[vc] == FREE {
+            self.vc_occ[vc] = occ - 1;
+            self.full &= !mask;
+            self.occupancy -= 1;
+            return Ok(());
+        }
+        while mask != 0 {
+            let vc = mask.trailing_zeros() as usize & 63;
+            let bit = mask & mask.wrapping_neg();
+            mask &= mask - 1;
+            let occ = self.vc_occ[vc];
+            if occ == 0 {
+                return Err(RouterError::CreditUnderflow { vc: vc as u8 });
+            }
+            if self.wait_for_tail_credit && self.avail & bit != 0 {
                 return Err(RouterError::CreditForIdleVc { vc: vc as u8 });
             }
-            self.vc_occ[vc] -= 1;
-            self.full &= !(1u64 << vc);
+            self.vc_occ[vc] = occ - 1;
+            self.full &= !bit;
             self.occupancy -= 1;
-            if self.wait_for_tail_credit && self.vc_occ[vc] == 0 && self.tail_sent[vc] {
-                self.in_use_by[vc] = FREE;
-                self.avail |= 1u64 << vc;
+            if self.wait_for_tail_credit && occ == 1 && self.tail_sent & bit != 0 {
+                self.avail |= bit;
             }
         }
         Ok(())

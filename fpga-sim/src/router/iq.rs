@@ -32,7 +32,7 @@ use super::alloc::{supersedes, SwitchAllocator};
 use super::buffer_state::BufferState;
 use super::config::{RouterConfig, RouterConfigError};
 use super::flit::{Credit, Flit, Route};
-use super::ring::Ring;
+use super::ring::{PortQueues, Ring};
 use super::RouterError;
 
 /// Decides where head flits go.
@@ -50,7 +50,6 @@ pub trait RoutingFunction {
     }
 }
 
-const PENDING: i64 = -1;
 /// Stage result: not decided yet, or (switch allocation) lost to misspeculation.
 const UNDECIDED: i32 = -1;
 /// Stage result: stalled (busy VC, full buffer, lost arbitration).
@@ -64,28 +63,37 @@ enum VcState {
     Active,
 }
 
+/// Everything the pipeline keeps per input VC, in one 32-byte record: one lookup (and one
+/// cache line) per VC and stage.
 #[derive(Clone, Copy)]
 struct InputVc {
-    state: VcState,
     route: Route,
     out_port: u16,
     out_vc: u8,
+    state: VcState,
+    /// Buffer slot of the front flit, and flits buffered.
     head: u16,
     len: u16,
-}
-
-#[derive(Clone, Copy)]
-struct IvcInfo {
-    input: u32,
-    vc: u32,
+    /// VC allocation: round-robin pointer over output VCs, and this step's grant
+    /// (`port << 6 | vc`, or `NONE`).
+    va_in_ptr: u32,
+    va_grant: u32,
+    /// Expanded switch input (`input * input_speedup + vc % input_speedup`).
     exp_in: u32,
+    input: u16,
+    vc: u8,
+    /// This input's slice of each output's expanded ports (`input % output_speedup`, which
+    /// is at most the input number).
+    out_off: u16,
 }
 
-/// A bid for an output VC: the bidding input VC and its priority (`ivc == NONE`: no bid).
+/// VC allocation per output VC: the round-robin pointer over input VCs and this step's
+/// best bid (`best == NONE`: no bid).
 #[derive(Clone, Copy)]
-struct Bid {
-    ivc: u32,
-    pri: i32,
+struct OutputVc {
+    best: u32,
+    best_pri: i32,
+    ptr: u32,
 }
 
 const NONE: u32 = u32::MAX;
@@ -96,16 +104,15 @@ fn range_mask(lo: u8, hi: u8) -> u64 {
     (!0u64 >> (63 - u32::from(hi))) & (!0u64 << u32::from(lo))
 }
 
+/// An input VC waiting in an allocation stage, and the stage's verdict for it.
 #[derive(Clone, Copy, Default)]
 struct StageItem {
-    time: i64,
     ivc: u32,
     result: i32,
 }
 
 #[derive(Clone, Copy, Default)]
 struct XbarItem {
-    time: i64,
     flit: Flit,
     out: u32,
 }
@@ -115,6 +122,72 @@ struct CreditItem {
     time: i64,
     credit: Credit,
     output: u32,
+}
+
+/// One pipeline stage's FIFO.
+///
+/// A stage's evaluation stamps the entries that joined since its last evaluation with their
+/// completion time, but only when no stamped entry is still waiting, and its update removes
+/// the stamped entries once their time has come. So the queue is always a stamped batch
+/// (all with one time) followed by unstamped entries, and a count and a time describe it:
+/// nothing per entry, no scans to find the boundary.
+struct Stage<T: Copy + Default> {
+    q: Ring<T>,
+    /// Stamped entries at the front (0: no batch in flight).
+    batch: usize,
+    /// When the batch completes.
+    time: i64,
+}
+
+impl<T: Copy + Default> Stage<T> {
+    fn with_capacity(cap: usize) -> Self {
+        Stage {
+            q: Ring::with_capacity(cap),
+            batch: 0,
+            time: 0,
+        }
+    }
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.q.is_empty()
+    }
+
+    #[inline]
+    fn push(&mut self, v: T) {
+        self.q.push_back(v);
+    }
+
+    /// Evaluation: unless a batch is in flight, everything queued becomes a batch completing
+    /// at `t`. Returns the size of the new batch (0 when none was started).
+    #[inline]
+    fn stamp(&mut self, t: i64) -> usize {
+        if self.batch != 0 {
+            return 0;
+        }
+        self.batch = self.q.len();
+        self.time = t;
+        self.batch
+    }
+
+    /// Size of the batch if it completes by `now`, else 0.
+    #[inline]
+    fn due(&self, now: i64) -> usize {
+        if self.time <= now {
+            self.batch
+        } else {
+            0
+        }
+    }
+
+    /// Update: hand over the batch if it completes by `now` (its size; the caller pops that
+    /// many entries).
+    #[inline]
+    fn take_due(&mut self, now: i64) -> usize {
+        let n = self.due(now);
+        self.batch -= n;
+        n
+    }
 }
 
 /// Counters since construction.
@@ -139,7 +212,6 @@ pub struct IqRouter {
     n_out: usize,
     v: usize,
     b: usize,
-    in_speedup: usize,
     out_speedup: usize,
     internal_speedup: f64,
     routing_delay: i64,
@@ -150,51 +222,51 @@ pub struct IqRouter {
     speculative: bool,
     spec_check_elig: bool,
     spec_check_cred: bool,
-    output_buffer_size: Option<usize>,
+    /// `output_buffer_size`, `usize::MAX` when unlimited.
+    out_limit: usize,
+    /// Non-speculative one-cycle switch allocation: the update reads the allocator's grants
+    /// directly instead of a per-VC verdict written in the evaluation.
+    sa_fused: bool,
 
     vcs: Vec<InputVc>,
+    /// Input buffers, slot-major: slot `s` of input VC `i` at `s * vcs.len() + i` (an empty
+    /// VC restarts at slot 0, so lightly loaded VCs share a few cache lines).
     bufs: Vec<Flit>,
     next_buf: Vec<BufferState>,
     in_flit: Vec<Flit>,
     in_mask: Vec<u64>,
     in_any: bool,
 
-    route_q: Ring<StageItem>,
-    va_q: Ring<StageItem>,
-    sa_q: Ring<StageItem>,
-    xbar_q: Ring<XbarItem>,
+    route_q: Stage<StageItem>,
+    va_q: Stage<StageItem>,
+    sa_q: Stage<StageItem>,
+    xbar_q: Stage<XbarItem>,
+    /// A stage's completed batch while its update runs (storage reused every step).
+    batch: Vec<StageItem>,
     proc_credits: Ring<CreditItem>,
 
-    out_buf: Vec<Ring<Flit>>,
-    out_pending: usize,
-    out_mask: Vec<u64>,
-    credit_buf: Vec<Ring<Credit>>,
-    credit_pending: usize,
-    credit_mask: Vec<u64>,
+    /// Flits waiting for each output channel.
+    out_q: PortQueues<Flit>,
+    /// Credits waiting for each input's credit channel.
+    credit_q: PortQueues<Credit>,
     step_credit: Vec<u64>,
     step_credit_inputs: Vec<u32>,
 
-    /// Per input VC: (input, vc, expanded switch input).
-    ivc_info: Vec<IvcInfo>,
     /// Expanded switch output -> output port.
     exp_out_port: Vec<u32>,
-    /// Input port -> its slice of the expanded outputs (`input % output_speedup`).
-    in_mod_os: Vec<u32>,
     alloc_iters: usize,
-    /// VC allocation: per input VC the round-robin pointer over output VCs, and the grant of
-    /// this step (`port << 6 | vc`, or `NONE`).
-    va_in_ptr: Vec<u32>,
-    va_grant: Vec<u32>,
+    /// Input VCs granted an output VC this step.
     va_granted: Vec<u32>,
-    /// Per output VC: round-robin pointer over input VCs and the best bid of this step.
-    va_out_ptr: Vec<u32>,
-    va_out_best: Vec<Bid>,
+    va_out: Vec<OutputVc>,
     va_touched: Vec<(u32, u32)>,
     /// Per output port: output VCs granted this step (for iterations after the first).
     va_taken: Vec<u64>,
     va_taken_ports: Vec<u32>,
     sw_alloc: SwitchAllocator,
     sw_rr_offset: Vec<u32>,
+    /// Per VC: where its input's VC offset moves when it wins the switch
+    /// (`(vc + input_speedup) % vcs`).
+    sw_rr_next: [u8; 64],
 
     active: bool,
     partial_internal: f64,
@@ -217,7 +289,6 @@ impl IqRouter {
             n_out,
             v,
             b,
-            in_speedup: cfg.input_speedup,
             out_speedup: cfg.output_speedup,
             internal_speedup: cfg.internal_speedup,
             routing_delay: i64::from(cfg.routing_delay),
@@ -228,18 +299,24 @@ impl IqRouter {
             speculative: cfg.speculative,
             spec_check_elig: cfg.spec_check_elig,
             spec_check_cred: cfg.spec_check_cred,
-            output_buffer_size: cfg.output_buffer_size,
-            vcs: vec![
-                InputVc {
-                    state: VcState::Idle,
+            out_limit: cfg.output_buffer_size.unwrap_or(usize::MAX),
+            sa_fused: !cfg.speculative && cfg.sw_alloc_delay <= 1,
+            vcs: (0..ivcs)
+                .map(|i| InputVc {
                     route: Route::default(),
                     out_port: 0,
                     out_vc: 0,
+                    state: VcState::Idle,
                     head: 0,
                     len: 0,
-                };
-                ivcs
-            ],
+                    va_in_ptr: 0,
+                    va_grant: NONE,
+                    exp_in: ((i / v) * cfg.input_speedup + (i % v) % cfg.input_speedup) as u32,
+                    input: (i / v) as u16,
+                    vc: (i % v) as u8,
+                    out_off: ((i / v) % cfg.output_speedup) as u16,
+                })
+                .collect(),
             bufs: vec![Flit::default(); ivcs * b],
             next_buf: (0..n_out)
                 .map(|_| BufferState::new(v, b, cfg.wait_for_tail_credit))
@@ -247,36 +324,29 @@ impl IqRouter {
             in_flit: vec![Flit::default(); n_in],
             in_mask: vec![0; n_in.div_ceil(64)],
             in_any: false,
-            route_q: Ring::with_capacity(ivcs),
-            va_q: Ring::with_capacity(ivcs),
-            sa_q: Ring::with_capacity(ivcs),
-            xbar_q: Ring::with_capacity(xbar_cap),
+            route_q: Stage::with_capacity(ivcs),
+            va_q: Stage::with_capacity(ivcs),
+            sa_q: Stage::with_capacity(ivcs),
+            xbar_q: Stage::with_capacity(xbar_cap),
+            batch: Vec::with_capacity(ivcs),
             proc_credits: Ring::with_capacity(n_out * (cfg.credit_delay as usize + 2)),
-            out_buf: (0..n_out).map(|_| Ring::with_capacity(out_cap)).collect(),
-            out_pending: 0,
-            out_mask: vec![0; n_out.div_ceil(64)],
-            credit_buf: (0..n_in).map(|_| Ring::with_capacity(4)).collect(),
-            credit_pending: 0,
-            credit_mask: vec![0; n_in.div_ceil(64)],
+            out_q: PortQueues::new(n_out, out_cap),
+            credit_q: PortQueues::new(n_in, 4),
             step_credit: vec![0; n_in],
             step_credit_inputs: Vec::with_capacity(n_in),
-            ivc_info: (0..ivcs)
-                .map(|i| IvcInfo {
-                    input: (i / v) as u32,
-                    vc: (i % v) as u32,
-                    exp_in: ((i / v) * cfg.input_speedup + (i % v) % cfg.input_speedup) as u32,
-                })
-                .collect(),
             exp_out_port: (0..exp_out)
                 .map(|e| (e / cfg.output_speedup) as u32)
                 .collect(),
-            in_mod_os: (0..n_in).map(|i| (i % cfg.output_speedup) as u32).collect(),
             alloc_iters: cfg.alloc_iters,
-            va_in_ptr: vec![0; ivcs],
-            va_grant: vec![NONE; ivcs],
             va_granted: Vec::with_capacity(ivcs),
-            va_out_ptr: vec![0; n_out * v],
-            va_out_best: vec![Bid { ivc: NONE, pri: 0 }; n_out * v],
+            va_out: vec![
+                OutputVc {
+                    best: NONE,
+                    best_pri: 0,
+                    ptr: 0,
+                };
+                n_out * v
+            ],
             va_touched: Vec::with_capacity(n_out * v),
             va_taken: vec![0; n_out],
             va_taken_ports: Vec::with_capacity(n_out),
@@ -284,6 +354,7 @@ impl IqRouter {
             sw_rr_offset: (0..exp_in)
                 .map(|i| (i % cfg.input_speedup) as u32)
                 .collect(),
+            sw_rr_next: std::array::from_fn(|vc| ((vc + cfg.input_speedup) % v) as u8),
             active: false,
             partial_internal: 0.0,
             stats: RouterStats::default(),
@@ -343,7 +414,7 @@ impl IqRouter {
     /// Whether the router has nothing to do until a flit or credit arrives: no flit in any
     /// stage, nothing queued for output, no credit pending.
     pub fn is_idle(&self) -> bool {
-        !self.active && !self.in_any && self.out_pending == 0 && self.credit_pending == 0
+        !self.active && !self.in_any && self.out_q.is_empty() && self.credit_q.is_empty()
     }
 
     /// Whether [`IqRouter::step`] must be called every cycle even when idle: with a fractional
@@ -356,8 +427,8 @@ impl IqRouter {
     /// Flits buffered at the inputs, in the crossbar and in the output queues.
     pub fn flits_inside(&self) -> usize {
         self.vcs.iter().map(|v| v.len as usize).sum::<usize>()
-            + self.xbar_q.len()
-            + self.out_buf.iter().map(Ring::len).sum::<usize>()
+            + self.xbar_q.q.len()
+            + self.out_q.total()
     }
 
     /// Read phase: a flit arrived at `input` on VC `flit.vc`.
@@ -423,56 +494,16 @@ impl IqRouter {
     }
 
     /// Write phase: hand out the flit at the head of each non-empty output queue.
-    pub fn poll_flits(&mut self, mut send: impl FnMut(usize, Flit)) {
-        if self.out_pending == 0 {
-            return;
-        }
-        for w in 0..self.out_mask.len() {
-            let mut m = self.out_mask[w];
-            while m != 0 {
-                let o = w * 64 + m.trailing_zeros() as usize;
-                m &= m - 1;
-                let q = &mut self.out_buf[o];
-                if let Some(f) = q.pop_front() {
-                    send(o, f);
-                }
-                if q.is_empty() {
-                    self.out_pending -= 1;
-                    self.out_mask[w] &= !(1u64 << (o % 64));
-                }
-            }
-        }
+    pub fn poll_flits(&mut self, send: impl FnMut(usize, Flit)) {
+        self.out_q.pop_fronts(send);
     }
 
     /// Write phase: hand out the credit at the head of each non-empty input credit queue.
-    pub fn poll_credits(&mut self, mut send: impl FnMut(usize, Credit)) {
-        if self.credit_pending == 0 {
-            return;
-        }
-        for w in 0..self.credit_mask.len() {
-            let mut m = self.credit_mask[w];
-            while m != 0 {
-                let i = w * 64 + m.trailing_zeros() as usize;
-                m &= m - 1;
-                let q = &mut self.credit_buf[i];
-                if let Some(c) = q.pop_front() {
-                    send(i, c);
-                }
-                if q.is_empty() {
-                    self.credit_pending -= 1;
-                    self.credit_mask[w] &= !(1u64 << (i % 64));
-                }
-            }
-        }
+    pub fn poll_credits(&mut self, send: impl FnMut(usize, Credit)) {
+        self.credit_q.pop_fronts(send);
     }
 
     // ---- internals -------------------------------------------------------------------
-
-    #[inline]
-    fn front(&self, ivc: usize) -> Flit {
-        let vc = &self.vcs[ivc];
-        self.bufs[ivc * self.b + vc.head as usize]
-    }
 
     fn internal_step<R: RoutingFunction>(
         &mut self,
@@ -486,11 +517,10 @@ impl IqRouter {
         self.input_queuing(now)?;
         let mut activity = !self.proc_credits.is_empty();
 
-        if !self.route_q.is_empty() {
-            evaluate_times(&mut self.route_q, now + self.routing_delay - 1);
-        }
+        // Evaluate every stage, then update every stage.
+        self.route_q.stamp(now + self.routing_delay - 1);
         for &ivc in &self.va_granted {
-            self.va_grant[ivc as usize] = NONE;
+            self.vcs[ivc as usize].va_grant = NONE;
         }
         self.va_granted.clear();
         if !self.va_q.is_empty() {
@@ -500,16 +530,7 @@ impl IqRouter {
         if !self.sa_q.is_empty() {
             self.sa_evaluate(now);
         }
-        if !self.xbar_q.is_empty() {
-            let t = now + self.crossbar_delay - 1;
-            for k in 0..self.xbar_q.len() {
-                let it = self.xbar_q.get_mut(k);
-                if it.time >= 0 {
-                    break;
-                }
-                it.time = t;
-            }
-        }
+        self.xbar_q.stamp(now + self.crossbar_delay - 1);
 
         if !self.route_q.is_empty() {
             self.route_update(now, routing)?;
@@ -530,13 +551,8 @@ impl IqRouter {
         self.active = activity;
 
         for &i in &self.step_credit_inputs {
-            let q = &mut self.credit_buf[i as usize];
-            if q.is_empty() {
-                self.credit_pending += 1;
-                self.credit_mask[i as usize / 64] |= 1u64 << (i % 64);
-            }
-            q.push_back(Credit(self.step_credit[i as usize]));
-            self.step_credit[i as usize] = 0;
+            let c = std::mem::take(&mut self.step_credit[i as usize]);
+            self.credit_q.push(i as usize, Credit(c));
         }
         self.step_credit_inputs.clear();
         Ok(())
@@ -545,16 +561,7 @@ impl IqRouter {
     fn input_queuing(&mut self, now: i64) -> Result<(), RouterError> {
         if self.in_any {
             self.in_any = false;
-            for w in 0..self.in_mask.len() {
-                let mut m = self.in_mask[w];
-                self.in_mask[w] = 0;
-                while m != 0 {
-                    let input = w * 64 + m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    let f = self.in_flit[input];
-                    self.enqueue_flit(input, f)?;
-                }
-            }
+            self.enqueue_arrivals()?;
         }
         while let Some(c) = self.proc_credits.front() {
             if now < c.time {
@@ -567,68 +574,67 @@ impl IqRouter {
         Ok(())
     }
 
-    #[inline]
-    fn enqueue_flit(&mut self, input: usize, f: Flit) -> Result<(), RouterError> {
-        let vcn = f.vc as usize;
-        let ivc = input * self.v + vcn;
-        let b = self.b;
-        let st = self.vcs[ivc];
-        if st.len as usize >= b {
-            return Err(RouterError::BufferOverflow { input, vc: f.vc });
-        }
-        let slot = st.head as usize + st.len as usize;
-        let slot = if slot >= b { slot - b } else { slot };
-        self.bufs[ivc * b + slot] = f;
-        self.vcs[ivc].len += 1;
-        match st.state {
-            VcState::Idle => {
-                if !f.is_head() || st.len != 0 {
-                    return Err(RouterError::NotHead { input, vc: f.vc });
+    /// Write the flits that arrived this cycle into their VC buffers, in input order; a head
+    /// at an idle VC starts routing, a flit at an active empty VC joins switch allocation.
+    fn enqueue_arrivals(&mut self) -> Result<(), RouterError> {
+        let (v, b) = (self.v, self.b);
+        let routing_stage = self.routing_delay > 0;
+        let speculative = self.speculative;
+        let IqRouter {
+            in_mask,
+            in_flit,
+            vcs,
+            bufs,
+            route_q,
+            va_q,
+            sa_q,
+            ..
+        } = self;
+        let (vcs, bufs, in_flit) = (&mut vcs[..], &mut bufs[..], &in_flit[..]);
+        let n_ivc = vcs.len();
+        for (w, mask) in in_mask.iter_mut().enumerate() {
+            let mut m = std::mem::take(mask);
+            while m != 0 {
+                let input = w * 64 + m.trailing_zeros() as usize;
+                m &= m - 1;
+                let f = in_flit[input];
+                let ivc = input * v + f.vc as usize;
+                let st = &mut vcs[ivc];
+                let len = st.len as usize;
+                if len >= b {
+                    return Err(RouterError::BufferOverflow { input, vc: f.vc });
                 }
-                self.start_packet(ivc, f);
-            }
-            VcState::Active if st.len == 0 => {
-                self.sa_q.push_back(StageItem {
-                    time: PENDING,
+                let slot = st.head as usize + len;
+                let slot = if slot >= b { slot - b } else { slot };
+                bufs[slot * n_ivc + ivc] = f;
+                st.len += 1;
+                let item = StageItem {
                     ivc: ivc as u32,
                     result: UNDECIDED,
-                });
+                };
+                match st.state {
+                    VcState::Idle => {
+                        if !f.is_head() || len != 0 {
+                            return Err(RouterError::NotHead { input, vc: f.vc });
+                        }
+                        if routing_stage {
+                            st.state = VcState::Routing;
+                            route_q.push(item);
+                        } else {
+                            st.route = f.la_route;
+                            st.state = VcState::VcAlloc;
+                            if speculative {
+                                sa_q.push(item);
+                            }
+                            va_q.push(item);
+                        }
+                    }
+                    VcState::Active if len == 0 => sa_q.push(item),
+                    _ => {}
+                }
             }
-            _ => {}
         }
         Ok(())
-    }
-
-    /// A head flit reached the front of VC `ivc`: start routing it.
-    #[inline]
-    fn start_packet(&mut self, ivc: usize, head: Flit) {
-        let item = StageItem {
-            time: PENDING,
-            ivc: ivc as u32,
-            result: UNDECIDED,
-        };
-        if self.routing_delay > 0 {
-            self.vcs[ivc].state = VcState::Routing;
-            self.route_q.push_back(item);
-        } else {
-            self.vcs[ivc].route = head.la_route;
-            self.vcs[ivc].state = VcState::VcAlloc;
-            if self.speculative {
-                self.sa_q.push_back(item);
-            }
-            self.va_q.push_back(item);
-        }
-    }
-
-    fn check_route(&self, r: Route) -> Result<Route, RouterError> {
-        if r.port as usize >= self.n_out || r.vc_lo > r.vc_hi || r.vc_hi as usize >= self.v {
-            return Err(RouterError::BadRoute {
-                port: r.port,
-                vc_lo: r.vc_lo,
-                vc_hi: r.vc_hi,
-            });
-        }
-        Ok(r)
     }
 
     fn route_update<R: RoutingFunction>(
@@ -636,283 +642,241 @@ impl IqRouter {
         now: i64,
         routing: &mut R,
     ) -> Result<(), RouterError> {
-        while let Some(&it) = self.route_q.front() {
-            if it.time < 0 || now < it.time {
-                break;
-            }
-            self.route_q.pop_front();
+        let (id, speculative) = (self.id, self.speculative);
+        let (n_out, v) = (self.n_out, self.v);
+        let n = self.route_q.take_due(now);
+        let IqRouter {
+            batch,
+            route_q,
+            va_q,
+            sa_q,
+            vcs,
+            bufs,
+            ..
+        } = self;
+        route_q.q.drain_front_into(n, batch);
+        let (vcs, bufs) = (&mut vcs[..], &bufs[..]);
+        let n_ivc = vcs.len();
+        for &it in batch.iter() {
             let ivc = it.ivc as usize;
-            let f = self.front(ivc);
-            let r = routing.route(self.id, self.ivc_info[ivc].input as usize, &f);
-            self.vcs[ivc].route = self.check_route(r)?;
-            self.vcs[ivc].state = VcState::VcAlloc;
+            let st = &mut vcs[ivc];
+            let f = bufs[st.head as usize * n_ivc + ivc];
+            let r = routing.route(id, usize::from(st.input), &f);
+            if r.port as usize >= n_out || r.vc_lo > r.vc_hi || r.vc_hi as usize >= v {
+                return Err(RouterError::BadRoute {
+                    port: r.port,
+                    vc_lo: r.vc_lo,
+                    vc_hi: r.vc_hi,
+                });
+            }
+            st.route = r;
+            st.state = VcState::VcAlloc;
             let item = StageItem {
-                time: PENDING,
                 ivc: it.ivc,
                 result: UNDECIDED,
             };
-            if self.speculative {
-                self.sa_q.push_back(item);
+            if speculative {
+                sa_q.push(item);
             }
-            self.va_q.push_back(item);
+            va_q.push(item);
         }
         Ok(())
     }
 
     fn va_evaluate(&mut self, now: i64) {
+        let n = self.va_q.stamp(now + self.vc_alloc_delay - 1);
+        if n > 0 {
+            self.va_allocate(n);
+        } else if self.vc_alloc_delay > 1 {
+            // A multi-cycle batch completing now: a VC granted at its start may have been
+            // taken since.
+            let n = self.va_q.due(now);
+            let (a, b) = self.va_q.q.front_slices_mut(n);
+            for it in a.iter_mut().chain(b.iter_mut()) {
+                if it.result >= 0 {
+                    let (port, ovc) = (it.result as usize >> 6, it.result as usize & 63);
+                    if !self.next_buf[port].is_available_for(ovc) {
+                        it.result = STALL;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Separable input-first VC allocation over the first `n` entries of the VA stage.
+    fn va_allocate(&mut self, n: usize) {
+        self.stats.vc_alloc_attempts += n as u64;
         let v = self.v as u32;
+        let n_ivc = self.vcs.len();
         let (n_ov, n_iv) = (self.n_out as u32 * v, self.n_in as u32 * v);
         for iter in 0..self.alloc_iters {
             // Input stage: each unmatched input VC picks one available output VC of its
-            // route, the first at or after its round-robin pointer.
-            for k in 0..self.va_q.len() {
-                let it = *self.va_q.get(k);
-                if it.time >= 0 {
-                    break;
-                }
+            // route, the first at or after its round-robin pointer. (Tables as local slices:
+            // their addresses and lengths stay in registers across the loop.)
+            let IqRouter {
+                va_q,
+                vcs,
+                next_buf,
+                va_taken,
+                bufs,
+                va_out,
+                va_touched,
+                ..
+            } = self;
+            let (vcs, next_buf, bufs) = (&vcs[..], &next_buf[..], &bufs[..]);
+            let (va_taken, va_out) = (&va_taken[..], &mut va_out[..]);
+            let (qa, qb) = va_q.q.front_slices_mut(n);
+            for it in qa.iter_mut().chain(qb.iter_mut()) {
                 let ivc = it.ivc as usize;
-                if iter == 0 {
-                    self.stats.vc_alloc_attempts += 1;
-                } else if self.va_grant[ivc] != NONE || it.result < UNDECIDED {
+                let st = vcs[ivc];
+                if iter > 0 && (st.va_grant != NONE || it.result < UNDECIDED) {
                     continue;
                 }
-                let route = self.vcs[ivc].route;
+                let route = st.route;
                 let port = route.port as usize;
-                let mut avail =
-                    self.next_buf[port].avail_mask() & range_mask(route.vc_lo, route.vc_hi);
+                let mut avail = next_buf[port].avail_mask() & range_mask(route.vc_lo, route.vc_hi);
                 if iter > 0 {
-                    avail &= !self.va_taken[port];
+                    avail &= !va_taken[port];
                 }
                 if avail == 0 {
                     if iter == 0 {
-                        self.va_q.get_mut(k).result = STALL;
+                        it.result = STALL;
                     }
                     continue;
                 }
                 let base = port as u32 * v;
-                let off = self.va_in_ptr[ivc].wrapping_sub(base);
-                let bit = if off < v {
-                    let upper = avail & (!0u64 << off);
-                    if upper != 0 {
-                        upper.trailing_zeros()
-                    } else {
-                        avail.trailing_zeros()
-                    }
-                } else {
-                    avail.trailing_zeros()
-                };
+                let off = st.va_in_ptr.wrapping_sub(base);
+                // First available VC at or after the pointer, circularly, without a branch
+                // (bits at or above `v` are never set).
+                let off = if off < v { off } else { 0 };
+                let bit = (avail.rotate_right(off).trailing_zeros() + off) & 63;
                 let ov = base + bit;
-                let pri = i32::from(self.front(ivc).pri);
+                let pri = i32::from(bufs[st.head as usize * n_ivc + ivc].pri);
                 // Output stage: the output VC keeps the best bid.
-                let best = &mut self.va_out_best[ov as usize];
-                if best.ivc == NONE {
-                    *best = Bid { ivc: it.ivc, pri };
-                    self.va_touched.push((ov, (port as u32) << 6 | bit));
-                } else if supersedes(
-                    it.ivc,
-                    pri,
-                    best.ivc,
-                    best.pri,
-                    self.va_out_ptr[ov as usize],
-                    n_iv,
-                ) {
-                    *best = Bid { ivc: it.ivc, pri };
+                let out = &mut va_out[ov as usize];
+                if out.best == NONE {
+                    (out.best, out.best_pri) = (it.ivc, pri);
+                    va_touched.push((ov, (port as u32) << 6 | bit));
+                } else if supersedes(it.ivc, pri, out.best, out.best_pri, out.ptr, n_iv) {
+                    (out.best, out.best_pri) = (it.ivc, pri);
                 }
             }
             if self.va_touched.is_empty() {
                 break;
             }
-            for t in 0..self.va_touched.len() {
-                let (ov, packed) = self.va_touched[t];
-                let win = std::mem::replace(
-                    &mut self.va_out_best[ov as usize],
-                    Bid { ivc: NONE, pri: 0 },
-                );
-                self.va_grant[win.ivc as usize] = packed;
-                self.va_granted.push(win.ivc);
+            let IqRouter {
+                vcs,
+                va_out,
+                va_touched,
+                va_granted,
+                va_taken,
+                va_taken_ports,
+                alloc_iters,
+                ..
+            } = self;
+            let (vcs, va_out) = (&mut vcs[..], &mut va_out[..]);
+            for &(ov, packed) in va_touched.iter() {
+                let out = &mut va_out[ov as usize];
+                let win = std::mem::replace(&mut out.best, NONE);
                 if iter == 0 {
-                    self.va_in_ptr[win.ivc as usize] = if ov + 1 == n_ov { 0 } else { ov + 1 };
-                    self.va_out_ptr[ov as usize] =
-                        if win.ivc + 1 == n_iv { 0 } else { win.ivc + 1 };
+                    out.ptr = if win + 1 == n_iv { 0 } else { win + 1 };
                 }
-                if self.alloc_iters > 1 {
+                let st = &mut vcs[win as usize];
+                st.va_grant = packed;
+                if iter == 0 {
+                    st.va_in_ptr = if ov + 1 == n_ov { 0 } else { ov + 1 };
+                }
+                va_granted.push(win);
+                if *alloc_iters > 1 {
                     let port = (packed >> 6) as usize;
-                    if self.va_taken[port] == 0 {
-                        self.va_taken_ports.push(port as u32);
+                    if va_taken[port] == 0 {
+                        va_taken_ports.push(port as u32);
                     }
-                    self.va_taken[port] |= 1u64 << (packed & 63);
+                    va_taken[port] |= 1u64 << (packed & 63);
                 }
             }
-            self.va_touched.clear();
+            va_touched.clear();
         }
         for &p in &self.va_taken_ports {
             self.va_taken[p as usize] = 0;
         }
         self.va_taken_ports.clear();
-
-        let t = now + self.vc_alloc_delay - 1;
-        for k in 0..self.va_q.len() {
-            let it = self.va_q.get_mut(k);
-            if it.time >= 0 {
-                break;
-            }
-            it.time = t;
-            if it.result < UNDECIDED {
-                continue;
-            }
-            let g = self.va_grant[it.ivc as usize];
-            it.result = if g == NONE { STALL } else { g as i32 };
-        }
-        if self.vc_alloc_delay <= 1 {
-            return;
-        }
-        for k in 0..self.va_q.len() {
-            let it = self.va_q.get_mut(k);
-            if now < it.time {
-                break;
-            }
-            if it.result >= 0 {
-                let (port, ovc) = (it.result as usize >> 6, it.result as usize & 63);
-                if !self.next_buf[port].is_available_for(ovc) {
-                    it.result = STALL;
+        if self.vc_alloc_delay > 1 {
+            // The verdicts outlive this step's grants: keep them with the entries. (With a
+            // one-cycle stage the update reads the grants directly.)
+            let (qa, qb) = self.va_q.q.front_slices_mut(n);
+            for it in qa.iter_mut().chain(qb.iter_mut()) {
+                if it.result < UNDECIDED {
+                    continue;
                 }
+                let g = self.vcs[it.ivc as usize].va_grant;
+                it.result = if g == NONE { STALL } else { g as i32 };
             }
         }
     }
 
     fn va_update(&mut self, now: i64) -> Result<(), RouterError> {
-        while let Some(&it) = self.va_q.front() {
-            if it.time < 0 || now < it.time {
-                break;
-            }
-            self.va_q.pop_front();
-            let ivc = it.ivc as usize;
+        let one_cycle = self.vc_alloc_delay == 1;
+        let speculative = self.speculative;
+        let n = self.va_q.take_due(now);
+        let IqRouter {
+            batch,
+            va_q,
+            sa_q,
+            vcs,
+            next_buf,
+            ..
+        } = self;
+        va_q.q.drain_front_into(n, batch);
+        let (vcs, next_buf) = (&mut vcs[..], &mut next_buf[..]);
+        for &it in batch.iter() {
+            let st = &mut vcs[it.ivc as usize];
+            let result = if one_cycle {
+                match st.va_grant {
+                    NONE => STALL,
+                    g => g as i32,
+                }
+            } else {
+                it.result
+            };
             let item = StageItem {
-                time: PENDING,
                 ivc: it.ivc,
                 result: UNDECIDED,
             };
-            if it.result >= 0 {
-                let (port, ovc) = (it.result as usize >> 6, it.result as usize & 63);
-                self.next_buf[port].take_buffer(ovc, it.ivc)?;
-                let st = &mut self.vcs[ivc];
+            if result >= 0 {
+                let (port, ovc) = (result as usize >> 6, result as usize & 63);
+                next_buf[port].take_buffer(ovc, it.ivc)?;
                 st.out_port = port as u16;
                 st.out_vc = ovc as u8;
                 st.state = VcState::Active;
-                if !self.speculative {
-                    self.sa_q.push_back(item);
+                if !speculative {
+                    sa_q.push(item);
                 }
             } else {
-                self.va_q.push_back(item);
+                va_q.push(item);
             }
         }
         Ok(())
     }
 
-    #[inline]
-    fn out_queue_full(&self, output: usize) -> bool {
-        match self.output_buffer_size {
-            Some(n) => self.out_buf[output].len() >= n,
-            None => false,
-        }
-    }
-
-    /// Add (or improve) the switch request of VC `ivc` for output `output`.
-    #[inline]
-    fn sa_add_request(&mut self, ivc: usize, output: usize) {
-        let info = self.ivc_info[ivc];
-        let (vc, exp_in) = (info.vc as usize, info.exp_in);
-        let exp_out = output as u32 * self.out_speedup as u32 + self.in_mod_os[info.input as usize];
-        let mut prio = i32::from(self.front(ivc).pri);
-        if self.speculative && self.vcs[ivc].state == VcState::VcAlloc {
-            prio += i32::MIN;
-        }
-        self.sw_alloc.bid(
-            exp_in,
-            exp_out,
-            vc as u32,
-            prio,
-            self.sw_rr_offset[exp_in as usize],
-            self.v as u32,
-        );
-    }
-
     fn sa_evaluate(&mut self, now: i64) {
-        let v = self.v;
-        for k in 0..self.sa_q.len() {
-            let it = *self.sa_q.get(k);
-            if it.time >= 0 {
-                break;
-            }
-            self.stats.sw_alloc_attempts += 1;
-            let ivc = it.ivc as usize;
-            let st = self.vcs[ivc];
-            if st.state == VcState::Active {
-                let port = st.out_port as usize;
-                if self.next_buf[port].is_full_for(st.out_vc as usize) || self.out_queue_full(port)
-                {
-                    self.sa_q.get_mut(k).result = STALL;
-                    continue;
-                }
-                self.sa_add_request(ivc, port);
-                continue;
-            }
-            // Speculative bid of a head flit still in VC allocation.
-            let route = st.route;
-            let port = route.port as usize;
-            let dest = &self.next_buf[port];
-            let mut elig = false;
-            let mut cred = false;
-            if self.spec_check_elig {
-                let oq_ok = !self.out_queue_full(port);
-                for ovc in route.vc_lo..=route.vc_hi {
-                    if dest.is_available_for(ovc as usize) && oq_ok {
-                        elig = true;
-                        if !self.spec_check_cred || !dest.is_full_for(ovc as usize) {
-                            cred = true;
-                            break;
-                        }
-                    }
-                }
-            }
-            if (self.spec_check_elig && !elig) || (self.spec_check_cred && !cred) {
-                self.sa_q.get_mut(k).result = STALL;
-            } else {
-                self.sa_add_request(ivc, port);
+        let n = self.sa_q.stamp(now + self.sw_alloc_delay - 1);
+        if n > 0 {
+            self.stats.sw_alloc_attempts += n as u64;
+            self.sa_bids(n);
+            self.sw_alloc.allocate();
+            if !self.sa_fused {
+                self.sa_results(n);
             }
         }
-        self.sw_alloc.allocate();
-        let t = now + self.sw_alloc_delay - 1;
-        for k in 0..self.sa_q.len() {
-            let it = *self.sa_q.get(k);
-            if it.time >= 0 {
-                break;
-            }
-            self.sa_q.get_mut(k).time = t;
-            if it.result < UNDECIDED {
-                continue;
-            }
-            let info = self.ivc_info[it.ivc as usize];
-            let (vc, exp_in) = (info.vc as usize, info.exp_in);
-            let mut result = STALL;
-            if let Some((exp_out, label)) = self.sw_alloc.grant(exp_in) {
-                if label == vc as u32 {
-                    let next = vc + self.in_speedup;
-                    let next = if next < v { next } else { next % v };
-                    self.sw_rr_offset[exp_in as usize] = next as u32;
-                    result = exp_out as i32;
-                }
-            }
-            self.sa_q.get_mut(k).result = result;
-        }
-        if !self.speculative && self.sw_alloc_delay <= 1 {
+        if self.sa_fused {
             return;
         }
-        for k in 0..self.sa_q.len() {
-            let it = *self.sa_q.get(k);
-            if now < it.time {
-                break;
-            }
+        // Entries completing now: a speculative grant stands only if VC allocation gave the
+        // VC an output VC at that output with credit; any grant needs credit still.
+        let n = self.sa_q.due(now);
+        let (qa, qb) = self.sa_q.q.front_slices_mut(n);
+        for it in qa.iter_mut().chain(qb.iter_mut()) {
             if it.result < 0 {
                 continue;
             }
@@ -920,8 +884,8 @@ impl IqRouter {
             let ivc = it.ivc as usize;
             let st = self.vcs[ivc];
             let dest = &self.next_buf[output];
-            let result = if self.speculative && st.state == VcState::VcAlloc {
-                match self.va_grant[ivc] {
+            it.result = if self.speculative && st.state == VcState::VcAlloc {
+                match st.va_grant {
                     NONE => UNDECIDED,
                     g if (g >> 6) as usize != output => STALL,
                     g if dest.is_full_for((g & 63) as usize) => STALL,
@@ -932,7 +896,111 @@ impl IqRouter {
             } else {
                 it.result
             };
-            self.sa_q.get_mut(k).result = result;
+        }
+    }
+
+    /// Switch requests of the first `n` entries of the SA stage.
+    fn sa_bids(&mut self, n: usize) {
+        let v = self.v as u32;
+        let n_ivc = self.vcs.len();
+        let os = self.out_speedup as u32;
+        let IqRouter {
+            sa_q,
+            vcs,
+            next_buf,
+            bufs,
+            out_q,
+            sw_alloc,
+            sw_rr_offset,
+            out_limit,
+            speculative,
+            spec_check_elig,
+            spec_check_cred,
+            ..
+        } = self;
+        let (vcs, next_buf, bufs, sw_rr_offset) =
+            (&vcs[..], &next_buf[..], &bufs[..], &sw_rr_offset[..]);
+        let (out_limit, speculative) = (*out_limit, *speculative);
+        let (spec_check_elig, spec_check_cred) = (*spec_check_elig, *spec_check_cred);
+        let (qa, qb) = sa_q.q.front_slices_mut(n);
+        for it in qa.iter_mut().chain(qb.iter_mut()) {
+            let ivc = it.ivc as usize;
+            let st = vcs[ivc];
+            let port;
+            let mut prio = 0;
+            if st.state == VcState::Active {
+                port = st.out_port as usize;
+                let full = next_buf[port].is_full_for(st.out_vc as usize)
+                    || (out_limit != usize::MAX && out_q.len(port) >= out_limit);
+                if full {
+                    it.result = STALL;
+                    continue;
+                }
+            } else {
+                // Speculative bid of a head flit still in VC allocation: only for an output
+                // with an available VC (spec_check_elig) that has credit (spec_check_cred).
+                let route = st.route;
+                port = route.port as usize;
+                let dest = &next_buf[port];
+                let mut elig = false;
+                let mut cred = false;
+                if spec_check_elig {
+                    let oq_ok = out_limit == usize::MAX || out_q.len(port) < out_limit;
+                    if oq_ok {
+                        let am = dest.avail_mask() & range_mask(route.vc_lo, route.vc_hi);
+                        elig = am != 0;
+                        cred = if spec_check_cred {
+                            am & !dest.full_mask() != 0
+                        } else {
+                            elig
+                        };
+                    }
+                }
+                if (spec_check_elig && !elig) || (spec_check_cred && !cred) {
+                    it.result = STALL;
+                    continue;
+                }
+                if speculative && st.state == VcState::VcAlloc {
+                    prio = i32::MIN;
+                }
+            }
+            let exp_out = port as u32 * os + u32::from(st.out_off);
+            prio += i32::from(bufs[st.head as usize * n_ivc + ivc].pri);
+            sw_alloc.bid(
+                st.exp_in,
+                exp_out,
+                u32::from(st.vc),
+                prio,
+                sw_rr_offset[st.exp_in as usize],
+                v,
+            );
+        }
+    }
+
+    /// The switch grant of VC `ivc` (its expanded output), moving the input's VC offset past
+    /// it; `STALL` when it has none.
+    #[inline(always)]
+    fn sa_grant(&mut self, ivc: usize) -> i32 {
+        let st = &self.vcs[ivc];
+        let (exp_in, vc) = (st.exp_in, u32::from(st.vc));
+        match self.sw_alloc.grant(exp_in) {
+            Some((exp_out, label)) if label == vc => {
+                self.sw_rr_offset[exp_in as usize] = u32::from(self.sw_rr_next[vc as usize & 63]);
+                exp_out as i32
+            }
+            _ => STALL,
+        }
+    }
+
+    /// Verdicts of the first `n` entries of the SA stage, kept with the entries.
+    fn sa_results(&mut self, n: usize) {
+        for k in 0..n {
+            let it = *self.sa_q.q.get(k);
+            if it.result < UNDECIDED {
+                continue;
+            }
+            let result = self.sa_grant(it.ivc as usize);
+            self.sa_q.q.get_mut(k).result = result;
         }
     }
 
@@ -941,93 +1009,138 @@ impl IqRouter {
         now: i64,
         routing: &mut R,
     ) -> Result<(), RouterError> {
-        let b = self.b;
-        while let Some(&it) = self.sa_q.front() {
-            if it.time < 0 || now < it.time {
-                break;
-            }
-            self.sa_q.pop_front();
+        let n = self.sa_q.take_due(now);
+        let mut batch = std::mem::take(&mut self.batch);
+        self.sa_q.q.drain_front_into(n, &mut batch);
+        let result = self.sa_update_batch(&batch, routing);
+        self.batch = batch;
+        result
+    }
+
+    /// Switch-allocation update of a completed batch: winners cross the switch, the others
+    /// retry. Works on local table slices so that their addresses and lengths stay in
+    /// registers.
+    fn sa_update_batch<R: RoutingFunction>(
+        &mut self,
+        batch: &[StageItem],
+        routing: &mut R,
+    ) -> Result<(), RouterError> {
+        let (b, id) = (self.b, self.id);
+        let lookahead = self.routing_delay == 0;
+        let routing_stage = self.routing_delay > 0;
+        let (fused, speculative) = (self.sa_fused, self.speculative);
+        let IqRouter {
+            vcs,
+            bufs,
+            exp_out_port,
+            next_buf,
+            xbar_q,
+            stats,
+            step_credit,
+            step_credit_inputs,
+            sa_q,
+            va_q,
+            route_q,
+            sw_alloc,
+            sw_rr_offset,
+            sw_rr_next,
+            ..
+        } = self;
+        let (vcs, bufs, exp_out_port) = (&mut vcs[..], &bufs[..], &exp_out_port[..]);
+        let (next_buf, step_credit) = (&mut next_buf[..], &mut step_credit[..]);
+        let sw_rr_offset = &mut sw_rr_offset[..];
+        let n_ivc = vcs.len();
+        for &it in batch {
             let ivc = it.ivc as usize;
             let retry = StageItem {
-                time: PENDING,
                 ivc: it.ivc,
                 result: UNDECIDED,
             };
-            if it.result < 0 {
-                self.sa_q.push_back(retry);
+            let st = vcs[ivc];
+            let result = if !fused || it.result == STALL {
+                it.result
+            } else {
+                // The grant of this VC's switch input, if it went to this VC; the input's VC
+                // offset then moves past it.
+                match sw_alloc.grant(st.exp_in) {
+                    Some((exp_out, label)) if label == u32::from(st.vc) => {
+                        sw_rr_offset[st.exp_in as usize] =
+                            u32::from(sw_rr_next[usize::from(st.vc) & 63]);
+                        exp_out as i32
+                    }
+                    _ => STALL,
+                }
+            };
+            if result < 0 {
+                sa_q.push(retry);
                 continue;
             }
-            let output = self.exp_out_port[it.result as usize] as usize;
-            let info = self.ivc_info[ivc];
-            let (input, vcn) = (info.input as usize, info.vc as usize);
-            let st = self.vcs[ivc];
-            let mut f = self.bufs[ivc * b + st.head as usize];
-            {
-                let s = &mut self.vcs[ivc];
-                s.head = if s.head as usize + 1 == b {
-                    0
-                } else {
-                    s.head + 1
-                };
-                s.len -= 1;
-            }
+            let output = exp_out_port[result as usize] as usize;
+            let (input, vcn) = (usize::from(st.input), usize::from(st.vc));
+            let mut f = bufs[st.head as usize * n_ivc + ivc];
+            let len = st.len - 1;
+            let head = if len == 0 || st.head as usize + 1 == b {
+                0
+            } else {
+                st.head + 1
+            };
+            let s = &mut vcs[ivc];
+            (s.len, s.head) = (len, head);
             f.vc = st.out_vc;
-            if self.routing_delay == 0 && f.is_head() {
-                f.la_route = routing.lookahead(self.id, output, &f).unwrap_or_default();
+            if lookahead && f.is_head() {
+                f.la_route = routing.lookahead(id, output, &f).unwrap_or_default();
             }
-            self.next_buf[output].sending_flit(&f)?;
-            self.xbar_q.push_back(XbarItem {
-                time: PENDING,
+            next_buf[output].sending_flit(&f)?;
+            xbar_q.push(XbarItem {
                 flit: f,
                 out: output as u32,
             });
-            self.stats.flits_switched += 1;
-            if self.step_credit[input] == 0 {
-                self.step_credit_inputs.push(input as u32);
+            stats.flits_switched += 1;
+            let credit = &mut step_credit[input];
+            if *credit == 0 {
+                step_credit_inputs.push(input as u32);
             }
-            self.step_credit[input] |= 1u64 << vcn;
+            *credit |= 1u64 << vcn;
 
-            if self.vcs[ivc].len == 0 {
+            if len == 0 {
                 if f.is_tail() {
-                    self.vcs[ivc].state = VcState::Idle;
+                    s.state = VcState::Idle;
                 }
             } else if f.is_tail() {
-                let nf = self.front(ivc);
+                // The next packet's head is at the front: it starts routing now.
+                let nf = bufs[head as usize * n_ivc + ivc];
                 if !nf.is_head() {
                     return Err(RouterError::NotHead { input, vc: nf.vc });
                 }
-                self.start_packet(ivc, nf);
+                let item = StageItem {
+                    ivc: it.ivc,
+                    result: UNDECIDED,
+                };
+                if routing_stage {
+                    s.state = VcState::Routing;
+                    route_q.push(item);
+                } else {
+                    s.route = nf.la_route;
+                    s.state = VcState::VcAlloc;
+                    if speculative {
+                        sa_q.push(item);
+                    }
+                    va_q.push(item);
+                }
             } else {
-                self.sa_q.push_back(retry);
+                sa_q.push(retry);
             }
         }
         Ok(())
     }
 
     fn switch_update(&mut self, now: i64) {
-        while let Some(&it) = self.xbar_q.front() {
-            if it.time < 0 || now < it.time {
-                break;
-            }
-            self.xbar_q.pop_front();
-            let q = &mut self.out_buf[it.out as usize];
-            if q.is_empty() {
-                self.out_pending += 1;
-                self.out_mask[it.out as usize / 64] |= 1u64 << (it.out % 64);
-            }
-            q.push_back(it.flit);
+        let n = self.xbar_q.take_due(now);
+        let (a, b) = self.xbar_q.q.front_slices_mut(n);
+        for it in a.iter().chain(b.iter()) {
+            self.out_q.push(it.out as usize, it.flit);
         }
-    }
-}
-
-/// Stamp the not-yet-evaluated prefix of a stage queue with its completion cycle.
-fn evaluate_times(q: &mut Ring<StageItem>, t: i64) {
-    for k in 0..q.len() {
-        let it = q.get_mut(k);
-        if it.time >= 0 {
-            break;
-        }
-        it.time = t;
+        self.xbar_q.q.advance(n);
     }
 }
 

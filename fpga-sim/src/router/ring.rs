@@ -77,6 +77,37 @@ impl<T: Copy + Default> Ring<T> {
         &mut self.buf[(self.head + k) & m]
     }
 
+    /// The first `n` values (`n <= len`) as up to two contiguous slices, in order.
+    #[inline]
+    pub fn front_slices_mut(&mut self, n: usize) -> (&mut [T], &mut [T]) {
+        let n = n.min(self.len);
+        let cap = self.buf.len();
+        let first = n.min(cap - self.head);
+        let (lo, hi) = self.buf.split_at_mut(self.head);
+        let (a, _) = hi.split_at_mut(first);
+        let (b, _) = lo.split_at_mut(n - first);
+        (a, b)
+    }
+
+    /// Drop the first `n` values (at most `len`).
+    #[inline]
+    pub fn advance(&mut self, n: usize) {
+        let n = n.min(self.len);
+        self.head = (self.head + n) & self.mask;
+        self.len -= n;
+    }
+
+    /// Move the first `n` values (at most `len`) into `out`, in order, replacing its contents.
+    #[inline]
+    pub fn drain_front_into(&mut self, n: usize, out: &mut Vec<T>) {
+        out.clear();
+        let (a, b) = self.front_slices_mut(n);
+        let n = a.len() + b.len();
+        out.extend_from_slice(a);
+        out.extend_from_slice(b);
+        self.advance(n);
+    }
+
     #[cold]
     fn grow(&mut self) {
         let n = self.buf.len() * 2;
@@ -87,6 +118,100 @@ impl<T: Copy + Default> Ring<T> {
         self.buf = buf;
         self.head = 0;
         self.mask = n - 1;
+    }
+}
+
+/// One FIFO per port, with every queue's front entry in one dense table: a port's ring is
+/// touched only while more than one entry waits there, and finding the non-empty queues is
+/// a scan of bitmasks.
+pub(crate) struct PortQueues<T: Copy + Default> {
+    front: Vec<T>,
+    /// Per port: a front entry waits.
+    mask: Vec<u64>,
+    /// Per port: entries wait behind the front, in `rest`.
+    more: Vec<u64>,
+    rest: Vec<Ring<T>>,
+    /// Non-empty queues.
+    pending: usize,
+}
+
+impl<T: Copy + Default> PortQueues<T> {
+    /// `ports` empty queues, each with room for `cap` entries before it grows.
+    pub fn new(ports: usize, cap: usize) -> Self {
+        PortQueues {
+            front: vec![T::default(); ports],
+            mask: vec![0; ports.div_ceil(64)],
+            more: vec![0; ports.div_ceil(64)],
+            rest: (0..ports).map(|_| Ring::with_capacity(cap)).collect(),
+            pending: 0,
+        }
+    }
+
+    /// Whether every queue is empty.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.pending == 0
+    }
+
+    /// Append `v` to port `p`'s queue.
+    #[inline]
+    pub fn push(&mut self, p: usize, v: T) {
+        let (w, bit) = (p / 64, 1u64 << (p % 64));
+        if self.mask[w] & bit == 0 {
+            self.mask[w] |= bit;
+            self.front[p] = v;
+            self.pending += 1;
+        } else {
+            self.rest[p].push_back(v);
+            self.more[w] |= bit;
+        }
+    }
+
+    /// Entries waiting at port `p`.
+    #[inline]
+    pub fn len(&self, p: usize) -> usize {
+        let (w, bit) = (p / 64, 1u64 << (p % 64));
+        if self.mask[w] & bit == 0 {
+            0
+        } else if self.more[w] & bit == 0 {
+            1
+        } else {
+            1 + self.rest[p].len()
+        }
+    }
+
+    /// Entries waiting over all ports.
+    pub fn total(&self) -> usize {
+        (0..self.front.len()).map(|p| self.len(p)).sum()
+    }
+
+    /// Remove the front of every non-empty queue, handing each to `f` in port order.
+    #[inline]
+    pub fn pop_fronts(&mut self, mut f: impl FnMut(usize, T)) {
+        if self.pending == 0 {
+            return;
+        }
+        for w in 0..self.mask.len() {
+            let mut m = self.mask[w];
+            while m != 0 {
+                let b = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let p = w * 64 + b;
+                f(p, self.front[p]);
+                if self.more[w] & (1u64 << b) == 0 {
+                    self.mask[w] &= !(1u64 << b);
+                    self.pending -= 1;
+                } else {
+                    let q = &mut self.rest[p];
+                    if let Some(v) = q.pop_front() {
+                        self.front[p] = v;
+                    }
+                    if q.is_empty() {
+                        self.more[w] &= !(1u64 << b);
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -112,5 +237,46 @@ mod tests {
         let got: Vec<u32> = std::iter::from_fn(|| r.pop_front()).collect();
         assert_eq!(got, vec![0, 1, 2, 3, 4, 5, 6, 7, 42]);
         assert!(r.is_empty() && r.front().is_none());
+        let mut r: Ring<u32> = Ring::with_capacity(4);
+        for i in 0..3 {
+            r.push_back(i);
+        }
+        r.pop_front();
+        r.pop_front();
+        for i in 3..6 {
+            r.push_back(i);
+        }
+        let (a, b) = r.front_slices_mut(3);
+        assert_eq!((&*a, &*b), (&[2, 3][..], &[4][..]));
+        let (a, b) = r.front_slices_mut(4);
+        assert_eq!((a.len(), b.len()), (2, 2));
+        b[1] = 9;
+        assert_eq!(*r.get(3), 9);
+        let mut out = vec![7];
+        r.drain_front_into(3, &mut out);
+        assert_eq!(out, vec![2, 3, 4]);
+        assert_eq!((r.len(), r.pop_front()), (1, Some(9)));
+    }
+
+    #[test]
+    fn port_queues_keep_fifo_order_per_port() {
+        let mut q: PortQueues<u32> = PortQueues::new(70, 1);
+        assert!(q.is_empty());
+        for (p, v) in [(3, 1), (69, 2), (3, 3), (3, 4), (0, 5)] {
+            q.push(p, v);
+        }
+        assert_eq!(
+            (q.len(3), q.len(69), q.len(0), q.len(1), q.total()),
+            (3, 1, 1, 0, 5)
+        );
+        let mut got = Vec::new();
+        q.pop_fronts(|p, v| got.push((p, v)));
+        assert_eq!(got, vec![(0, 5), (3, 1), (69, 2)]);
+        q.push(69, 6);
+        got.clear();
+        q.pop_fronts(|p, v| got.push((p, v)));
+        q.pop_fronts(|p, v| got.push((p, v)));
+        assert_eq!(got, vec![(3, 3), (69, 6), (3, 4)]);
+        assert!(q.is_empty() && q.total() == 0);
     }
 }
