@@ -12,10 +12,12 @@
 mod accel;
 pub mod check;
 mod flow;
+mod inject;
 pub mod link;
 pub mod output;
 pub mod port;
 pub mod results;
+mod summary;
 pub mod sweep;
 pub mod switch;
 pub mod trace;

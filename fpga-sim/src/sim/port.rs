@@ -196,22 +196,6 @@ pub struct Frame {
 }
 
 impl Frame {
-    /// Copy a transfer.
-    pub fn from_transfer(t: &TlTransfer<'_>, ingress: u32) -> Frame {
-        let mut data = [0u8; 256];
-        let n = t.data.len().min(256);
-        data[..n].copy_from_slice(&t.data[..n]);
-        Frame {
-            field: t.field,
-            len: n as u16,
-            data,
-            be: t.byte_enables.copied(),
-            poisoned: t.poisoned,
-            ingress,
-            trace: false,
-        }
-    }
-
     /// The transfer, borrowing the data.
     pub fn transfer(&self) -> TlTransfer<'_> {
         TlTransfer {
@@ -273,22 +257,6 @@ impl FrameSlab {
             f.trace = false;
         }
         h
-    }
-
-    /// Store a frame; returns its handle.
-    pub fn alloc(&mut self, f: Frame) -> u32 {
-        match self.free.pop() {
-            Some(h) => {
-                if let Some(s) = self.frames.get_mut(h as usize) {
-                    *s = f;
-                }
-                h
-            }
-            None => {
-                self.frames.push(f);
-                (self.frames.len() - 1) as u32
-            }
-        }
     }
 
     /// Release a handle.

@@ -11,7 +11,7 @@
 //! Either way frames wait in the switch until the egress port's transmitter pulls them while
 //! it packs a DL flit, so arbitration happens at the serialisation point.
 
-use super::port::{flow_of, vc_of, Frame, PortState};
+use super::port::{flow_of, Frame, PortState};
 use crate::pod::config::PodFile;
 use crate::pod::topology::{Attach, Fabric};
 use podlink_protocol::time::{Duration, Instant};
@@ -421,7 +421,6 @@ impl Wide {
 
 /// The credit flow and beats of a frame (for [`Forwarder::pull`]).
 pub fn frame_cost(f: &Frame) -> (Flow, u32) {
-    let _ = vc_of(&f.field);
     (flow_of(&f.field), f.beats())
 }
 

@@ -1,0 +1,206 @@
+//! Workloads into the pod (`spec-notes/simulator.md#workloads`): generators per workload and
+//! partition, trace replay, and operations issued and split into ≤ 256 B pieces.
+
+use super::accel::{Op, MAX_PIECES};
+use super::trace::Mark;
+use super::{Ev, Sim};
+use crate::report::OpClass;
+use crate::workload::{Generator, OpSpec, SLOTS};
+
+/// Upper bound on distinct 64 B lines the address plan may touch, pod-wide (memory bound).
+const LINE_BUDGET: u64 = 4 << 20;
+
+/// 256 B slots each source uses in its window at a destination, so that the lines the
+/// address plan can touch stay within [`LINE_BUDGET`].
+pub fn slots_for(accels: u32) -> u64 {
+    let pairs = u64::from(accels) * u64::from(accels.saturating_sub(1)).max(1);
+    (LINE_BUDGET / 4 / pairs).clamp(1, SLOTS)
+}
+
+impl Sim {
+    /// Workload generators and sources from the pod file and the options; operation traces
+    /// are read from their CSV files (paths relative to the working directory).
+    ///
+    /// # Errors
+    /// A trace file that cannot be read or parsed (naming the file and line).
+    pub(crate) fn build_workloads(&mut self) -> Result<(), String> {
+        let mut wls = self.pod.workloads.clone();
+        if wls.is_empty() {
+            wls.push(crate::pod::config::Workload {
+                pattern: crate::pod::config::Pattern::Uniform,
+                partition: None,
+                message_bytes: 64,
+                offered_load: 0.3,
+                read: 0.5,
+                write: 0.5,
+                atomic: 0.0,
+                target: None,
+                trace: None,
+            });
+        }
+        let ids = self.partition_ids();
+        self.part_lat = vec![Default::default(); ids.len()];
+        self.part_index = self
+            .fabric
+            .partition_of
+            .iter()
+            .map(|p| ids.iter().position(|q| q == p).unwrap_or(0) as u32)
+            .collect();
+        if !self.opts.traffic {
+            return Ok(());
+        }
+        let line_rate = 628.0 / self.t.ser as f64 * 1e6; // TL bytes per µs of one port
+        let slots = slots_for(self.fabric.accels);
+        for (g, w) in wls.iter_mut().enumerate() {
+            if let Some(p) = self.opts.pattern {
+                w.pattern = p;
+            }
+            if let Some(l) = self.opts.load {
+                w.offered_load = l;
+            }
+            if w.pattern == crate::pod::config::Pattern::Trace {
+                let path = w.trace.clone().unwrap_or_default();
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| format!("workloads.{g}.trace: {path}: {e}"))?;
+                let ops = crate::workload::parse_trace(&text, self.fabric.accels)
+                    .map_err(|e| format!("{path}: {e}"))?;
+                self.trace_ops.extend(ops);
+                continue;
+            }
+            let part = w
+                .partition
+                .or_else(|| self.pod.partitions.first().map(|p| p.id));
+            let members: Vec<u32> = (0..self.fabric.accels)
+                .filter(|&a| part.is_none_or(|p| self.fabric.partition_of[a as usize] == p))
+                .collect();
+            let gen =
+                Generator::new(w, &members, line_rate, self.opts.seed, g as u64).with_slots(slots);
+            let mean = f64::from(w.message_bytes) / (line_rate * w.offered_load) * 1e6;
+            let mut rng = crate::rng::Rng::new(self.opts.seed, 0x5000_0000 + g as u64);
+            for (m, &a) in members.iter().enumerate() {
+                // A hotspot's target issues nothing (it would send to itself).
+                if w.pattern == crate::pod::config::Pattern::Hotspot && w.target == Some(a) {
+                    continue;
+                }
+                self.sources.push((g as u32, m as u32));
+                self.first_issue.push((rng.f64() * mean) as u64);
+            }
+            self.gens.push(gen);
+        }
+        self.trace_ops.sort_by_key(|o| o.at_ps);
+        Ok(())
+    }
+
+    /// Start the workloads at `at`: each source issues its first operation at a random offset
+    /// within its mean gap, and sources stop at `at + duration`.
+    pub fn start_workload(&mut self, at: u64) {
+        self.inject_from = at;
+        self.inject_until = at.saturating_add(self.opts.duration_ps);
+        for i in 0..self.sources.len() {
+            let t = at + self.first_issue[i];
+            if t < self.inject_until {
+                self.schedule(t, Ev::Issue(i as u32));
+            }
+        }
+        if let Some(first) = self.trace_ops.first() {
+            let t = at + first.at_ps;
+            if t < self.inject_until {
+                self.schedule(t, Ev::Replay(0));
+            }
+        }
+    }
+
+    /// Issue every trace operation due now, from index `i`; schedule the next.
+    pub(crate) fn on_replay(&mut self, i: u32, now: u64) {
+        let mut k = i as usize;
+        while let Some(o) = self.trace_ops.get(k).copied() {
+            let t = self.inject_from + o.at_ps;
+            if t > now {
+                if t < self.inject_until {
+                    self.schedule(t, Ev::Replay(k as u32));
+                }
+                return;
+            }
+            self.issue(o.op, now);
+            k += 1;
+        }
+    }
+
+    /// Partition IDs in report order.
+    pub(crate) fn partition_ids(&self) -> Vec<u16> {
+        if self.pod.partitions.is_empty() {
+            vec![0]
+        } else {
+            self.pod.partitions.iter().map(|p| p.id).collect()
+        }
+    }
+
+    pub(crate) fn on_issue(&mut self, i: u32, now: u64) {
+        let Some(&(g, m)) = self.sources.get(i as usize) else {
+            return;
+        };
+        let Some((gap, spec)) = self
+            .gens
+            .get_mut(g as usize)
+            .and_then(|x| x.next(m as usize))
+        else {
+            return;
+        };
+        self.issue(spec, now);
+        let next = now.saturating_add(gap.max(1));
+        if next < self.inject_until {
+            self.schedule(next, Ev::Issue(i));
+        }
+    }
+
+    /// Issue an operation now; returns its index.
+    pub(crate) fn issue(&mut self, spec: OpSpec, now: u64) -> u32 {
+        let bytes = if spec.class == OpClass::Atomic {
+            8
+        } else {
+            spec.bytes.min(MAX_PIECES * 256)
+        };
+        let pieces = if spec.class == OpClass::Atomic {
+            1
+        } else {
+            bytes.div_ceil(256)
+        };
+        let mut op = Op {
+            src: spec.src,
+            dst: spec.dst,
+            class: spec.class,
+            bytes,
+            addr: spec.addr,
+            issued: now,
+            left: ((1u32 << pieces) - 1) as u16,
+            measured: now >= self.inject_from + self.opts.warmup_ps && now < self.inject_until,
+            failed: false,
+            wid: 0,
+            expect: [0; 64],
+        };
+        match spec.class {
+            OpClass::Write => op.wid = self.reference.write(spec.dst, spec.addr, bytes),
+            OpClass::Read => self
+                .reference
+                .expect(spec.dst, spec.addr, bytes, &mut op.expect),
+            OpClass::Atomic => {}
+        }
+        let a = &mut self.accels;
+        let idx = match a.free_ops.pop() {
+            Some(i) => {
+                a.ops[i as usize] = op;
+                i
+            }
+            None => {
+                a.ops.push(op);
+                (a.ops.len() - 1) as u32
+            }
+        };
+        a.issued += 1;
+        if let Some(t) = self.trace.as_mut() {
+            t.mark(now, Mark::Issue);
+        }
+        self.schedule(now + self.t.endpoint, Ev::Submit(idx));
+        idx
+    }
+}
