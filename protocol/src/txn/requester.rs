@@ -286,6 +286,10 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
         let strict = self.config.ordering == OrderingMode::Strict;
         let mut stalled = false;
         let mut chosen = None;
+        // Keys of the pieces passed so far, as a 4096-bit filter: the exact (quadratic)
+        // search for an earlier piece of the same region runs only on a filter hit, so a long
+        // queue stalled on credit costs one pass, not a pass per piece.
+        let mut seen = [0u64; 64];
         for pos in 0..self.queue.len() {
             if strict && pos > 0 {
                 break;
@@ -293,7 +297,14 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
             let Some(p) = self.queue.get(pos) else {
                 break;
             };
-            if self.blocked_by_earlier(pos, p) {
+            let h = region_filter_bit(p);
+            let word = seen.get_mut(h >> 6);
+            let bit = 1u64 << (h & 63);
+            let maybe = word.as_ref().is_some_and(|w| **w & bit != 0);
+            if let Some(w) = word {
+                *w |= bit;
+            }
+            if maybe && self.blocked_by_earlier(pos, p) {
                 continue;
             }
             match credits.try_consume(Flow::Request, p.vc, p.data_beats) {
@@ -358,6 +369,7 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
     }
 
     /// An earlier queued request has the same (destination, VC, 256 B region).
+    /// Callers may skip it when no earlier piece has the same [`region_filter_bit`].
     fn blocked_by_earlier(&self, pos: usize, p: &Piece) -> bool {
         self.queue
             .iter()
@@ -638,6 +650,13 @@ fn read_slice<'a>(
         offset: u32::try_from(lo - op.addr).ok()?,
         data,
     })
+}
+
+
+/// A 12-bit hash of a piece's (destination, VC, 256 B region): equal keys give equal bits.
+fn region_filter_bit(p: &Piece) -> usize {
+    let k = (p.region() << 12) ^ (u64::from(p.dst.get()) << 2) ^ u64::from(p.vc.get());
+    (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize
 }
 
 #[cfg(test)]
