@@ -571,6 +571,20 @@ impl PodFile {
                 format!("{t}: must be in (0, 1e6]"),
             );
         }
+        // The workload address plan (`workload.rs`): a 64 KiB window per possible source, then
+        // the shared atomic counter; addresses are 57 bits on the wire.
+        let m = self.accelerator.memory_bytes;
+        let need = crate::workload::ATOMIC_COUNTER_ADDR + 64;
+        if !(need..=1 << 57).contains(&m) {
+            return e(
+                "accelerator.memory_bytes",
+                format!(
+                    "{m}: must be {need}..={} (the workloads use a 64 KiB window per source \
+                     and an atomic counter after them)",
+                    1u64 << 57
+                ),
+            );
+        }
         let s = &self.switch;
         if !(s.clock_mhz.is_finite() && s.clock_mhz >= 10.0 && s.clock_mhz <= 10_000.0) {
             return e(
@@ -773,6 +787,17 @@ mod tests {
         assert_eq!(e.field.as_deref(), Some("partitions.1.accelerators"));
         assert_eq!(e.line, Some(10), "{e}");
         assert!(e.message.contains("already in partition 1"));
+    }
+
+    #[test]
+    fn memory_must_hold_the_address_plan() {
+        let text = format!("{GOOD}[accelerator]\nmemory_bytes = 65536\n");
+        let e = PodFile::parse(&text, "p").unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("accelerator.memory_bytes"), "{e}");
+        assert_eq!(e.line, Some(6), "{e}");
+        let ok = crate::workload::ATOMIC_COUNTER_ADDR + 64;
+        let text = format!("{GOOD}[accelerator]\nmemory_bytes = {ok}\n");
+        assert!(PodFile::parse(&text, "p").is_ok());
     }
 
     #[test]

@@ -652,7 +652,6 @@ fn read_slice<'a>(
     })
 }
 
-
 /// A 12-bit hash of a piece's (destination, VC, 256 B region): equal keys give equal bits.
 fn region_filter_bit(p: &Piece) -> usize {
     let k = (p.region() << 12) ^ (u64::from(p.dst.get()) << 2) ^ u64::from(p.vc.get());
