@@ -125,11 +125,15 @@ impl PortLink for PortState {
                 .is_none_or(|c| c.get() == u32::MAX || c.get() == self.index)
     }
 
+    /// Command credits of either flow (an upper bound, as the firmware's `LinkPort` gives):
+    /// 0 only when no frame of the VC can go. (It was the minimum of the two, which let a
+    /// completer short of request credits block the responses its own requester waited for:
+    /// the pod deadlocked at high load.)
     fn tx_credits(&self, vc: Vc) -> u32 {
         self.credits
             .0
             .get(usize::from(vc.get()))
-            .map_or(0, |v| v[0].min(v[2]))
+            .map_or(0, |v| v[0].saturating_add(v[2]))
     }
 
     /// Reserves a command credit and the largest transfer's data credits (the header does

@@ -290,6 +290,10 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
         // search for an earlier piece of the same region runs only on a filter hit, so a long
         // queue stalled on credit costs one pass, not a pass per piece.
         let mut seen = [0u64; 64];
+        // Per VC, the fewest data beats refused credit in this pass: larger pieces of that VC
+        // are skipped without asking (refusals are monotonic), and the pass ends once every
+        // VC refused a piece without data.
+        let mut refused = [u8::MAX; 4];
         for pos in 0..self.queue.len() {
             if strict && pos > 0 {
                 break;
@@ -307,12 +311,24 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
             if maybe && self.blocked_by_earlier(pos, p) {
                 continue;
             }
+            let vc = usize::from(p.vc.get() & 3);
+            if refused.get(vc).is_some_and(|&r| p.data_beats >= r) {
+                continue;
+            }
             match credits.try_consume(Flow::Request, p.vc, p.data_beats) {
                 Some(pool) => {
                     chosen = Some((pos, pool));
                     break;
                 }
-                None => stalled = true,
+                None => {
+                    stalled = true;
+                    if let Some(r) = refused.get_mut(vc) {
+                        *r = (*r).min(p.data_beats);
+                    }
+                    if refused == [0; 4] {
+                        break;
+                    }
+                }
             }
         }
         let Some((pos, pool)) = chosen else {
@@ -1003,6 +1019,42 @@ mod tests {
             }
             assert_eq!(order[..2], [(Opcode::Write, 0), (Opcode::Read, 128)]);
         }
+    }
+
+    /// Refuses everything, counting the questions.
+    struct Counting(u32);
+    impl CreditGate for Counting {
+        fn try_consume(&mut self, _f: Flow, _vc: Vc, _beats: u8) -> Option<Pool> {
+            self.0 += 1;
+            None
+        }
+        fn release(&mut self, _: Flow, _: Vc, _: Pool, _: u8) {}
+    }
+
+    #[test]
+    fn credit_stalled_queue_is_not_scanned_piece_by_piece() {
+        let mut r = Requester::<32, 32, 32>::new(RequesterConfig::new(id(1)));
+        for k in 0..24u64 {
+            r.submit_read(t(0), id(2), vc0(), k * 256, 64).unwrap();
+        }
+        // Every VC refused a piece without data: the pass stops there.
+        let vc = |v| Vc::new(v).unwrap();
+        for v in 1..4 {
+            r.submit_read(t(0), id(3), vc(v), 0, 64).unwrap();
+        }
+        let mut g = Counting(0);
+        assert!(r.poll_transmit(t(1), &mut g).is_none());
+        assert_eq!(g.0, 4, "one question per VC");
+        // A smaller piece behind a refused larger one of the same VC is still asked for.
+        let mut r = req();
+        r.submit_write(t(0), id(2), vc0(), 0, &[0; 64], None)
+            .unwrap();
+        r.submit_read(t(0), id(2), vc0(), 4096, 64).unwrap();
+        let it = r.poll_transmit(t(1), &mut NoData).expect("the read passes");
+        let TlField::UncompressedRequest(q) = it.field else {
+            unreachable!()
+        };
+        assert_eq!((q.cmd, q.addr << 2), (Opcode::Read, 4096));
     }
 
     #[test]
