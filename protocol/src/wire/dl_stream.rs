@@ -20,7 +20,9 @@
 //! A receiver that lost its place re-synchronises at the first segment without an
 //! alternative sector, whose header gives the offset of the first TL flit start.
 
-use super::dl_flit::{segment_range, DlFlit, FLIT_LEN, PAYLOAD_LEN, SEGMENT_COUNT, SEGMENT_SIZES};
+use super::dl_flit::{
+    segment_range, DlFlit, FLIT_LEN, PAYLOAD_LEN, SEGMENT_COUNT, SEGMENT_OFFSETS, SEGMENT_SIZES,
+};
 use super::dl_header::{FlitHeader, SegmentHeader};
 use super::dl_msg::{nom_message, DlMessage, MessageSpace, NomError};
 use super::{check_out, crc::DlCrc, Error, Result};
@@ -132,6 +134,37 @@ const TL_ONLY_HEADERS: [[u8; SEGMENT_COUNT]; TL_FLIT_LEN / 4] = {
     }
     table
 };
+
+/// The real TL flit starts per segment if `got` are the segment headers of a TL-only flit at
+/// the stream position whose all-real headers are `expected`, with no more real starts than
+/// fit in each segment: exactly the flits the general unpacker accepts as TL-only with these
+/// carries. `None` for anything else (alternative sectors, other carries, a reserved bit,
+/// `tl_flit1` without `tl_flit0`, too many starts).
+fn tl_only_real_starts(
+    got: [u8; SEGMENT_COUNT],
+    expected: [u8; SEGMENT_COUNT],
+) -> Option<[u8; SEGMENT_COUNT]> {
+    /// Everything but the two start bits: message fields (the carry), reserved, alt sector.
+    const NOT_STARTS: u8 = 0x6f;
+    let starts = |b: u8| -> Option<u8> {
+        match (b & 0x10 != 0, b & 0x80 != 0) {
+            (false, true) => None,
+            (f0, f1) => Some(u8::from(f0) + u8::from(f1)),
+        }
+    };
+    let mut real = [0u8; SEGMENT_COUNT];
+    for ((r, &g), &e) in real.iter_mut().zip(got.iter()).zip(expected.iter()) {
+        if g & NOT_STARTS != e & NOT_STARTS {
+            return None;
+        }
+        let n = starts(g)?;
+        if n > starts(e)? {
+            return None;
+        }
+        *r = n;
+    }
+    Some(real)
+}
 
 /// TL flits starting in an area of `len` bytes whose first `carry` bytes finish an earlier one.
 const fn starts_in(carry: usize, len: usize) -> usize {
@@ -305,6 +338,9 @@ impl DlPacker {
     }
 
     /// Fill a TL area; returns the real (non-padding) TL flits started in it.
+    ///
+    /// Whole TL flits are written by the source straight into the area; padding is written
+    /// as zeros (no copy); only a TL flit cut by the area's end goes through `cur`.
     fn fill_tl<S: PackSource + ?Sized>(
         &mut self,
         src: &mut S,
@@ -313,29 +349,60 @@ impl DlPacker {
     ) -> u8 {
         let mut starts = 0;
         let mut rest = area;
-        while !rest.is_empty() {
-            if self.remaining == 0 {
-                self.cur_is_nop = !src.next_tl_flit(&mut self.cur);
-                if self.cur_is_nop {
-                    self.cur = [0; TL_FLIT_LEN];
-                    stats.nop_started = stats.nop_started.saturating_add(1);
-                } else {
-                    stats.tl_started = stats.tl_started.saturating_add(1);
-                    // Only real TL flits are counted: a start beyond the count is padding.
-                    starts += 1;
-                }
-                self.remaining = TL_FLIT_LEN;
-            }
+        if self.remaining > 0 {
+            // Finish the TL flit in progress.
             let n = self.remaining.min(rest.len());
             let from = TL_FLIT_LEN.saturating_sub(self.remaining);
             let (out, tail) = rest.split_at_mut(n);
-            if let Some(src_bytes) = self.cur.get(from..from.saturating_add(n)) {
+            if self.cur_is_nop {
+                out.fill(0);
+            } else if let Some(src_bytes) = self.cur.get(from..from.saturating_add(n)) {
                 out.copy_from_slice(src_bytes);
             }
             rest = tail;
             self.remaining = self.remaining.saturating_sub(n);
             if self.remaining == 0 && !self.cur_is_nop {
                 stats.tl_finished = stats.tl_finished.saturating_add(1);
+            }
+        }
+        // `remaining` is 0 from here on until the last, cut TL flit.
+        while !rest.is_empty() {
+            let area = core::mem::take(&mut rest);
+            let real = if area.len() >= TL_FLIT_LEN {
+                let (whole, tail) = area.split_at_mut(TL_FLIT_LEN);
+                rest = tail;
+                let real = match <&mut [u8; TL_FLIT_LEN]>::try_from(whole) {
+                    Ok(whole) => {
+                        let real = src.next_tl_flit(whole);
+                        if !real {
+                            whole.fill(0);
+                        }
+                        real
+                    }
+                    Err(_) => false,
+                };
+                if real {
+                    stats.tl_finished = stats.tl_finished.saturating_add(1);
+                }
+                real
+            } else {
+                let real = src.next_tl_flit(&mut self.cur);
+                let n = area.len();
+                if !real {
+                    area.fill(0);
+                } else if let Some(src_bytes) = self.cur.get(..n) {
+                    area.copy_from_slice(src_bytes);
+                }
+                self.remaining = TL_FLIT_LEN.saturating_sub(n);
+                real
+            };
+            self.cur_is_nop = !real;
+            if real {
+                stats.tl_started = stats.tl_started.saturating_add(1);
+                // Only real TL flits are counted: a start beyond the count is padding.
+                starts += 1;
+            } else {
+                stats.nop_started = stats.nop_started.saturating_add(1);
             }
         }
         starts
@@ -512,10 +579,21 @@ impl DlUnpacker {
             .map_err(|error| UnpackError { segment: 0, error })?;
         // Fast path: a flit of TL data only, whose five segment headers are exactly those the
         // stream position implies, is one contiguous run of TL bytes.
-        if self.synced && flit.segment_header_bytes() == self.expected_tl_headers() {
-            let mut stats = UnpackStats::default();
-            self.feed_run(flit.payload(), sink, &mut stats);
-            return Ok(stats);
+        if self.synced {
+            let expected = self.expected_tl_headers();
+            let got = flit.segment_header_bytes();
+            if got == expected {
+                let mut stats = UnpackStats::default();
+                self.feed_run(flit.payload(), sink, &mut stats);
+                return Ok(stats);
+            }
+            // The same with fewer real TL flit starts than fit (the flit ends in padding):
+            // still one contiguous run, in which each segment's later starts are padding.
+            if let Some(real) = tl_only_real_starts(got, expected) {
+                let mut stats = UnpackStats::default();
+                self.feed_padded_run(flit.payload(), real, sink, &mut stats);
+                return Ok(stats);
+            }
         }
         // Check the whole flit first (no TL bytes are moved), so that an error delivers nothing.
         self.clone()
@@ -677,6 +755,65 @@ impl DlUnpacker {
             }
             self.have = tail.len();
             self.partial_nop = false;
+        }
+    }
+
+    /// [`Self::feed`] over the five segments of a TL-only flit (one contiguous run of TL
+    /// bytes), in which the first `real[i]` TL flit starts of segment `i` are real and later
+    /// ones padding: the same deliveries and state as feeding segment by segment, with every
+    /// whole TL flit delivered in place.
+    fn feed_padded_run<S: UnpackSink + ?Sized>(
+        &mut self,
+        bytes: &[u8],
+        real: [u8; SEGMENT_COUNT],
+        sink: &mut S,
+        st: &mut UnpackStats,
+    ) {
+        let lead = self.carry().min(bytes.len());
+        let (head, _) = bytes.split_at(lead);
+        if !head.is_empty() {
+            if let Some(dst) = self
+                .partial
+                .get_mut(self.have..self.have.saturating_add(lead))
+            {
+                dst.copy_from_slice(head);
+            }
+            self.have = self.have.saturating_add(lead);
+            if self.have == TL_FLIT_LEN {
+                self.have = 0;
+                let full = self.partial;
+                Self::deliver(&full, self.partial_nop, sink, st);
+            }
+        }
+        // TL flit starts from `lead` on, every 64 bytes; each is real while its segment's
+        // count of real starts lasts.
+        let mut pos = lead;
+        let mut seg = 0;
+        let mut rank = 0u8;
+        while pos < bytes.len() {
+            while seg + 1 < SEGMENT_COUNT && SEGMENT_OFFSETS.get(seg + 1).is_some_and(|&o| pos >= o)
+            {
+                seg += 1;
+                rank = 0;
+            }
+            let nop = rank >= real.get(seg).copied().unwrap_or(0);
+            rank = rank.saturating_add(1);
+            match bytes.get(pos..pos.saturating_add(TL_FLIT_LEN)) {
+                Some(f) => {
+                    if let Ok(f) = <&[u8; TL_FLIT_LEN]>::try_from(f) {
+                        Self::deliver(f, nop, sink, st);
+                    }
+                }
+                None => {
+                    let tail = bytes.get(pos..).unwrap_or_default();
+                    if let Some(dst) = self.partial.get_mut(..tail.len()) {
+                        dst.copy_from_slice(tail);
+                    }
+                    self.have = tail.len();
+                    self.partial_nop = nop;
+                }
+            }
+            pos = pos.saturating_add(TL_FLIT_LEN);
         }
     }
 
@@ -1239,5 +1376,306 @@ mod fast_path_tests {
             );
             un.unpack(&f, &mut NullSink).unwrap();
         }
+    }
+}
+
+/// The packer's and unpacker's fast paths against the general algorithms, on random streams
+/// of TL flits, padding and DL messages, and on random segment headers.
+#[cfg(test)]
+mod equivalence_tests {
+    use super::*;
+    use crate::wire::dl_header::ExplicitHeader;
+    use crate::wire::dl_msg::TlRateNotification;
+    use std::collections::VecDeque;
+    use std::vec::Vec;
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// A source that runs dry at random points (the rest of a pack call is then padding), and
+    /// whose flits are sometimes all zeros.
+    struct Src {
+        tl: VecDeque<[u8; TL_FLIT_LEN]>,
+        msgs: VecDeque<DlMessage>,
+        /// Flits handed out before the source reports none, per pack call.
+        budget: usize,
+    }
+    impl PackSource for Src {
+        fn next_tl_flit(&mut self, out: &mut [u8; TL_FLIT_LEN]) -> bool {
+            if self.budget == 0 {
+                return false;
+            }
+            match self.tl.pop_front() {
+                Some(f) => {
+                    self.budget -= 1;
+                    *out = f;
+                    true
+                }
+                None => false,
+            }
+        }
+        fn peek_message(&self) -> Option<&DlMessage> {
+            self.msgs.front()
+        }
+        fn pop_message(&mut self) {
+            self.msgs.pop_front();
+        }
+    }
+
+    /// The packer as it was before its fast paths: every TL byte through `cur`, padding
+    /// copied from a zeroed `cur`.
+    struct RefPacker {
+        cur: [u8; TL_FLIT_LEN],
+        remaining: usize,
+        cur_is_nop: bool,
+    }
+
+    impl RefPacker {
+        fn pack(&mut self, src: &mut Src, flit: &mut [u8; FLIT_LEN]) -> PackStats {
+            let mut flit = DlFlit::new_unchecked(&mut flit[..]);
+            let mut stats = PackStats::default();
+            let mut headers = [0u8; SEGMENT_COUNT];
+            let mut alt_end = 0;
+            let mut open = true;
+            let mut budget = PAYLOAD_LEN / 4;
+            let payload = flit.payload_mut();
+            for (i, hb) in headers.iter_mut().enumerate() {
+                let (off, size) = segment_range(i).unwrap();
+                let end = off + size;
+                let kind = if alt_end > off {
+                    SegmentKind::AltContinued
+                } else {
+                    let (standard, vendor, used) =
+                        place_messages(src, payload, off, &mut open, &mut budget, &mut stats);
+                    if standard + vendor > 0 {
+                        alt_end = used;
+                        SegmentKind::Alt { standard, vendor }
+                    } else {
+                        SegmentKind::Tl {
+                            carry_bytes: self.remaining as u8,
+                        }
+                    }
+                };
+                let tl_from = alt_end.clamp(off, end);
+                let mut starts = 0;
+                let mut rest = &mut payload[tl_from..end];
+                while !rest.is_empty() {
+                    if self.remaining == 0 {
+                        self.cur_is_nop = !src.next_tl_flit(&mut self.cur);
+                        if self.cur_is_nop {
+                            self.cur = [0; TL_FLIT_LEN];
+                            stats.nop_started += 1;
+                        } else {
+                            stats.tl_started += 1;
+                            starts += 1;
+                        }
+                        self.remaining = TL_FLIT_LEN;
+                    }
+                    let n = self.remaining.min(rest.len());
+                    let from = TL_FLIT_LEN - self.remaining;
+                    let (out, tail) = rest.split_at_mut(n);
+                    out.copy_from_slice(&self.cur[from..from + n]);
+                    rest = tail;
+                    self.remaining -= n;
+                    if self.remaining == 0 && !self.cur_is_nop {
+                        stats.tl_finished += 1;
+                    }
+                }
+                SegmentInfo {
+                    kind,
+                    tl_starts: starts,
+                }
+                .to_header()
+                .emit(core::slice::from_mut(hb))
+                .unwrap();
+            }
+            flit.set_segment_header_bytes(headers);
+            stats
+        }
+    }
+
+    #[derive(Default, PartialEq, Debug)]
+    struct Sink {
+        tl: Vec<[u8; TL_FLIT_LEN]>,
+        msgs: Vec<DlMessage>,
+    }
+    impl UnpackSink for Sink {
+        fn tl_flit(&mut self, flit: &[u8; TL_FLIT_LEN]) {
+            self.tl.push(*flit);
+        }
+        fn message(&mut self, msg: DlMessage) {
+            self.msgs.push(msg);
+        }
+    }
+
+    /// The general unpacker (validation pass, then delivery pass), bypassing the fast paths.
+    fn unpack_general(
+        u: &mut DlUnpacker,
+        flit: &DlFlit<&[u8]>,
+        sink: &mut Sink,
+    ) -> core::result::Result<UnpackStats, UnpackError> {
+        u.clone()
+            .walk::<&[u8], NullSink, false>(flit, &mut NullSink)?;
+        u.walk::<&[u8], Sink, true>(flit, sink)
+    }
+
+    fn same_state(a: &DlUnpacker, b: &DlUnpacker) -> bool {
+        a.have == b.have
+            && a.synced == b.synced
+            && a.partial[..a.have] == b.partial[..b.have]
+            && (a.have == 0 || a.partial_nop == b.partial_nop)
+    }
+
+    fn random_stream(r: &mut Rng, n: usize) -> VecDeque<[u8; TL_FLIT_LEN]> {
+        (0..n)
+            .map(|k| {
+                if r.below(5) == 0 {
+                    [0u8; TL_FLIT_LEN]
+                } else {
+                    let mut f = [0u8; TL_FLIT_LEN];
+                    for (i, b) in f.iter_mut().enumerate() {
+                        *b = (k * 7 + i) as u8 | 1;
+                    }
+                    f
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn packer_matches_the_reference_packer() {
+        let mut r = Rng(0x9e37_79b9_7f4a_7c15);
+        for case in 0..300 {
+            let tl = random_stream(&mut r, 200);
+            let mut a = Src {
+                tl: tl.clone(),
+                msgs: VecDeque::new(),
+                budget: 0,
+            };
+            let mut b = Src {
+                tl,
+                msgs: VecDeque::new(),
+                budget: 0,
+            };
+            let mut p = DlPacker::new();
+            let mut q = RefPacker {
+                cur: [0; TL_FLIT_LEN],
+                remaining: 0,
+                cur_is_nop: false,
+            };
+            for k in 0..20 {
+                let budget = match r.below(4) {
+                    0 => 0,
+                    1 => r.below(3) as usize,
+                    2 => r.below(11) as usize,
+                    _ => usize::MAX,
+                };
+                a.budget = budget;
+                b.budget = budget;
+                if r.below(6) == 0 {
+                    let m = DlMessage::TlRateNotification(TlRateNotification {
+                        rate: k,
+                        ack: false,
+                    });
+                    a.msgs.push_back(m.clone());
+                    b.msgs.push_back(m);
+                }
+                // Slots start with stale bytes (a reused replay slot).
+                let stale = r.next() as u8;
+                let mut fa = [stale; FLIT_LEN];
+                let mut fb = [stale; FLIT_LEN];
+                let sa = p
+                    .pack(&mut a, &mut DlFlit::new_unchecked(&mut fa[..]))
+                    .unwrap();
+                let sb = q.pack(&mut b, &mut fb);
+                assert_eq!(sa, sb, "case {case} flit {k}");
+                assert_eq!(
+                    fa[3..CRC_COVERED],
+                    fb[3..CRC_COVERED],
+                    "case {case} flit {k}"
+                );
+                assert_eq!(
+                    (p.remaining, p.carrying_tl_flit()),
+                    (q.remaining, q.remaining > 0 && !q.cur_is_nop)
+                );
+            }
+        }
+    }
+
+    const CRC_COVERED: usize = FLIT_LEN - 4;
+
+    #[test]
+    fn unpacker_fast_paths_match_the_general_unpacker() {
+        let mut r = Rng(0x2545_f491_4f6c_dd1d);
+        let h = FlitHeader::Explicit(ExplicitHeader {
+            op: 0,
+            payload: true,
+            flit_seq_no: 1,
+        });
+        let mut fast_hits = 0;
+        for case in 0..300 {
+            let mut src = Src {
+                tl: random_stream(&mut r, 200),
+                msgs: VecDeque::new(),
+                budget: 0,
+            };
+            let mut p = DlPacker::new();
+            let mut fast = DlUnpacker::new();
+            let mut general = DlUnpacker::new();
+            for k in 0..20 {
+                src.budget = match r.below(3) {
+                    0 => r.below(3) as usize,
+                    1 => r.below(11) as usize,
+                    _ => usize::MAX,
+                };
+                if r.below(8) == 0 {
+                    src.msgs
+                        .push_back(DlMessage::TlRateNotification(TlRateNotification {
+                            rate: 3,
+                            ack: false,
+                        }));
+                }
+                let mut buf = [0u8; FLIT_LEN];
+                p.pack_flit(&mut src, &h, DlCrc::Bzip2, &mut buf).unwrap();
+                // Sometimes damage a segment header (start bits, carry bits, reserved bit)
+                // or drop sync, so that both paths must also agree on rejections.
+                if r.below(10) == 0 {
+                    let i = 3 + r.below(5) as usize;
+                    buf[i] ^= [0x10, 0x80, 0x90, 0x04, 0x20, 0x02, 0x01][r.below(7) as usize];
+                }
+                if r.below(25) == 0 {
+                    fast.lose_sync();
+                    general.lose_sync();
+                }
+                let view = DlFlit::new_unchecked(&buf[..]);
+                let expected = fast.expected_tl_headers();
+                if fast.synced
+                    && tl_only_real_starts(view.segment_header_bytes(), expected).is_some()
+                {
+                    fast_hits += 1;
+                }
+                let (mut sa, mut sb) = (Sink::default(), Sink::default());
+                let ra = fast.unpack(&view, &mut sa);
+                let rb = unpack_general(&mut general, &view, &mut sb);
+                assert_eq!(ra, rb, "case {case} flit {k}");
+                assert_eq!(sa, sb, "case {case} flit {k}");
+                if ra.is_err() {
+                    fast.lose_sync();
+                    general.lose_sync();
+                }
+                assert!(same_state(&fast, &general), "case {case} flit {k}");
+            }
+        }
+        assert!(fast_hits > 1000, "{fast_hits}");
     }
 }
