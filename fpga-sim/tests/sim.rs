@@ -181,3 +181,24 @@ fn trace_replay_and_tenants() {
     assert!(a.latency.p99_ns > 4.0 * b.latency.p99_ns, "{a:?} {b:?}");
     assert!(b.latency.p99_ns < 1000.0, "{b:?}");
 }
+
+/// Requests that time out end as failed operations and the run goes on: requester deadlines
+/// are handled by the periodic sweep, not by link timers (a link timer armed for an expired
+/// requester deadline used to re-arm itself at the same instant forever, so that simulated
+/// time stopped). A 0.2 µs request timeout is shorter than a loaded round trip.
+#[test]
+fn request_timeouts_do_not_stop_time() {
+    let mut pod = presets::load("single-switch-16").unwrap();
+    pod.accelerator.timeout_us = 0.2;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let r = run(&pod, &short(500), |_, _| {});
+        let _ = tx.send(r.map(|r| r.summary));
+    });
+    let s = rx
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the run finishes (simulated time advances)")
+        .unwrap();
+    assert!(s.drained, "every operation completed or failed");
+    assert!(s.integrity.failed > 0, "{:?}", s.integrity);
+}

@@ -2,11 +2,13 @@
 //! (time, sequence), so a model gets the same run from either.
 //!
 //! Time is cut into buckets of 2^`shift` ps; a ring of `N` buckets covers the near future and
-//! a binary heap holds events beyond it. The current bucket is taken out of the ring and kept
-//! sorted (descending, so the next event is popped from the end); a bucket is sorted once when
-//! it becomes current. Buckets are narrow (32 ps by default), so the current one holds few
-//! events even on the largest pods (`ualink-1024` runs about two events per picosecond) and an
-//! insertion into it moves little. A bitmap of non-empty buckets lets the queue skip empty
+//! a binary heap holds events beyond it. The current bucket is taken out of the ring and sorted
+//! (descending, so the next event is popped from the end) when it becomes current. Buckets are
+//! narrow (32 ps by default), so the current one holds few events even on the largest pods
+//! (`ualink-1024` runs about two events per picosecond) and an insertion into it moves little.
+//! Events scheduled for the current time itself (a component woken "now") come after every
+//! event already due then, in the order they are scheduled: they go to a FIFO, so a burst of
+//! them (every link end kicked at once) costs O(1) each. A bitmap of non-empty buckets lets the queue skip empty
 //! stretches a word at a time.
 //!
 //! Memory: only non-empty buckets own storage. A bucket's storage goes back to a pool when the
@@ -16,7 +18,7 @@
 
 use podlink_protocol::time::Instant;
 use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 #[derive(Clone, Copy)]
 struct Entry<E> {
@@ -62,8 +64,12 @@ pub struct Calendar<E> {
     occupied: Vec<u64>,
     /// Absolute index of the current bucket.
     cur: u64,
-    /// The current bucket's events, sorted descending by (time, sequence).
+    /// The current bucket's events, sorted descending by (time, sequence), except those
+    /// scheduled for `now` while the time was already `now` (in `now_fifo`).
     current: Vec<Entry<E>>,
+    /// Events scheduled at the current time while it was current, in scheduling order: they
+    /// run after every event of `current` due at `now` and before any later one.
+    now_fifo: VecDeque<Entry<E>>,
     /// Events in ring buckets (not counting `current`).
     ring_len: usize,
     /// Storage of buckets that have been run, for reuse.
@@ -96,6 +102,7 @@ impl<E: Copy> Calendar<E> {
             occupied: vec![0; n / 64],
             cur: 0,
             current: Vec::new(),
+            now_fifo: VecDeque::new(),
             ring_len: 0,
             pool: Vec::new(),
             far: BinaryHeap::new(),
@@ -114,7 +121,7 @@ impl<E: Copy> Calendar<E> {
 
     /// Events waiting.
     pub fn pending(&self) -> usize {
-        self.current.len() + self.ring_len + self.far.len()
+        self.current.len() + self.now_fifo.len() + self.ring_len + self.far.len()
     }
 
     fn horizon(&self) -> u64 {
@@ -129,9 +136,13 @@ impl<E: Copy> Calendar<E> {
     fn ring_push(&mut self, e: Entry<E>) {
         let abs = (e.at >> self.shift).max(self.cur);
         if abs == self.cur {
-            // Descending: insert before every entry that is earlier.
-            let pos = self.current.partition_point(|x| x.key() > e.key());
-            self.current.insert(pos, e);
+            if e.at == self.now {
+                self.now_fifo.push_back(e);
+            } else {
+                // Descending: insert before every entry that is earlier.
+                let pos = self.current.partition_point(|x| x.key() > e.key());
+                self.current.insert(pos, e);
+            }
             return;
         }
         let slot = self.slot(abs);
@@ -213,12 +224,25 @@ impl<E: Copy> Calendar<E> {
     pub fn pop_until(&mut self, until: Instant) -> Option<E> {
         let until = until.as_ps();
         loop {
-            if let Some(last) = self.current.last() {
-                if last.at > until {
+            // Events of `current` due now, then the FIFO (also due now), then later ones.
+            let next = match self.current.last() {
+                Some(last) if last.at == self.now || self.now_fifo.is_empty() => Some(last.at),
+                _ => None,
+            };
+            if let Some(at) = next {
+                if at > until {
                     return None;
                 }
                 let e = self.current.pop()?;
                 self.now = e.at;
+                self.executed += 1;
+                return Some(e.ev);
+            }
+            if let Some(e) = self.now_fifo.pop_front() {
+                if e.at > until {
+                    self.now_fifo.push_back(e);
+                    return None;
+                }
                 self.executed += 1;
                 return Some(e.ev);
             }
@@ -236,6 +260,9 @@ impl<E: Copy> Calendar<E> {
 
     /// Time of the next event.
     pub fn peek_time(&self) -> Option<Instant> {
+        if !self.now_fifo.is_empty() {
+            return Some(Instant::from_ps(self.now));
+        }
         if let Some(last) = self.current.last() {
             return Some(Instant::from_ps(last.at));
         }
@@ -250,6 +277,11 @@ impl<E: Copy> Calendar<E> {
 
     /// Advance the clock to `t` (used when a run ends with nothing left to do before `t`).
     pub fn advance_to(&mut self, t: Instant) {
+        // Events due now that wait in the FIFO keep their place among the sorted ones.
+        while let Some(e) = self.now_fifo.pop_front() {
+            let pos = self.current.partition_point(|x| x.key() > e.key());
+            self.current.insert(pos, e);
+        }
         self.now = self.now.max(t.as_ps());
     }
 }

@@ -147,15 +147,12 @@ impl Sim {
     }
 
     /// Schedule a `Timer` event for end `e`'s link deadline if it is earlier than the one
-    /// already scheduled.
+    /// already scheduled. Requester deadlines are not timers: the periodic sweep
+    /// (`Sim::on_sweep`) handles them. (A `Timer` armed for an expired requester deadline
+    /// that only the sweep clears re-armed itself at the same instant forever.)
     pub(crate) fn arm_timer(&mut self, e: u32, now: u64) {
-        let req = self.accels.port(e).and_then(|ap| ap.req.poll_timeout());
         let tx = &mut self.txs[e as usize];
-        let next = match (tx.link.poll_timeout(), req) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        if let Some(t) = next {
+        if let Some(t) = tx.link.poll_timeout() {
             let t = t.as_ps().max(now);
             if t < tx.timer_at {
                 tx.timer_at = t;
