@@ -135,7 +135,8 @@ const TL_ONLY_HEADERS: [[u8; SEGMENT_COUNT]; TL_FLIT_LEN / 4] = {
     table
 };
 
-/// The real TL flit starts per segment if `got` are the segment headers of a TL-only flit at
+/// The real TL flit starts of a flit (bit `k`: the `k`-th TL flit start, counted from the
+/// first one at payload offset `first`) if `got` are the segment headers of a TL-only flit at
 /// the stream position whose all-real headers are `expected`, with no more real starts than
 /// fit in each segment: exactly the flits the general unpacker accepts as TL-only with these
 /// carries. `None` for anything else (alternative sectors, other carries, a reserved bit,
@@ -143,27 +144,68 @@ const TL_ONLY_HEADERS: [[u8; SEGMENT_COUNT]; TL_FLIT_LEN / 4] = {
 fn tl_only_real_starts(
     got: [u8; SEGMENT_COUNT],
     expected: [u8; SEGMENT_COUNT],
-) -> Option<[u8; SEGMENT_COUNT]> {
-    /// Everything but the two start bits: message fields (the carry), reserved, alt sector.
-    const NOT_STARTS: u8 = 0x6f;
-    let starts = |b: u8| -> Option<u8> {
-        match (b & 0x10 != 0, b & 0x80 != 0) {
-            (false, true) => None,
-            (f0, f1) => Some(u8::from(f0) + u8::from(f1)),
-        }
+    first: usize,
+) -> Option<u16> {
+    let word = |b: [u8; SEGMENT_COUNT]| {
+        let [a, b, c, d, e] = b;
+        u64::from_le_bytes([a, b, c, d, e, 0, 0, 0])
     };
-    let mut real = [0u8; SEGMENT_COUNT];
-    for ((r, &g), &e) in real.iter_mut().zip(got.iter()).zip(expected.iter()) {
-        if g & NOT_STARTS != e & NOT_STARTS {
-            return None;
-        }
-        let n = starts(g)?;
-        if n > starts(e)? {
-            return None;
-        }
-        *r = n;
+    let (g, e) = (word(got), word(expected));
+    /// Per byte: everything but the two start bits (message fields = the carry, reserved,
+    /// alternative sector); `tl_flit0`; `tl_flit1`.
+    const NOT_STARTS: u64 = 0x006f_6f6f_6f6f;
+    const FLIT0: u64 = 0x0010_1010_1010;
+    const STARTS: u64 = 0x0090_9090_9090;
+    let impossible = (g >> 3) & !g & FLIT0 != 0; // tl_flit1 without tl_flit0
+                                                 // With valid headers, "no more real starts than fit" is "no start bit the all-real
+                                                 // header lacks".
+    if (g ^ e) & NOT_STARTS != 0 || impossible || g & !e & STARTS != 0 {
+        return None;
+    }
+    let layout = TL_SEGMENT_STARTS
+        .get(first / 4 % (TL_FLIT_LEN / 4))
+        .copied()
+        .unwrap_or_default();
+    let mut real = 0u16;
+    for (&h, (_, lo, _)) in got.iter().zip(layout) {
+        let n = u32::from(h >> 4 & 1) + u32::from(h >> 7);
+        real |= ((1u16 << n) - 1) << lo;
     }
     Some(real)
+}
+
+/// For a TL-only flit whose first TL flit start is at payload offset `4 × k` (table row `k`),
+/// per segment: its carry (bytes before its first start), the index of its first start among
+/// the flit's starts, and how many starts it holds (at most two).
+// Indexing here runs in const evaluation: an out-of-range index fails the build, never a run.
+#[allow(clippy::indexing_slicing)]
+const TL_SEGMENT_STARTS: [[(u8, u8, u8); SEGMENT_COUNT]; TL_FLIT_LEN / 4] = {
+    let mut table = [[(0u8, 0u8, 0u8); SEGMENT_COUNT]; TL_FLIT_LEN / 4];
+    let mut k = 0;
+    while k < TL_FLIT_LEN / 4 {
+        let first = k * 4;
+        let mut i = 0;
+        while i < SEGMENT_COUNT {
+            let (off, size) = (SEGMENT_OFFSETS[i], SEGMENT_SIZES[i]);
+            // Start j is at first + 64 j.
+            let lo = start_at_or_after(first, off);
+            let hi = start_at_or_after(first, off + size);
+            let carry = first + lo * TL_FLIT_LEN - off;
+            table[k][i] = (carry as u8, lo as u8, (hi - lo) as u8);
+            i += 1;
+        }
+        k += 1;
+    }
+    table
+};
+
+/// Index of the first TL flit start at or after byte `at`, with starts at `first + 64 j`.
+const fn start_at_or_after(first: usize, at: usize) -> usize {
+    if at <= first {
+        0
+    } else {
+        (at - first).div_ceil(TL_FLIT_LEN)
+    }
 }
 
 /// TL flits starting in an area of `len` bytes whose first `carry` bytes finish an earlier one.
@@ -179,7 +221,8 @@ pub trait PackSource {
     /// Write the next TL flit into `out` and return true, or return false when none is ready
     /// (the packer then pads with a NOP flit).
     fn next_tl_flit(&mut self, out: &mut [u8; TL_FLIT_LEN]) -> bool;
-    /// The next DL message to send, left in place.
+    /// The next DL message to send, left in place: what it returns changes only through
+    /// [`PackSource::pop_message`] (the packer looks once per flit whether any is waiting).
     fn peek_message(&self) -> Option<&DlMessage> {
         None
     }
@@ -276,6 +319,9 @@ impl DlPacker {
                 got: flit.buffer_len(),
             });
         }
+        if src.peek_message().is_none() {
+            return Ok(self.pack_tl_only(src, flit));
+        }
         let mut stats = PackStats::default();
         let mut headers = [0u8; SEGMENT_COUNT];
         let mut alt_end = 0;
@@ -335,6 +381,92 @@ impl DlPacker {
         flit.set_header_bytes(hb);
         flit.fill_crc(alg);
         Ok(stats)
+    }
+
+    /// [`DlPacker::pack`] when no DL message waits: the payload is one run of TL stream bytes
+    /// (the TL flit in progress, then a TL flit start every 64 bytes), written in one pass,
+    /// and each segment header follows from where the starts fall. Same bytes and
+    /// [`PackStats`] as the general loop (tested against it).
+    fn pack_tl_only<S: PackSource + ?Sized, T: AsRef<[u8]> + AsMut<[u8]>>(
+        &mut self,
+        src: &mut S,
+        flit: &mut DlFlit<T>,
+    ) -> PackStats {
+        let mut stats = PackStats::default();
+        // Offset of the first TL flit start (the carried flit's remaining bytes come first).
+        let first = self.remaining;
+        let payload = flit.payload_mut();
+        let (carry, rest) = payload.split_at_mut(first.min(payload.len()));
+        if !carry.is_empty() {
+            let from = TL_FLIT_LEN.saturating_sub(self.remaining);
+            if self.cur_is_nop {
+                carry.fill(0);
+            } else if let Some(src_bytes) = self.cur.get(from..from.saturating_add(carry.len())) {
+                carry.copy_from_slice(src_bytes);
+            }
+            self.remaining = self.remaining.saturating_sub(carry.len());
+            if self.remaining == 0 && !self.cur_is_nop {
+                stats.tl_finished = stats.tl_finished.saturating_add(1);
+            }
+        }
+        // Bit k set: the k-th TL flit start of this flit is a real TL flit.
+        let mut real_starts: u16 = 0;
+        let mut k = 0u32;
+        let mut chunks = rest.chunks_exact_mut(TL_FLIT_LEN);
+        for chunk in &mut chunks {
+            let real = match <&mut [u8; TL_FLIT_LEN]>::try_from(chunk) {
+                Ok(whole) => {
+                    let real = src.next_tl_flit(whole);
+                    if !real {
+                        whole.fill(0);
+                    }
+                    real
+                }
+                Err(_) => false,
+            };
+            self.note_start(real, true, &mut stats);
+            real_starts |= u16::from(real) << k;
+            k += 1;
+        }
+        let tail = chunks.into_remainder();
+        if !tail.is_empty() {
+            let real = src.next_tl_flit(&mut self.cur);
+            if !real {
+                tail.fill(0);
+            } else if let Some(src_bytes) = self.cur.get(..tail.len()) {
+                tail.copy_from_slice(src_bytes);
+            }
+            self.remaining = TL_FLIT_LEN.saturating_sub(tail.len());
+            self.note_start(real, false, &mut stats);
+            real_starts |= u16::from(real) << k;
+        }
+        // Segment i: its carry and the range of start indices inside it, from a table by the
+        // position of the first start; its real starts are those of the range.
+        let mut headers = [0u8; SEGMENT_COUNT];
+        let layout = TL_SEGMENT_STARTS
+            .get(first / 4 % (TL_FLIT_LEN / 4))
+            .copied()
+            .unwrap_or_default();
+        for (h, (carry, lo, n)) in headers.iter_mut().zip(layout) {
+            let mask = (1u16 << n) - 1;
+            let real = (real_starts >> lo) & mask;
+            *h = tl_segment_header_byte(usize::from(carry), real.count_ones() as usize);
+        }
+        flit.set_segment_header_bytes(headers);
+        stats
+    }
+
+    /// Count a TL flit start: real or padding, and whether it ends in this DL flit.
+    fn note_start(&mut self, real: bool, whole: bool, stats: &mut PackStats) {
+        self.cur_is_nop = !real;
+        if real {
+            stats.tl_started = stats.tl_started.saturating_add(1);
+            if whole {
+                stats.tl_finished = stats.tl_finished.saturating_add(1);
+            }
+        } else {
+            stats.nop_started = stats.nop_started.saturating_add(1);
+        }
     }
 
     /// Fill a TL area; returns the real (non-padding) TL flits started in it.
@@ -577,21 +709,15 @@ impl DlUnpacker {
     ) -> core::result::Result<UnpackStats, UnpackError> {
         flit.check_len()
             .map_err(|error| UnpackError { segment: 0, error })?;
-        // Fast path: a flit of TL data only, whose five segment headers are exactly those the
-        // stream position implies, is one contiguous run of TL bytes.
+        // Fast path: a flit of TL data only, whose five segment headers are those the stream
+        // position implies (each segment with at most as many real TL flit starts as fit; the
+        // flit may end in padding), is one contiguous run of TL bytes.
         if self.synced {
-            let expected = self.expected_tl_headers();
+            let first = self.carry();
             let got = flit.segment_header_bytes();
-            if got == expected {
+            if let Some(real) = tl_only_real_starts(got, self.expected_tl_headers(), first) {
                 let mut stats = UnpackStats::default();
-                self.feed_run(flit.payload(), sink, &mut stats);
-                return Ok(stats);
-            }
-            // The same with fewer real TL flit starts than fit (the flit ends in padding):
-            // still one contiguous run, in which each segment's later starts are padding.
-            if let Some(real) = tl_only_real_starts(got, expected) {
-                let mut stats = UnpackStats::default();
-                self.feed_padded_run(flit.payload(), real, sink, &mut stats);
+                self.feed_tl_run(flit.payload(), real, sink, &mut stats);
                 return Ok(stats);
             }
         }
@@ -717,11 +843,14 @@ impl DlUnpacker {
         }
     }
 
-    /// [`Self::feed`] for one long run in which every TL flit start is real: finish the
-    /// partial flit, deliver the whole flits in place, keep the tail as the next partial flit.
-    fn feed_run<S: UnpackSink + ?Sized>(
+    /// [`Self::feed`] over the five segments of a TL-only flit (one contiguous run of TL
+    /// bytes) whose TL flit starts are real where `real` has a bit (bit `k`: the `k`-th start)
+    /// and padding elsewhere: the same deliveries and state as feeding segment by segment, with
+    /// the partial TL flit finished first and every whole TL flit delivered in place.
+    fn feed_tl_run<S: UnpackSink + ?Sized>(
         &mut self,
         bytes: &[u8],
+        real: u16,
         sink: &mut S,
         st: &mut UnpackStats,
     ) {
@@ -742,10 +871,12 @@ impl DlUnpacker {
             }
         }
         let mut flits = rest.chunks_exact(TL_FLIT_LEN);
+        let mut k = 0u32;
         for f in &mut flits {
             if let Ok(f) = <&[u8; TL_FLIT_LEN]>::try_from(f) {
-                Self::deliver(f, false, sink, st);
+                Self::deliver(f, real >> k & 1 == 0, sink, st);
             }
+            k += 1;
         }
         let tail = flits.remainder();
         if !tail.is_empty() {
@@ -754,66 +885,7 @@ impl DlUnpacker {
                 dst.copy_from_slice(tail);
             }
             self.have = tail.len();
-            self.partial_nop = false;
-        }
-    }
-
-    /// [`Self::feed`] over the five segments of a TL-only flit (one contiguous run of TL
-    /// bytes), in which the first `real[i]` TL flit starts of segment `i` are real and later
-    /// ones padding: the same deliveries and state as feeding segment by segment, with every
-    /// whole TL flit delivered in place.
-    fn feed_padded_run<S: UnpackSink + ?Sized>(
-        &mut self,
-        bytes: &[u8],
-        real: [u8; SEGMENT_COUNT],
-        sink: &mut S,
-        st: &mut UnpackStats,
-    ) {
-        let lead = self.carry().min(bytes.len());
-        let (head, _) = bytes.split_at(lead);
-        if !head.is_empty() {
-            if let Some(dst) = self
-                .partial
-                .get_mut(self.have..self.have.saturating_add(lead))
-            {
-                dst.copy_from_slice(head);
-            }
-            self.have = self.have.saturating_add(lead);
-            if self.have == TL_FLIT_LEN {
-                self.have = 0;
-                let full = self.partial;
-                Self::deliver(&full, self.partial_nop, sink, st);
-            }
-        }
-        // TL flit starts from `lead` on, every 64 bytes; each is real while its segment's
-        // count of real starts lasts.
-        let mut pos = lead;
-        let mut seg = 0;
-        let mut rank = 0u8;
-        while pos < bytes.len() {
-            while seg + 1 < SEGMENT_COUNT && SEGMENT_OFFSETS.get(seg + 1).is_some_and(|&o| pos >= o)
-            {
-                seg += 1;
-                rank = 0;
-            }
-            let nop = rank >= real.get(seg).copied().unwrap_or(0);
-            rank = rank.saturating_add(1);
-            match bytes.get(pos..pos.saturating_add(TL_FLIT_LEN)) {
-                Some(f) => {
-                    if let Ok(f) = <&[u8; TL_FLIT_LEN]>::try_from(f) {
-                        Self::deliver(f, nop, sink, st);
-                    }
-                }
-                None => {
-                    let tail = bytes.get(pos..).unwrap_or_default();
-                    if let Some(dst) = self.partial.get_mut(..tail.len()) {
-                        dst.copy_from_slice(tail);
-                    }
-                    self.have = tail.len();
-                    self.partial_nop = nop;
-                }
-            }
-            pos = pos.saturating_add(TL_FLIT_LEN);
+            self.partial_nop = real >> k & 1 == 0;
         }
     }
 
@@ -1660,7 +1732,8 @@ mod equivalence_tests {
                 let view = DlFlit::new_unchecked(&buf[..]);
                 let expected = fast.expected_tl_headers();
                 if fast.synced
-                    && tl_only_real_starts(view.segment_header_bytes(), expected).is_some()
+                    && tl_only_real_starts(view.segment_header_bytes(), expected, fast.carry())
+                        .is_some()
                 {
                     fast_hits += 1;
                 }
