@@ -7,7 +7,7 @@ use podlink_protocol::link::control::{
 use podlink_protocol::link::{UaLink, UaLinkConfig};
 use podlink_protocol::phy::{FaultConfig, FaultInjector, Probability, Wire};
 use podlink_protocol::retry::{self, LinkState, FLIT_LEN};
-use podlink_protocol::testing::{LinkPair, PairConfig, UaEnd};
+use podlink_protocol::testing::{DeliveryLog, LinkPair, PairConfig, UaEnd};
 use podlink_protocol::time::{Duration, Instant};
 use proptest::prelude::*;
 
@@ -137,6 +137,90 @@ proptest! {
             prop_assert_eq!(e.link.state(), LinkState::Up);
             prop_assert_eq!(e.log.delivered, n);
             prop_assert_eq!(e.link.stats().unpack_errors, 0);
+        }
+    }
+}
+
+/// What a randomised step of the two-link harness below does.
+#[derive(Debug, Clone)]
+enum Step {
+    /// Submit this many TL flits at end 0 or 1.
+    Submit(usize, u8),
+    /// Let this many picoseconds pass.
+    Wait(u64),
+    /// Poll end 0 or 1 for a DL flit; deliver it to the peer unless dropped or corrupted.
+    Send(usize, u8),
+    /// Fire expired timers of both ends.
+    Timers,
+    /// PHY down and up again at both ends.
+    Flap,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        2 => (0usize..2, 0u8..12).prop_map(|(e, n)| Step::Submit(e, n)),
+        2 => (0u64..3_000_000).prop_map(Step::Wait),
+        6 => (0usize..2, any::<u8>()).prop_map(|(e, f)| Step::Send(e, f)),
+        1 => Just(Step::Timers),
+        1 => Just(Step::Flap),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+
+    /// `has_transmit` says exactly whether `poll_transmit` would return a flit, in every state
+    /// a link reaches: bring-up, payload with straddling TL flits, due and coalesced acks,
+    /// replays after lost or corrupt flits, link flaps, control messages.
+    #[test]
+    fn has_transmit_predicts_poll_transmit(steps in prop::collection::vec(step(), 1..400)) {
+        let mut ends: [UaLink<8, 16>; 2] = [UaLink::new(config(3, 17)), UaLink::new(config(5, 42))];
+        let mut now = Instant::ZERO;
+        for e in ends.iter_mut() {
+            e.handle_link_up(now);
+        }
+        let mut buf = [0u8; FLIT_LEN];
+        let mut id = 0u8;
+        let mut sinks = [DeliveryLog::default(), DeliveryLog::default()];
+        for s in steps {
+            for e in ends.iter() {
+                let mut probe = e.clone();
+                let want = probe.poll_transmit(now, &mut buf).is_some();
+                prop_assert_eq!(e.has_transmit(), want, "{:?}", e.retry().state());
+            }
+            match s {
+                Step::Submit(e, n) => {
+                    for _ in 0..n {
+                        id = id.wrapping_add(1) | 1;
+                        let _ = ends[e].submit_tl_flit(&[id; 64]);
+                    }
+                }
+                Step::Wait(t) => now += Duration::from_ps(t),
+                Step::Send(e, fate) => {
+                    if ends[e].poll_transmit(now, &mut buf).is_some() && fate % 8 != 0 {
+                        if fate % 8 == 1 {
+                            buf[100] ^= 1;
+                        }
+                        let [a, b] = &mut ends;
+                        let (peer, sink) = if e == 0 { (b, &mut sinks[1]) } else { (a, &mut sinks[0]) };
+                        peer.handle_flit(now, &buf, sink);
+                    }
+                }
+                Step::Timers => {
+                    for e in ends.iter_mut() {
+                        e.handle_timeout(now);
+                    }
+                }
+                Step::Flap => {
+                    for e in ends.iter_mut() {
+                        e.handle_link_down(now);
+                        e.handle_link_up(now);
+                    }
+                }
+            }
+            for e in ends.iter_mut() {
+                while e.poll_event().is_some() {}
+            }
         }
     }
 }

@@ -315,7 +315,9 @@ impl Sim {
                 self.drain_completions(e, now);
             }
         }
-        if self.accels.open() > 0 || now < self.inject_until {
+        // Keep sweeping while operations are open or may still be issued (before the
+        // workloads start, `inject_until` is 0: the traced read may be open then).
+        if self.accels.open() > 0 || self.inject_until == 0 || now < self.inject_until {
             self.schedule(now + self.sweep_ps, Ev::Sweep);
         }
     }

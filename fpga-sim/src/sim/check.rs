@@ -123,6 +123,7 @@ impl MemoryTarget for AccelMem<'_> {
         if addr.saturating_add(data.len() as u64) > self.mem.limit {
             return Err(TargetError::NotMapped);
         }
+        let all = enables.all_set(data.len());
         let mut pos = 0usize;
         while pos < data.len() {
             let a = addr + pos as u64;
@@ -141,7 +142,7 @@ impl MemoryTarget for AccelMem<'_> {
                     (lines.len() - 1) as u32
                 });
             let line = &mut self.mem.lines[i as usize][off..off + n];
-            if enables.all_set(data.len()) {
+            if all {
                 line.copy_from_slice(&data[pos..pos + n]);
             } else {
                 for (k, (d, s)) in line.iter_mut().zip(&data[pos..pos + n]).enumerate() {

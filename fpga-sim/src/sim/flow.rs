@@ -47,12 +47,12 @@ impl TlSink for Sink<'_> {
 impl Sim {
     /// Wake end `e`'s transmitter: at once if its wire is free, else when it frees.
     pub(crate) fn kick(&mut self, e: u32, now: u64) {
-        let tx = &mut self.txs[e as usize];
-        if tx.pending {
+        let h = &mut self.hot[e as usize];
+        if h.pending {
             return;
         }
-        tx.pending = true;
-        let at = tx.busy_until.max(now);
+        h.pending = true;
+        let at = h.busy_until.max(now);
         self.schedule(at, Ev::Tx(e));
     }
 
@@ -71,8 +71,8 @@ impl Sim {
 
     pub(crate) fn on_tx(&mut self, e: u32, now: u64) {
         let ei = e as usize;
-        self.txs[ei].pending = false;
-        if self.txs[ei].busy_until > now {
+        self.hot[ei].pending = false;
+        if self.hot[ei].busy_until > now {
             self.kick(e, now);
             return;
         }
@@ -81,36 +81,39 @@ impl Sim {
         let to_accel = matches!(self.owner[self.peer[ei] as usize], Owner::Accel { .. });
         let at = now + self.t.link + if to_accel { self.t.endpoint } else { 0 };
         let tx = &mut self.txs[ei];
+        let wire = &mut self.wires[ei];
         let packed_before = tx.link.stats().tl_packed;
-        let slot = tx.wire.flight.next_slot();
+        let slot = wire.flight.next_slot();
         let sent = tx
             .link
             .poll_transmit(Instant::from_ps(now), &mut slot.bytes)
             .is_some();
         slot.at = at;
         if sent {
-            tx.wire.corrupt_last();
+            wire.corrupt_last();
         }
         self.arm_timer(e, now);
         if !sent {
-            if self.txs[ei].stall_since.is_none() && self.source_waiting(e) {
-                self.txs[ei].stall_since = Some(now);
+            if self.hot[ei].stall_since.is_none() && self.source_waiting(e) {
+                self.hot[ei].stall_since = Some(now);
             }
             return;
         }
         let ser = self.t.ser;
         let tx = &mut self.txs[ei];
-        if let Some(s) = tx.stall_since.take() {
-            tx.stall_ps += now - s;
+        let wire = &mut self.wires[ei];
+        let h = &mut self.hot[ei];
+        if let Some(s) = h.stall_since.take() {
+            h.stall_ps += now - s;
         }
-        let first = tx.wire.flight.is_empty();
-        tx.wire.flight.commit();
-        tx.busy_until = now + ser;
-        tx.busy_ps += ser;
+        let first = wire.flight.is_empty();
+        wire.flight.commit();
+        h.busy_until = now + ser;
+        h.busy_ps += ser;
         let packed = tx.link.stats().tl_packed - packed_before;
         if now >= self.inject_from && now < self.inject_until {
-            tx.busy_window_ps += ser;
-            tx.tl_window += packed;
+            h.busy_window_ps += ser;
+            h.tl_window += packed;
         }
         // A DL flit that started many TL flits may end inside one, whose rest must follow.
         let maybe_carrying = packed >= 6;
@@ -139,7 +142,7 @@ impl Sim {
                 break;
             }
             if tx.link.submit_tl_flit(&flit).is_ok() {
-                tx.tl_submitted += 1;
+                self.hot[e as usize].tl_submitted += 1;
             } else {
                 self.stats.invalid_frames += 1;
             }
@@ -147,26 +150,27 @@ impl Sim {
     }
 
     /// Schedule a `Timer` event for end `e`'s link deadline if it is earlier than the one
-    /// already scheduled. (Requester deadlines are not timers: `on_sweep` handles them. A
-    /// timer armed for a passed requester deadline that `on_timer` does not handle re-armed
-    /// itself at the same instant forever.)
+    /// already scheduled. Requester deadlines are not timers: the periodic sweep
+    /// (`Sim::on_sweep`) handles them. (A `Timer` armed for an expired requester deadline
+    /// that only the sweep clears re-armed itself at the same instant forever.)
     pub(crate) fn arm_timer(&mut self, e: u32, now: u64) {
-        let tx = &mut self.txs[e as usize];
-        if let Some(t) = tx.link.poll_timeout() {
+        if let Some(t) = self.txs[e as usize].link.poll_timeout() {
             let t = t.as_ps().max(now);
-            if t < tx.timer_at {
-                tx.timer_at = t;
+            let h = &mut self.hot[e as usize];
+            if t < h.timer_at {
+                h.timer_at = t;
                 self.schedule(t, Ev::Timer(e));
             }
         }
     }
 
     pub(crate) fn on_timer(&mut self, e: u32, now: u64) {
-        let tx = &mut self.txs[e as usize];
-        if now != tx.timer_at {
+        let h = &mut self.hot[e as usize];
+        if now != h.timer_at {
             return; // superseded
         }
-        tx.timer_at = u64::MAX;
+        h.timer_at = u64::MAX;
+        let tx = &mut self.txs[e as usize];
         tx.link.handle_timeout(Instant::from_ps(now));
         while tx.link.poll_event().is_some() {}
         self.arm_timer(e, now);
@@ -339,21 +343,15 @@ impl Sim {
             tl: 0,
             errors: 0,
         };
-        let (tx, rxlink) = if ei < ri {
-            let (a, b) = self.txs.split_at_mut(ri);
-            (&mut a[ei], &mut b[0])
-        } else {
-            let (a, b) = self.txs.split_at_mut(ei);
-            (&mut b[0], &mut a[ri])
-        };
-        let Some(f) = tx.wire.flight.front() else {
+        let wire = &mut self.wires[ei];
+        let Some(f) = wire.flight.front() else {
             return;
         };
-        let link = &mut rxlink.link;
+        let link = &mut self.txs[ri].link;
         link.handle_flit(Instant::from_ps(now), &f.bytes, &mut sink);
         while link.poll_event().is_some() {}
-        tx.wire.flight.pop();
-        let next = tx.wire.flight.front().map(|n| n.at);
+        wire.flight.pop();
+        let next = wire.flight.front().map(|n| n.at);
         rx.tl_delivered += sink.tl;
         rx.tl_errors += sink.errors;
         if let Some(at) = next {

@@ -155,25 +155,46 @@ pub struct Times {
     pub pipeline: u64,
 }
 
-/// A link end's transmitter and link state.
+/// A link end's transmitter and link state (large: the link's replay buffer and the TL
+/// packer; the scheduling state every event looks at is in [`EndHot`]).
 pub(crate) struct EndTx {
     pub tl: TlPacker<64>,
     pub link: Link,
-    /// TL flits submitted to the link.
-    pub tl_submitted: u64,
-    /// The time a `Timer` event is scheduled for (`u64::MAX`: none).
-    pub timer_at: u64,
-    pub busy_until: u64,
-    pub pending: bool,
     /// Frames taken from a source that did not fit in the TL packer.
     pub txq: VecDeque<u32>,
-    pub wire: Wire,
+}
+
+/// The small, often-read state of a link end's transmitter, kept apart from [`EndTx`] so that
+/// waking a transmitter or checking its timer touches one cache line.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EndHot {
+    /// A `Tx` event is scheduled.
+    pub pending: bool,
+    pub busy_until: u64,
+    /// The time a `Timer` event is scheduled for (`u64::MAX`: none).
+    pub timer_at: u64,
+    /// TL flits submitted to the link.
+    pub tl_submitted: u64,
     pub busy_ps: u64,
     /// Wire time and TL flits carried while the workloads inject.
     pub busy_window_ps: u64,
     pub tl_window: u64,
     pub stall_since: Option<u64>,
     pub stall_ps: u64,
+}
+
+impl EndHot {
+    const IDLE: EndHot = EndHot {
+        pending: false,
+        busy_until: 0,
+        timer_at: u64::MAX,
+        tl_submitted: 0,
+        busy_ps: 0,
+        busy_window_ps: 0,
+        tl_window: 0,
+        stall_since: None,
+        stall_ps: 0,
+    };
 }
 
 /// Receive side of a link end.
@@ -207,6 +228,9 @@ pub struct Sim {
     pub(crate) owner: Vec<Owner>,
     pub(crate) ports: Vec<PortState>,
     pub(crate) txs: Vec<EndTx>,
+    pub(crate) hot: Vec<EndHot>,
+    /// The wire of each link end's transmit direction.
+    pub(crate) wires: Vec<Wire>,
     pub(crate) rxs: Vec<EndRx>,
     pub(crate) frames: FrameSlab,
     pub(crate) switches: Vec<SwitchModel>,
@@ -320,18 +344,11 @@ impl Sim {
                     l.handle_link_up(Instant::ZERO);
                     l
                 },
-                tl_submitted: 0,
-                timer_at: u64::MAX,
-                busy_until: 0,
-                pending: false,
                 txq: VecDeque::new(),
-                wire: Wire::new(pod.link.ber, Rng::new(opts.seed, 0x1000_0000 + i as u64)),
-                busy_ps: 0,
-                busy_window_ps: 0,
-                tl_window: 0,
-                stall_since: None,
-                stall_ps: 0,
             })
+            .collect();
+        let wires = (0..n)
+            .map(|i| Wire::new(pod.link.ber, Rng::new(opts.seed, 0x1000_0000 + i as u64)))
             .collect();
         let rxs = (0..n)
             .map(|_| EndRx {
@@ -351,6 +368,8 @@ impl Sim {
             owner,
             ports,
             txs,
+            hot: vec![EndHot::IDLE; n],
+            wires,
             rxs,
             frames: FrameSlab::default(),
             switches,

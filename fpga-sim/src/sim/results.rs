@@ -96,34 +96,36 @@ impl Sim {
             // flight, packed = delivered exactly.
             let queued = (super::LINK_TXQ - tx.link.tx_room()) as u64;
             let packed = st.tl_packed;
-            if tx.tl_submitted != queued + packed || packed < rx.tl_delivered {
+            let hot = &self.hot[e];
+            let wire = &self.wires[e];
+            if hot.tl_submitted != queued + packed || packed < rx.tl_delivered {
                 ok = false;
             }
             if tx.link.retry().buffered() == 0
-                && tx.wire.flight.is_empty()
+                && wire.flight.is_empty()
                 && packed != rx.tl_delivered
             {
                 ok = false;
             }
-            let in_flight = tx.tl_submitted.saturating_sub(rx.tl_delivered);
-            c.tl_injected += tx.tl_submitted;
+            let in_flight = hot.tl_submitted.saturating_sub(rx.tl_delivered);
+            c.tl_injected += hot.tl_submitted;
             c.tl_delivered += rx.tl_delivered;
             c.tl_in_flight += in_flight;
-            let util = tx.busy_window_ps as f64 / window_len;
+            let util = hot.busy_window_ps as f64 / window_len;
             util_sum += util;
             links.utilisation_max = links.utilisation_max.max(util);
-            let payload = tx.tl_window as f64 * 64.0 / (window_len / self.t.ser as f64 * 628.0);
+            let payload = hot.tl_window as f64 * 64.0 / (window_len / self.t.ser as f64 * 628.0);
             payload_sum += payload;
             links.payload_utilisation_max = links.payload_utilisation_max.max(payload);
             links.dl_flits += rs.flits_sent;
             links.dl_resent += rs.flits_resent;
             links.replays += rs.replays;
             links.crc_errors += peer_rs.crc_errors;
-            links.bits_flipped += tx.wire.bits_flipped;
+            links.bits_flipped += wire.bits_flipped;
             links.tl_flits += packed;
             links.acks += rs.acks_sent;
             links.nops += rs.nops_sent;
-            let stall = tx.stall_ps + tx.stall_since.map_or(0, |s| now - s);
+            let stall = hot.stall_ps + hot.stall_since.map_or(0, |s| now - s);
             links.credit_stall_ns += stall as f64 / 1000.0;
             rows.push((
                 e as u32,

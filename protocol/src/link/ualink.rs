@@ -188,6 +188,19 @@ impl<const CAP: usize, const TXQ: usize> UaLink<CAP, TXQ> {
     pub fn tx_room(&self) -> usize {
         TXQ.saturating_sub(self.txq.len())
     }
+    /// [`UaLink::poll_transmit`] would return a DL flit now: one waits in retry (new, to be
+    /// resent, an Ack, a Replay Request, a NOP), or one would be packed (TL flits queued, a DL
+    /// message waiting, or the rest of a TL flit that a sent DL flit cut). O(1); lets a caller
+    /// sleep instead of polling when nothing would come out.
+    pub fn has_transmit(&self) -> bool {
+        let pack = self.retry.state() == LinkState::Up
+            && self.retry.unsent() == 0
+            && self.retry.can_submit()
+            && (!self.txq.is_empty()
+                || self.control.has_message()
+                || self.packer.carrying_tl_flit());
+        pack || self.retry.has_transmit()
+    }
     /// Nothing waits to be sent or acknowledged.
     pub fn is_idle(&self) -> bool {
         self.txq.is_empty()

@@ -45,6 +45,21 @@ impl<const CAP: usize> LinkRetry<CAP> {
     pub fn unsent(&self) -> u16 {
         self.tx.unsent()
     }
+    /// [`LinkRetry::poll_transmit`] would write a flit now (given a buffer of at least
+    /// [`FLIT_LEN`] bytes): a NOP during bring-up, a flit waiting to go on the wire (new or to
+    /// be resent), a due Ack or Replay Request, or the Ack a restarting peer is owed. O(1);
+    /// lets a caller sleep instead of polling when nothing would come out.
+    pub fn has_transmit(&self) -> bool {
+        match self.state {
+            LinkState::Nop => self.nop_pending,
+            LinkState::Up => {
+                self.tx.unsent() > 0
+                    || self.reply_pending
+                    || self.rx.next_command(self.cfg.ack_interval).is_some()
+            }
+            LinkState::Idle | LinkState::Fault => false,
+        }
+    }
     /// [`LinkRetry::submit`] would accept a flit now.
     pub fn can_submit(&self) -> bool {
         self.state != LinkState::Fault && self.tx.has_room()

@@ -35,7 +35,15 @@ impl ByteEnables {
 
     /// Every one of the first `len` bytes is enabled.
     pub fn all_set(&self, len: usize) -> bool {
-        (0..len.min(MAX_DATA_LEN)).all(|i| self.get(i))
+        let len = len.min(MAX_DATA_LEN);
+        let (whole, bits) = (len / 8, len % 8);
+        // Whole bytes a byte at a time, then the low `bits` bits of the next byte.
+        let bytes_ok = self
+            .0
+            .get(..whole)
+            .is_some_and(|b| b.iter().all(|&x| x == 0xff));
+        let mask = (1u8 << bits).wrapping_sub(1);
+        bytes_ok && (bits == 0 || self.0.get(whole).is_some_and(|&b| b & mask == mask))
     }
 
     /// Enables for the bytes `start..end` only.
@@ -80,6 +88,23 @@ mod tests {
         assert!(b.get(255));
         b.set(255, false);
         assert_eq!(b, ByteEnables::NONE);
+        // all_set against the bit-by-bit definition, for every length and a hole anywhere.
+        for len in 0..=MAX_DATA_LEN + 8 {
+            for hole in [
+                None,
+                Some(0),
+                Some(len.saturating_sub(1)),
+                Some(len / 2),
+                Some(len),
+            ] {
+                let mut e = ByteEnables::ALL;
+                if let Some(h) = hole {
+                    e.set(h, false);
+                }
+                let want = (0..len.min(MAX_DATA_LEN)).all(|i| e.get(i));
+                assert_eq!(e.all_set(len), want, "len {len} hole {hole:?}");
+            }
+        }
         // The same bit order as the TL flit's byte-enable half.
         assert_eq!(ByteEnables::range(0, 100).0, full_byte_enables(100));
     }

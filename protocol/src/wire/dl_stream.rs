@@ -20,7 +20,9 @@
 //! A receiver that lost its place re-synchronises at the first segment without an
 //! alternative sector, whose header gives the offset of the first TL flit start.
 
-use super::dl_flit::{segment_range, DlFlit, FLIT_LEN, PAYLOAD_LEN, SEGMENT_COUNT, SEGMENT_SIZES};
+use super::dl_flit::{
+    segment_range, DlFlit, FLIT_LEN, PAYLOAD_LEN, SEGMENT_COUNT, SEGMENT_OFFSETS, SEGMENT_SIZES,
+};
 use super::dl_header::{FlitHeader, SegmentHeader};
 use super::dl_msg::{nom_message, DlMessage, MessageSpace, NomError};
 use super::{check_out, crc::DlCrc, Error, Result};
@@ -133,6 +135,79 @@ const TL_ONLY_HEADERS: [[u8; SEGMENT_COUNT]; TL_FLIT_LEN / 4] = {
     table
 };
 
+/// The real TL flit starts of a flit (bit `k`: the `k`-th TL flit start, counted from the
+/// first one at payload offset `first`) if `got` are the segment headers of a TL-only flit at
+/// the stream position whose all-real headers are `expected`, with no more real starts than
+/// fit in each segment: exactly the flits the general unpacker accepts as TL-only with these
+/// carries. `None` for anything else (alternative sectors, other carries, a reserved bit,
+/// `tl_flit1` without `tl_flit0`, too many starts).
+fn tl_only_real_starts(
+    got: [u8; SEGMENT_COUNT],
+    expected: [u8; SEGMENT_COUNT],
+    first: usize,
+) -> Option<u16> {
+    let word = |b: [u8; SEGMENT_COUNT]| {
+        let [a, b, c, d, e] = b;
+        u64::from_le_bytes([a, b, c, d, e, 0, 0, 0])
+    };
+    let (g, e) = (word(got), word(expected));
+    /// Per byte: everything but the two start bits (message fields = the carry, reserved,
+    /// alternative sector); `tl_flit0`; `tl_flit1`.
+    const NOT_STARTS: u64 = 0x006f_6f6f_6f6f;
+    const FLIT0: u64 = 0x0010_1010_1010;
+    const STARTS: u64 = 0x0090_9090_9090;
+    let impossible = (g >> 3) & !g & FLIT0 != 0; // tl_flit1 without tl_flit0
+                                                 // With valid headers, "no more real starts than fit" is "no start bit the all-real
+                                                 // header lacks".
+    if (g ^ e) & NOT_STARTS != 0 || impossible || g & !e & STARTS != 0 {
+        return None;
+    }
+    let layout = TL_SEGMENT_STARTS
+        .get(first / 4 % (TL_FLIT_LEN / 4))
+        .copied()
+        .unwrap_or_default();
+    let mut real = 0u16;
+    for (&h, (_, lo, _)) in got.iter().zip(layout) {
+        let n = u32::from(h >> 4 & 1) + u32::from(h >> 7);
+        real |= ((1u16 << n) - 1) << lo;
+    }
+    Some(real)
+}
+
+/// For a TL-only flit whose first TL flit start is at payload offset `4 × k` (table row `k`),
+/// per segment: its carry (bytes before its first start), the index of its first start among
+/// the flit's starts, and how many starts it holds (at most two).
+// Indexing here runs in const evaluation: an out-of-range index fails the build, never a run.
+#[allow(clippy::indexing_slicing)]
+const TL_SEGMENT_STARTS: [[(u8, u8, u8); SEGMENT_COUNT]; TL_FLIT_LEN / 4] = {
+    let mut table = [[(0u8, 0u8, 0u8); SEGMENT_COUNT]; TL_FLIT_LEN / 4];
+    let mut k = 0;
+    while k < TL_FLIT_LEN / 4 {
+        let first = k * 4;
+        let mut i = 0;
+        while i < SEGMENT_COUNT {
+            let (off, size) = (SEGMENT_OFFSETS[i], SEGMENT_SIZES[i]);
+            // Start j is at first + 64 j.
+            let lo = start_at_or_after(first, off);
+            let hi = start_at_or_after(first, off + size);
+            let carry = first + lo * TL_FLIT_LEN - off;
+            table[k][i] = (carry as u8, lo as u8, (hi - lo) as u8);
+            i += 1;
+        }
+        k += 1;
+    }
+    table
+};
+
+/// Index of the first TL flit start at or after byte `at`, with starts at `first + 64 j`.
+const fn start_at_or_after(first: usize, at: usize) -> usize {
+    if at <= first {
+        0
+    } else {
+        (at - first).div_ceil(TL_FLIT_LEN)
+    }
+}
+
 /// TL flits starting in an area of `len` bytes whose first `carry` bytes finish an earlier one.
 const fn starts_in(carry: usize, len: usize) -> usize {
     match len.checked_sub(carry) {
@@ -146,7 +221,8 @@ pub trait PackSource {
     /// Write the next TL flit into `out` and return true, or return false when none is ready
     /// (the packer then pads with a NOP flit).
     fn next_tl_flit(&mut self, out: &mut [u8; TL_FLIT_LEN]) -> bool;
-    /// The next DL message to send, left in place.
+    /// The next DL message to send, left in place: what it returns changes only through
+    /// [`PackSource::pop_message`] (the packer looks once per flit whether any is waiting).
     fn peek_message(&self) -> Option<&DlMessage> {
         None
     }
@@ -243,6 +319,9 @@ impl DlPacker {
                 got: flit.buffer_len(),
             });
         }
+        if src.peek_message().is_none() {
+            return Ok(self.pack_tl_only(src, flit));
+        }
         let mut stats = PackStats::default();
         let mut headers = [0u8; SEGMENT_COUNT];
         let mut alt_end = 0;
@@ -304,7 +383,96 @@ impl DlPacker {
         Ok(stats)
     }
 
+    /// [`DlPacker::pack`] when no DL message waits: the payload is one run of TL stream bytes
+    /// (the TL flit in progress, then a TL flit start every 64 bytes), written in one pass,
+    /// and each segment header follows from where the starts fall. Same bytes and
+    /// [`PackStats`] as the general loop (tested against it).
+    fn pack_tl_only<S: PackSource + ?Sized, T: AsRef<[u8]> + AsMut<[u8]>>(
+        &mut self,
+        src: &mut S,
+        flit: &mut DlFlit<T>,
+    ) -> PackStats {
+        let mut stats = PackStats::default();
+        // Offset of the first TL flit start (the carried flit's remaining bytes come first).
+        let first = self.remaining;
+        let payload = flit.payload_mut();
+        let (carry, rest) = payload.split_at_mut(first.min(payload.len()));
+        if !carry.is_empty() {
+            let from = TL_FLIT_LEN.saturating_sub(self.remaining);
+            if self.cur_is_nop {
+                carry.fill(0);
+            } else if let Some(src_bytes) = self.cur.get(from..from.saturating_add(carry.len())) {
+                carry.copy_from_slice(src_bytes);
+            }
+            self.remaining = self.remaining.saturating_sub(carry.len());
+            if self.remaining == 0 && !self.cur_is_nop {
+                stats.tl_finished = stats.tl_finished.saturating_add(1);
+            }
+        }
+        // Bit k set: the k-th TL flit start of this flit is a real TL flit.
+        let mut real_starts: u16 = 0;
+        let mut k = 0u32;
+        let mut chunks = rest.chunks_exact_mut(TL_FLIT_LEN);
+        for chunk in &mut chunks {
+            let real = match <&mut [u8; TL_FLIT_LEN]>::try_from(chunk) {
+                Ok(whole) => {
+                    let real = src.next_tl_flit(whole);
+                    if !real {
+                        whole.fill(0);
+                    }
+                    real
+                }
+                Err(_) => false,
+            };
+            self.note_start(real, true, &mut stats);
+            real_starts |= u16::from(real) << k;
+            k += 1;
+        }
+        let tail = chunks.into_remainder();
+        if !tail.is_empty() {
+            let real = src.next_tl_flit(&mut self.cur);
+            if !real {
+                tail.fill(0);
+            } else if let Some(src_bytes) = self.cur.get(..tail.len()) {
+                tail.copy_from_slice(src_bytes);
+            }
+            self.remaining = TL_FLIT_LEN.saturating_sub(tail.len());
+            self.note_start(real, false, &mut stats);
+            real_starts |= u16::from(real) << k;
+        }
+        // Segment i: its carry and the range of start indices inside it, from a table by the
+        // position of the first start; its real starts are those of the range.
+        let mut headers = [0u8; SEGMENT_COUNT];
+        let layout = TL_SEGMENT_STARTS
+            .get(first / 4 % (TL_FLIT_LEN / 4))
+            .copied()
+            .unwrap_or_default();
+        for (h, (carry, lo, n)) in headers.iter_mut().zip(layout) {
+            let mask = (1u16 << n) - 1;
+            let real = (real_starts >> lo) & mask;
+            *h = tl_segment_header_byte(usize::from(carry), real.count_ones() as usize);
+        }
+        flit.set_segment_header_bytes(headers);
+        stats
+    }
+
+    /// Count a TL flit start: real or padding, and whether it ends in this DL flit.
+    fn note_start(&mut self, real: bool, whole: bool, stats: &mut PackStats) {
+        self.cur_is_nop = !real;
+        if real {
+            stats.tl_started = stats.tl_started.saturating_add(1);
+            if whole {
+                stats.tl_finished = stats.tl_finished.saturating_add(1);
+            }
+        } else {
+            stats.nop_started = stats.nop_started.saturating_add(1);
+        }
+    }
+
     /// Fill a TL area; returns the real (non-padding) TL flits started in it.
+    ///
+    /// Whole TL flits are written by the source straight into the area; padding is written
+    /// as zeros (no copy); only a TL flit cut by the area's end goes through `cur`.
     fn fill_tl<S: PackSource + ?Sized>(
         &mut self,
         src: &mut S,
@@ -313,29 +481,60 @@ impl DlPacker {
     ) -> u8 {
         let mut starts = 0;
         let mut rest = area;
-        while !rest.is_empty() {
-            if self.remaining == 0 {
-                self.cur_is_nop = !src.next_tl_flit(&mut self.cur);
-                if self.cur_is_nop {
-                    self.cur = [0; TL_FLIT_LEN];
-                    stats.nop_started = stats.nop_started.saturating_add(1);
-                } else {
-                    stats.tl_started = stats.tl_started.saturating_add(1);
-                    // Only real TL flits are counted: a start beyond the count is padding.
-                    starts += 1;
-                }
-                self.remaining = TL_FLIT_LEN;
-            }
+        if self.remaining > 0 {
+            // Finish the TL flit in progress.
             let n = self.remaining.min(rest.len());
             let from = TL_FLIT_LEN.saturating_sub(self.remaining);
             let (out, tail) = rest.split_at_mut(n);
-            if let Some(src_bytes) = self.cur.get(from..from.saturating_add(n)) {
+            if self.cur_is_nop {
+                out.fill(0);
+            } else if let Some(src_bytes) = self.cur.get(from..from.saturating_add(n)) {
                 out.copy_from_slice(src_bytes);
             }
             rest = tail;
             self.remaining = self.remaining.saturating_sub(n);
             if self.remaining == 0 && !self.cur_is_nop {
                 stats.tl_finished = stats.tl_finished.saturating_add(1);
+            }
+        }
+        // `remaining` is 0 from here on until the last, cut TL flit.
+        while !rest.is_empty() {
+            let area = core::mem::take(&mut rest);
+            let real = if area.len() >= TL_FLIT_LEN {
+                let (whole, tail) = area.split_at_mut(TL_FLIT_LEN);
+                rest = tail;
+                let real = match <&mut [u8; TL_FLIT_LEN]>::try_from(whole) {
+                    Ok(whole) => {
+                        let real = src.next_tl_flit(whole);
+                        if !real {
+                            whole.fill(0);
+                        }
+                        real
+                    }
+                    Err(_) => false,
+                };
+                if real {
+                    stats.tl_finished = stats.tl_finished.saturating_add(1);
+                }
+                real
+            } else {
+                let real = src.next_tl_flit(&mut self.cur);
+                let n = area.len();
+                if !real {
+                    area.fill(0);
+                } else if let Some(src_bytes) = self.cur.get(..n) {
+                    area.copy_from_slice(src_bytes);
+                }
+                self.remaining = TL_FLIT_LEN.saturating_sub(n);
+                real
+            };
+            self.cur_is_nop = !real;
+            if real {
+                stats.tl_started = stats.tl_started.saturating_add(1);
+                // Only real TL flits are counted: a start beyond the count is padding.
+                starts += 1;
+            } else {
+                stats.nop_started = stats.nop_started.saturating_add(1);
             }
         }
         starts
@@ -510,12 +709,17 @@ impl DlUnpacker {
     ) -> core::result::Result<UnpackStats, UnpackError> {
         flit.check_len()
             .map_err(|error| UnpackError { segment: 0, error })?;
-        // Fast path: a flit of TL data only, whose five segment headers are exactly those the
-        // stream position implies, is one contiguous run of TL bytes.
-        if self.synced && flit.segment_header_bytes() == self.expected_tl_headers() {
-            let mut stats = UnpackStats::default();
-            self.feed_run(flit.payload(), sink, &mut stats);
-            return Ok(stats);
+        // Fast path: a flit of TL data only, whose five segment headers are those the stream
+        // position implies (each segment with at most as many real TL flit starts as fit; the
+        // flit may end in padding), is one contiguous run of TL bytes.
+        if self.synced {
+            let first = self.carry();
+            let got = flit.segment_header_bytes();
+            if let Some(real) = tl_only_real_starts(got, self.expected_tl_headers(), first) {
+                let mut stats = UnpackStats::default();
+                self.feed_tl_run(flit.payload(), real, sink, &mut stats);
+                return Ok(stats);
+            }
         }
         // Check the whole flit first (no TL bytes are moved), so that an error delivers nothing.
         self.clone()
@@ -639,11 +843,14 @@ impl DlUnpacker {
         }
     }
 
-    /// [`Self::feed`] for one long run in which every TL flit start is real: finish the
-    /// partial flit, deliver the whole flits in place, keep the tail as the next partial flit.
-    fn feed_run<S: UnpackSink + ?Sized>(
+    /// [`Self::feed`] over the five segments of a TL-only flit (one contiguous run of TL
+    /// bytes) whose TL flit starts are real where `real` has a bit (bit `k`: the `k`-th start)
+    /// and padding elsewhere: the same deliveries and state as feeding segment by segment, with
+    /// the partial TL flit finished first and every whole TL flit delivered in place.
+    fn feed_tl_run<S: UnpackSink + ?Sized>(
         &mut self,
         bytes: &[u8],
+        real: u16,
         sink: &mut S,
         st: &mut UnpackStats,
     ) {
@@ -664,10 +871,12 @@ impl DlUnpacker {
             }
         }
         let mut flits = rest.chunks_exact(TL_FLIT_LEN);
+        let mut k = 0u32;
         for f in &mut flits {
             if let Ok(f) = <&[u8; TL_FLIT_LEN]>::try_from(f) {
-                Self::deliver(f, false, sink, st);
+                Self::deliver(f, real >> k & 1 == 0, sink, st);
             }
+            k += 1;
         }
         let tail = flits.remainder();
         if !tail.is_empty() {
@@ -676,7 +885,7 @@ impl DlUnpacker {
                 dst.copy_from_slice(tail);
             }
             self.have = tail.len();
-            self.partial_nop = false;
+            self.partial_nop = real >> k & 1 == 0;
         }
     }
 
@@ -1239,5 +1448,307 @@ mod fast_path_tests {
             );
             un.unpack(&f, &mut NullSink).unwrap();
         }
+    }
+}
+
+/// The packer's and unpacker's fast paths against the general algorithms, on random streams
+/// of TL flits, padding and DL messages, and on random segment headers.
+#[cfg(test)]
+mod equivalence_tests {
+    use super::*;
+    use crate::wire::dl_header::ExplicitHeader;
+    use crate::wire::dl_msg::TlRateNotification;
+    use std::collections::VecDeque;
+    use std::vec::Vec;
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// A source that runs dry at random points (the rest of a pack call is then padding), and
+    /// whose flits are sometimes all zeros.
+    struct Src {
+        tl: VecDeque<[u8; TL_FLIT_LEN]>,
+        msgs: VecDeque<DlMessage>,
+        /// Flits handed out before the source reports none, per pack call.
+        budget: usize,
+    }
+    impl PackSource for Src {
+        fn next_tl_flit(&mut self, out: &mut [u8; TL_FLIT_LEN]) -> bool {
+            if self.budget == 0 {
+                return false;
+            }
+            match self.tl.pop_front() {
+                Some(f) => {
+                    self.budget -= 1;
+                    *out = f;
+                    true
+                }
+                None => false,
+            }
+        }
+        fn peek_message(&self) -> Option<&DlMessage> {
+            self.msgs.front()
+        }
+        fn pop_message(&mut self) {
+            self.msgs.pop_front();
+        }
+    }
+
+    /// The packer as it was before its fast paths: every TL byte through `cur`, padding
+    /// copied from a zeroed `cur`.
+    struct RefPacker {
+        cur: [u8; TL_FLIT_LEN],
+        remaining: usize,
+        cur_is_nop: bool,
+    }
+
+    impl RefPacker {
+        fn pack(&mut self, src: &mut Src, flit: &mut [u8; FLIT_LEN]) -> PackStats {
+            let mut flit = DlFlit::new_unchecked(&mut flit[..]);
+            let mut stats = PackStats::default();
+            let mut headers = [0u8; SEGMENT_COUNT];
+            let mut alt_end = 0;
+            let mut open = true;
+            let mut budget = PAYLOAD_LEN / 4;
+            let payload = flit.payload_mut();
+            for (i, hb) in headers.iter_mut().enumerate() {
+                let (off, size) = segment_range(i).unwrap();
+                let end = off + size;
+                let kind = if alt_end > off {
+                    SegmentKind::AltContinued
+                } else {
+                    let (standard, vendor, used) =
+                        place_messages(src, payload, off, &mut open, &mut budget, &mut stats);
+                    if standard + vendor > 0 {
+                        alt_end = used;
+                        SegmentKind::Alt { standard, vendor }
+                    } else {
+                        SegmentKind::Tl {
+                            carry_bytes: self.remaining as u8,
+                        }
+                    }
+                };
+                let tl_from = alt_end.clamp(off, end);
+                let mut starts = 0;
+                let mut rest = &mut payload[tl_from..end];
+                while !rest.is_empty() {
+                    if self.remaining == 0 {
+                        self.cur_is_nop = !src.next_tl_flit(&mut self.cur);
+                        if self.cur_is_nop {
+                            self.cur = [0; TL_FLIT_LEN];
+                            stats.nop_started += 1;
+                        } else {
+                            stats.tl_started += 1;
+                            starts += 1;
+                        }
+                        self.remaining = TL_FLIT_LEN;
+                    }
+                    let n = self.remaining.min(rest.len());
+                    let from = TL_FLIT_LEN - self.remaining;
+                    let (out, tail) = rest.split_at_mut(n);
+                    out.copy_from_slice(&self.cur[from..from + n]);
+                    rest = tail;
+                    self.remaining -= n;
+                    if self.remaining == 0 && !self.cur_is_nop {
+                        stats.tl_finished += 1;
+                    }
+                }
+                SegmentInfo {
+                    kind,
+                    tl_starts: starts,
+                }
+                .to_header()
+                .emit(core::slice::from_mut(hb))
+                .unwrap();
+            }
+            flit.set_segment_header_bytes(headers);
+            stats
+        }
+    }
+
+    #[derive(Default, PartialEq, Debug)]
+    struct Sink {
+        tl: Vec<[u8; TL_FLIT_LEN]>,
+        msgs: Vec<DlMessage>,
+    }
+    impl UnpackSink for Sink {
+        fn tl_flit(&mut self, flit: &[u8; TL_FLIT_LEN]) {
+            self.tl.push(*flit);
+        }
+        fn message(&mut self, msg: DlMessage) {
+            self.msgs.push(msg);
+        }
+    }
+
+    /// The general unpacker (validation pass, then delivery pass), bypassing the fast paths.
+    fn unpack_general(
+        u: &mut DlUnpacker,
+        flit: &DlFlit<&[u8]>,
+        sink: &mut Sink,
+    ) -> core::result::Result<UnpackStats, UnpackError> {
+        u.clone()
+            .walk::<&[u8], NullSink, false>(flit, &mut NullSink)?;
+        u.walk::<&[u8], Sink, true>(flit, sink)
+    }
+
+    fn same_state(a: &DlUnpacker, b: &DlUnpacker) -> bool {
+        a.have == b.have
+            && a.synced == b.synced
+            && a.partial[..a.have] == b.partial[..b.have]
+            && (a.have == 0 || a.partial_nop == b.partial_nop)
+    }
+
+    fn random_stream(r: &mut Rng, n: usize) -> VecDeque<[u8; TL_FLIT_LEN]> {
+        (0..n)
+            .map(|k| {
+                if r.below(5) == 0 {
+                    [0u8; TL_FLIT_LEN]
+                } else {
+                    let mut f = [0u8; TL_FLIT_LEN];
+                    for (i, b) in f.iter_mut().enumerate() {
+                        *b = (k * 7 + i) as u8 | 1;
+                    }
+                    f
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn packer_matches_the_reference_packer() {
+        let mut r = Rng(0x9e37_79b9_7f4a_7c15);
+        for case in 0..300 {
+            let tl = random_stream(&mut r, 200);
+            let mut a = Src {
+                tl: tl.clone(),
+                msgs: VecDeque::new(),
+                budget: 0,
+            };
+            let mut b = Src {
+                tl,
+                msgs: VecDeque::new(),
+                budget: 0,
+            };
+            let mut p = DlPacker::new();
+            let mut q = RefPacker {
+                cur: [0; TL_FLIT_LEN],
+                remaining: 0,
+                cur_is_nop: false,
+            };
+            for k in 0..20 {
+                let budget = match r.below(4) {
+                    0 => 0,
+                    1 => r.below(3) as usize,
+                    2 => r.below(11) as usize,
+                    _ => usize::MAX,
+                };
+                a.budget = budget;
+                b.budget = budget;
+                if r.below(6) == 0 {
+                    let m = DlMessage::TlRateNotification(TlRateNotification {
+                        rate: k,
+                        ack: false,
+                    });
+                    a.msgs.push_back(m.clone());
+                    b.msgs.push_back(m);
+                }
+                // Slots start with stale bytes (a reused replay slot).
+                let stale = r.next() as u8;
+                let mut fa = [stale; FLIT_LEN];
+                let mut fb = [stale; FLIT_LEN];
+                let sa = p
+                    .pack(&mut a, &mut DlFlit::new_unchecked(&mut fa[..]))
+                    .unwrap();
+                let sb = q.pack(&mut b, &mut fb);
+                assert_eq!(sa, sb, "case {case} flit {k}");
+                assert_eq!(
+                    fa[3..CRC_COVERED],
+                    fb[3..CRC_COVERED],
+                    "case {case} flit {k}"
+                );
+                assert_eq!(
+                    (p.remaining, p.carrying_tl_flit()),
+                    (q.remaining, q.remaining > 0 && !q.cur_is_nop)
+                );
+            }
+        }
+    }
+
+    const CRC_COVERED: usize = FLIT_LEN - 4;
+
+    #[test]
+    fn unpacker_fast_paths_match_the_general_unpacker() {
+        let mut r = Rng(0x2545_f491_4f6c_dd1d);
+        let h = FlitHeader::Explicit(ExplicitHeader {
+            op: 0,
+            payload: true,
+            flit_seq_no: 1,
+        });
+        let mut fast_hits = 0;
+        for case in 0..300 {
+            let mut src = Src {
+                tl: random_stream(&mut r, 200),
+                msgs: VecDeque::new(),
+                budget: 0,
+            };
+            let mut p = DlPacker::new();
+            let mut fast = DlUnpacker::new();
+            let mut general = DlUnpacker::new();
+            for k in 0..20 {
+                src.budget = match r.below(3) {
+                    0 => r.below(3) as usize,
+                    1 => r.below(11) as usize,
+                    _ => usize::MAX,
+                };
+                if r.below(8) == 0 {
+                    src.msgs
+                        .push_back(DlMessage::TlRateNotification(TlRateNotification {
+                            rate: 3,
+                            ack: false,
+                        }));
+                }
+                let mut buf = [0u8; FLIT_LEN];
+                p.pack_flit(&mut src, &h, DlCrc::Bzip2, &mut buf).unwrap();
+                // Sometimes damage a segment header (start bits, carry bits, reserved bit)
+                // or drop sync, so that both paths must also agree on rejections.
+                if r.below(10) == 0 {
+                    let i = 3 + r.below(5) as usize;
+                    buf[i] ^= [0x10, 0x80, 0x90, 0x04, 0x20, 0x02, 0x01][r.below(7) as usize];
+                }
+                if r.below(25) == 0 {
+                    fast.lose_sync();
+                    general.lose_sync();
+                }
+                let view = DlFlit::new_unchecked(&buf[..]);
+                let expected = fast.expected_tl_headers();
+                if fast.synced
+                    && tl_only_real_starts(view.segment_header_bytes(), expected, fast.carry())
+                        .is_some()
+                {
+                    fast_hits += 1;
+                }
+                let (mut sa, mut sb) = (Sink::default(), Sink::default());
+                let ra = fast.unpack(&view, &mut sa);
+                let rb = unpack_general(&mut general, &view, &mut sb);
+                assert_eq!(ra, rb, "case {case} flit {k}");
+                assert_eq!(sa, sb, "case {case} flit {k}");
+                if ra.is_err() {
+                    fast.lose_sync();
+                    general.lose_sync();
+                }
+                assert!(same_state(&fast, &general), "case {case} flit {k}");
+            }
+        }
+        assert!(fast_hits > 1000, "{fast_hits}");
     }
 }

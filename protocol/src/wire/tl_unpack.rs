@@ -10,7 +10,7 @@ use core::fmt;
 use super::tl_field::{FlowControl, TlField};
 use super::tl_flit::{
     is_nop, merge_credits, rule, ControlFields, DataShape, Half, HalfKind, TlMessage,
-    BYTE_ENABLE_LEN, FLIT_LEN, HALF_LEN, MAX_DATA_LEN,
+    BYTE_ENABLE_LEN, FLIT_LEN, HALF_LEN, MAX_DATA_LEN, SECTOR_LEN,
 };
 use super::tl_pack::{Item, Transfer};
 use super::{Error, Result, Tag};
@@ -28,9 +28,18 @@ impl fmt::Display for NotDrained {
 
 impl core::error::Error for NotDrained {}
 
-/// The transfer whose data half-flits are arriving.
+/// Most control fields in one control half-flit (one per 4 B sector).
+const MAX_FIELDS: usize = HALF_LEN / SECTOR_LEN;
+
+/// A parsed field of the active control half-flit: the field and, unless it is a
+/// flow-control field, the data that follows it.
+type Parsed = (TlField, Option<DataShape>);
+
+/// The transfer whose data half-flits are arriving (its buffers are reused from one transfer
+/// to the next; `active` says whether it holds one).
 #[derive(Debug, Clone)]
 struct Pending {
+    active: bool,
     field: TlField,
     shape: DataShape,
     got: usize,
@@ -89,12 +98,14 @@ pub struct TlUnpacker {
     next_half: usize,
     kinds: [HalfKind; 2],
     drained: bool,
-    ctrl: [u8; HALF_LEN],
-    /// Offset of the next field in `ctrl`; `HALF_LEN` when no control half-flit is active.
-    ctrl_pos: usize,
+    /// The fields of the active control half-flit, parsed (and checked) once when it was
+    /// loaded; `ctrl_next..ctrl_len` are still to be taken.
+    ctrl: [Option<Parsed>; MAX_FIELDS],
+    ctrl_next: usize,
+    ctrl_len: usize,
     /// OR of the control half-flit's flow-control fields, until delivered.
     ctrl_fc: Option<FlowControl>,
-    pending: Option<Pending>,
+    pending: Pending,
     delivered: bool,
     poison: Option<(Tag, u8)>,
     failed: Option<Error>,
@@ -114,10 +125,24 @@ impl TlUnpacker {
             next_half: 2,
             kinds: [HalfKind::Nop; 2],
             drained: true,
-            ctrl: [0; HALF_LEN],
-            ctrl_pos: HALF_LEN,
+            ctrl: [None; MAX_FIELDS],
+            ctrl_next: 0,
+            ctrl_len: 0,
             ctrl_fc: None,
-            pending: None,
+            pending: Pending {
+                active: false,
+                field: TlField::FlowControl(FlowControl {
+                    req_cmd: 0,
+                    rsp_cmd: 0,
+                    req_data: 0,
+                    rsp_data: 0,
+                }),
+                shape: DataShape::NONE,
+                got: 0,
+                poisoned: 0,
+                byte_enables: [0; BYTE_ENABLE_LEN],
+                data: [0; MAX_DATA_LEN],
+            },
             delivered: false,
             poison: None,
             failed: None,
@@ -147,10 +172,8 @@ impl TlUnpacker {
     /// The control field whose data is still arriving, with the half-flits received and
     /// expected (for traces: a flit decoded on its own may end mid-transfer).
     pub fn pending_field(&self) -> Option<(TlField, usize, usize)> {
-        match &self.pending {
-            Some(p) if !self.delivered => Some((p.field, p.got, p.shape.halves())),
-            _ => None,
-        }
+        let p = &self.pending;
+        (p.active && !self.delivered).then_some((p.field, p.got, p.shape.halves()))
     }
 
     /// Take the next TL flit.
@@ -182,7 +205,7 @@ impl TlUnpacker {
         }
         if self.delivered {
             self.delivered = false;
-            self.pending = None;
+            self.pending.active = false;
         }
         let step = match self.step() {
             Ok(s) => s,
@@ -201,7 +224,7 @@ impl TlUnpacker {
             Step::Message(m) => Some(Item::Message(m)),
             Step::Transfer => {
                 self.delivered = true;
-                self.pending.as_ref().map(Pending::item)
+                Some(self.pending.item())
             }
         })
     }
@@ -230,7 +253,7 @@ impl TlUnpacker {
     /// consumes a control field (at most 8 per half-flit) or a half-flit (2 per flit).
     fn step(&mut self) -> Result<Step> {
         loop {
-            if self.pending.is_none() && self.ctrl_pos < HALF_LEN {
+            if !self.pending.active && self.ctrl_next < self.ctrl_len {
                 if let Some(step) = self.next_field()? {
                     return Ok(step);
                 }
@@ -239,7 +262,8 @@ impl TlUnpacker {
             let Some((half, bytes)) = self.take_half() else {
                 return Ok(Step::Drained);
             };
-            if let Some(p) = self.pending.as_mut() {
+            if self.pending.active {
+                let p = &mut self.pending;
                 let kind = p.store(&bytes);
                 let done = p.got >= p.shape.halves();
                 self.set_kind(half, kind);
@@ -288,16 +312,26 @@ impl TlUnpacker {
     /// Check a whole control half-flit before using it (so no item of a bad one escapes).
     fn load_control(&mut self, bytes: &[u8; HALF_LEN]) -> Result<()> {
         let mut fc = None;
+        let mut parsed = [None; MAX_FIELDS];
+        let mut n = 0;
         for field in ControlFields::new(bytes) {
-            match field? {
-                TlField::FlowControl(c) => fc = Some(merge_credits(fc.unwrap_or_default(), c)),
-                other => {
-                    DataShape::of(&other)?;
+            let field = field?;
+            let shape = match field {
+                TlField::FlowControl(c) => {
+                    fc = Some(merge_credits(fc.unwrap_or_default(), c));
+                    None
                 }
+                other => Some(DataShape::of(&other)?),
+            };
+            // At most one field per sector: `n` stays below MAX_FIELDS.
+            if let Some(slot) = parsed.get_mut(n) {
+                *slot = Some((field, shape));
+                n += 1;
             }
         }
-        self.ctrl = *bytes;
-        self.ctrl_pos = 0;
+        self.ctrl = parsed;
+        self.ctrl_next = 0;
+        self.ctrl_len = n;
         self.ctrl_fc = fc;
         Ok(())
     }
@@ -305,19 +339,15 @@ impl TlUnpacker {
     /// Take the next field of the active control half-flit: an item, or `None` if the field
     /// starts a transfer (or the half-flit is exhausted).
     fn next_field(&mut self) -> Result<Option<Step>> {
-        let rest = self.ctrl.get(self.ctrl_pos..).unwrap_or(&[]);
-        let mut fields = ControlFields::new(rest);
-        let Some(field) = fields.next() else {
-            self.ctrl_pos = HALF_LEN;
+        let Some(Some((field, shape))) = self.ctrl.get(self.ctrl_next).copied() else {
+            self.ctrl_next = self.ctrl_len;
             return Ok(None);
         };
-        let field = field?;
-        self.ctrl_pos += fields.offset();
-        if let TlField::FlowControl(_) = field {
+        self.ctrl_next += 1;
+        let Some(shape) = shape else {
             // Fields that arrive together are OR-merged: deliver the merge once, at the first.
             return Ok(self.ctrl_fc.take().map(Step::Credits));
-        }
-        let shape = DataShape::of(&field)?;
+        };
         if shape.halves() == 0 {
             return Ok(Some(Step::Field(field)));
         }
@@ -330,14 +360,14 @@ impl TlUnpacker {
             }
             Some(_) => return Err(Error::Packing(rule::POISON_TARGET)),
         };
-        self.pending = Some(Pending {
-            field,
-            shape,
-            got: 0,
-            poisoned,
-            byte_enables: [0; BYTE_ENABLE_LEN],
-            data: [0; MAX_DATA_LEN],
-        });
+        // The byte enables and data are all overwritten by the half-flits that follow before
+        // the transfer is delivered (`shape` counts them), so the buffers are not cleared.
+        let p = &mut self.pending;
+        p.active = true;
+        p.field = field;
+        p.shape = shape;
+        p.got = 0;
+        p.poisoned = poisoned;
         Ok(None)
     }
 }
