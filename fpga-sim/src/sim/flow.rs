@@ -65,7 +65,10 @@ impl Sim {
         }
         match self.owner[e as usize] {
             Owner::Switch { s, p } => self.switches[s as usize].fwd.backlog(p),
-            Owner::Accel { .. } => self.accels.port(e).is_some_and(|ap| ap.has_work()),
+            Owner::Accel { .. } => {
+                self.accels.port(e).is_some_and(|ap| ap.has_work())
+                    || self.fault.as_ref().is_some_and(|f| f.rogue_waiting(e))
+            }
         }
     }
 
@@ -88,6 +91,7 @@ impl Sim {
             .poll_transmit(Instant::from_ps(now), &mut slot.bytes)
             .is_some();
         slot.at = at;
+        slot.lost = false;
         if sent {
             tx.wire.corrupt_last();
         }
@@ -170,8 +174,18 @@ impl Sim {
             return; // superseded
         }
         tx.timer_at = u64::MAX;
-        tx.link.handle_timeout(Instant::from_ps(now));
+        let t = Instant::from_ps(now);
+        tx.link.handle_timeout(t);
         while tx.link.poll_event().is_some() {}
+        // The timer also covers the port's requester deadline (`arm_timer`): a request that
+        // timed out completes now, or the timer would be re-armed for this same instant.
+        if let Some(ap) = self.accels.port_mut(e) {
+            if ap.req.poll_timeout().is_some_and(|d| d <= t) {
+                ap.req.handle_timeout(t);
+                while ap.req.poll_event().is_some() {}
+                self.drain_completions(e, now);
+            }
+        }
         self.arm_timer(e, now);
         self.kick(e, now);
     }
@@ -271,8 +285,8 @@ impl Sim {
         );
         let port = &mut self.ports[r as usize];
         port.owed.give(flow, vc, 1, beats);
-        if !port.return_in_flight {
-            let c = std::mem::take(&mut port.owed);
+        if !port.return_in_flight && port.owes() {
+            let c = port.take_owed();
             port.return_in_flight = true;
             self.ctl_send(r, Ctl::Credits(c), now);
         }
@@ -282,8 +296,8 @@ impl Sim {
     /// (then they go with the next one).
     pub(crate) fn flush_credits(&mut self, r: u32, now: u64) {
         let port = &mut self.ports[r as usize];
-        if !port.return_in_flight && !port.owed.is_zero() {
-            let c = std::mem::take(&mut port.owed);
+        if !port.return_in_flight && port.owes() {
+            let c = port.take_owed();
             port.return_in_flight = true;
             self.ctl_send(r, Ctl::Credits(c), now);
         }
@@ -302,6 +316,17 @@ impl Sim {
 
     pub(crate) fn on_ctl(&mut self, r: u32, now: u64) {
         let ri = r as usize;
+        // A credit return travels in the link's flits: it waits while the link is down
+        // (the link-up schedules it again), and a stale event finds it not yet due.
+        match self.rxs[ri].ctl_out.front() {
+            None => return,
+            Some(_) if !self.txs[ri].phy_up => return,
+            Some(&(at, _)) if at > now => {
+                self.schedule(at, Ev::Ctl(r));
+                return;
+            }
+            Some(_) => {}
+        }
         let Some((_, msg)) = self.rxs[ri].ctl_out.pop_front() else {
             return;
         };
@@ -313,8 +338,8 @@ impl Sim {
         let Ctl::Credits(c) = msg;
         self.ports[ei].credits.add(&c);
         self.ports[ri].return_in_flight = false;
-        if !self.ports[ri].owed.is_zero() {
-            let c = std::mem::take(&mut self.ports[ri].owed);
+        if self.ports[ri].owes() {
+            let c = self.ports[ri].take_owed();
             self.ports[ri].return_in_flight = true;
             self.ctl_send(r, Ctl::Credits(c), now);
         }
@@ -353,8 +378,10 @@ impl Sim {
             return;
         };
         let link = &mut rxlink.link;
-        link.handle_flit(Instant::from_ps(now), &f.bytes, &mut sink);
-        while link.poll_event().is_some() {}
+        if !f.lost {
+            link.handle_flit(Instant::from_ps(now), &f.bytes, &mut sink);
+            while link.poll_event().is_some() {}
+        }
         tx.wire.flight.pop();
         let next = tx.wire.flight.front().map(|n| n.at);
         rx.tl_delivered += sink.tl;
@@ -426,9 +453,7 @@ impl Sim {
                 .fwd
                 .forward(Instant::from_ps(now), p, h, f, &mut self.ports[range]);
             let base = sw.base;
-            if let super::switch::Forwarder::Podlink(x) = &mut sw.fwd {
-                while x.poll_event().is_some() {}
-            }
+            self.switch_events(s, now);
             match res {
                 Ok(egress) => self.kick(base + egress, now),
                 Err(reason) => {
