@@ -94,6 +94,34 @@ fn rogue_frames_are_dropped_and_refused_pods_refused() {
 }
 
 #[test]
+fn every_scenario_pod_is_a_valid_pod() {
+    let mut setups = vec![
+        scenarios::link_flap_setup(1),
+        scenarios::port_failure_setup(1),
+        scenarios::plane_failure_setup(1),
+        scenarios::degraded_drain_setup(1, true),
+        scenarios::vc_starvation_setup(1),
+        scenarios::incast_setup(1, true),
+        scenarios::spoofed_source_setup(1, 2),
+        scenarios::cross_partition_setup(1, 5),
+        scenarios::missing_route_setup(1),
+        scenarios::route_loop_setup(1),
+    ];
+    setups.extend(
+        scenarios::BERS
+            .iter()
+            .map(|&b| scenarios::bit_error_setup(1, b)),
+    );
+    for s in setups {
+        s.pod.check(&s.pod.name).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let mut bad = scenarios::vc_starvation_setup(1).pod;
+    bad.workloads[1].vc = 9;
+    let e = bad.check("x").unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("workloads.1.vc"), "{e}");
+}
+
+#[test]
 fn every_scenario_is_listed_once_and_selectable() {
     let names: Vec<String> = SCENARIOS.iter().map(|s| s.name.to_string()).collect();
     for want in [

@@ -414,6 +414,19 @@ impl PodFile {
         Ok(pod)
     }
 
+    /// Check a pod built or changed in code as strictly as [`PodFile::parse`] checks a file.
+    ///
+    /// # Errors
+    /// The first range or consistency error, naming the field (`file` names the pod).
+    pub fn check(&self, file: &str) -> Result<(), PodError> {
+        self.validate().map_err(|(field, message)| PodError {
+            file: file.to_string(),
+            line: None,
+            field: Some(field),
+            message,
+        })
+    }
+
     /// Read and parse a pod file.
     ///
     /// # Errors
