@@ -64,6 +64,9 @@ cargo run -q --release -p podlink-sim -- run > /dev/null
 # stale read; the flowlet rule this replaced gave 24 in this run).
 cargo run -q --release -p podlink-sim -- run --preset two-tier-384 --duration 2us > /dev/null
 
+step "conformance scenarios: podlink-sim conformance (exit 0 only when every scenario's verdict is PASS)"
+cargo run -q --release -p podlink-sim -- conformance
+
 step "switch firmware under QEMU (self-test, PERF targets)"
 ./switch-fw/run-qemu.sh
 

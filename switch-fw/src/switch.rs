@@ -191,16 +191,26 @@ fn flow_hash(h: &Header) -> u32 {
     x ^ (x >> 15)
 }
 
-/// The flow's hash way if it is usable (healthy or degraded), else the next usable way: a
-/// choice that changes only when a port goes down or fails.
+/// The first healthy way from the flow's hash way, else the first usable (degraded) one: a
+/// choice that changes only when a port's health changes or it goes down, so that a degraded
+/// port is drained of hashed flows too (see `spec-notes/switch.md#ordering-rule` for the
+/// ordering cost at that moment).
 #[inline]
 fn stick_hash(ways: &[u8], hash: u32, score: impl Fn(u8) -> u16) -> Result<u8, DropReason> {
     let n = ways.len();
     let start = ((u64::from(hash) * n as u64) >> 32) as usize;
-    (0..n)
-        .filter_map(|k| ways.get((start + k) % n).copied())
-        .find(|&p| score(p) != 0)
-        .ok_or(DropReason::Unreachable)
+    let mut usable = None;
+    for k in 0..n {
+        let p = ways.get((start + k) % n).copied().unwrap_or(NO_PORT);
+        let s = score(p);
+        if s >= HEALTHY_TIER {
+            return Ok(p);
+        }
+        if s != 0 && usable.is_none() {
+            usable = Some(p);
+        }
+    }
+    usable.ok_or(DropReason::Unreachable)
 }
 
 impl Switch {

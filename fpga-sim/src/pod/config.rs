@@ -301,6 +301,13 @@ pub struct Workload {
     /// Trace file (CSV) for `pattern = "trace"`.
     #[serde(default)]
     pub trace: Option<String>,
+    /// Virtual channel (0..=3) the workload's requests travel on.
+    #[serde(default)]
+    pub vc: u8,
+    /// Accelerators that issue this workload, e.g. "0-3" (default: every member of its
+    /// partition); destinations are still drawn from every member.
+    #[serde(default)]
+    pub sources: Option<String>,
 }
 
 fn default_msg() -> u32 {
@@ -405,6 +412,19 @@ impl PodFile {
             message,
         })?;
         Ok(pod)
+    }
+
+    /// Check a pod built or changed in code as strictly as [`PodFile::parse`] checks a file.
+    ///
+    /// # Errors
+    /// The first range or consistency error, naming the field (`file` names the pod).
+    pub fn check(&self, file: &str) -> Result<(), PodError> {
+        self.validate().map_err(|(field, message)| PodError {
+            file: file.to_string(),
+            line: None,
+            field: Some(field),
+            message,
+        })
     }
 
     /// Read and parse a pod file.
@@ -711,6 +731,12 @@ impl PodFile {
             if w.pattern == Pattern::Trace && w.trace.is_none() {
                 return e(&f("trace"), "pattern trace needs a trace file".into());
             }
+            if w.vc > 3 {
+                return e(&f("vc"), format!("{}: must be 0..=3", w.vc));
+            }
+            if let Some(src) = &w.sources {
+                parse_ranges(src, n).map_err(|m| (f("sources"), m))?;
+            }
         }
         Ok(())
     }
@@ -812,6 +838,16 @@ mod tests {
             .contains("must be 1"));
         let text = format!("{GOOD}[[workloads]]\npattern = \"sideways\"\n");
         assert!(PodFile::parse(&text, "p").is_err());
+        let text = format!("{GOOD}[[workloads]]\npattern = \"uniform\"\nvc = 4\n");
+        let e = PodFile::parse(&text, "p").unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("workloads.0.vc"), "{e}");
+        let text = format!("{GOOD}[[workloads]]\npattern = \"uniform\"\nsources = \"2-9\"\n");
+        let e = PodFile::parse(&text, "p").unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("workloads.0.sources"), "{e}");
+        let text =
+            format!("{GOOD}[[workloads]]\npattern = \"uniform\"\nvc = 2\nsources = \"0-3\"\n");
+        let w = &PodFile::parse(&text, "p").unwrap().workloads[0];
+        assert_eq!((w.vc, w.sources.as_deref()), (2, Some("0-3")));
     }
 
     #[test]

@@ -65,7 +65,10 @@ impl Sim {
         }
         match self.owner[e as usize] {
             Owner::Switch { s, p } => self.switches[s as usize].fwd.backlog(p),
-            Owner::Accel { .. } => self.accels.port(e).is_some_and(|ap| ap.has_work()),
+            Owner::Accel { .. } => {
+                self.accels.port(e).is_some_and(|ap| ap.has_work())
+                    || self.fault.as_ref().is_some_and(|f| f.rogue_waiting(e))
+            }
         }
     }
 
@@ -89,6 +92,7 @@ impl Sim {
             .poll_transmit(Instant::from_ps(now), &mut slot.bytes)
             .is_some();
         slot.at = at;
+        slot.lost = false;
         if sent {
             wire.corrupt_last();
         }
@@ -272,8 +276,8 @@ impl Sim {
         );
         let port = &mut self.ports[r as usize];
         port.owed.give(flow, vc, 1, beats);
-        if !port.return_in_flight {
-            let c = std::mem::take(&mut port.owed);
+        if !port.return_in_flight && port.owes() {
+            let c = port.take_owed();
             port.return_in_flight = true;
             self.ctl_send(r, Ctl::Credits(c), now);
         }
@@ -283,8 +287,8 @@ impl Sim {
     /// (then they go with the next one).
     pub(crate) fn flush_credits(&mut self, r: u32, now: u64) {
         let port = &mut self.ports[r as usize];
-        if !port.return_in_flight && !port.owed.is_zero() {
-            let c = std::mem::take(&mut port.owed);
+        if !port.return_in_flight && port.owes() {
+            let c = port.take_owed();
             port.return_in_flight = true;
             self.ctl_send(r, Ctl::Credits(c), now);
         }
@@ -303,6 +307,17 @@ impl Sim {
 
     pub(crate) fn on_ctl(&mut self, r: u32, now: u64) {
         let ri = r as usize;
+        // A credit return travels in the link's flits: it waits while the link is down
+        // (the link-up schedules it again), and a stale event finds it not yet due.
+        match self.rxs[ri].ctl_out.front() {
+            None => return,
+            Some(_) if !self.hot[ri].phy_up => return,
+            Some(&(at, _)) if at > now => {
+                self.schedule(at, Ev::Ctl(r));
+                return;
+            }
+            Some(_) => {}
+        }
         let Some((_, msg)) = self.rxs[ri].ctl_out.pop_front() else {
             return;
         };
@@ -314,8 +329,8 @@ impl Sim {
         let Ctl::Credits(c) = msg;
         self.ports[ei].credits.add(&c);
         self.ports[ri].return_in_flight = false;
-        if !self.ports[ri].owed.is_zero() {
-            let c = std::mem::take(&mut self.ports[ri].owed);
+        if self.ports[ri].owes() {
+            let c = self.ports[ri].take_owed();
             self.ports[ri].return_in_flight = true;
             self.ctl_send(r, Ctl::Credits(c), now);
         }
@@ -348,8 +363,10 @@ impl Sim {
             return;
         };
         let link = &mut self.txs[ri].link;
-        link.handle_flit(Instant::from_ps(now), &f.bytes, &mut sink);
-        while link.poll_event().is_some() {}
+        if !f.lost {
+            link.handle_flit(Instant::from_ps(now), &f.bytes, &mut sink);
+            while link.poll_event().is_some() {}
+        }
         wire.flight.pop();
         let next = wire.flight.front().map(|n| n.at);
         rx.tl_delivered += sink.tl;
@@ -421,9 +438,7 @@ impl Sim {
                 .fwd
                 .forward(Instant::from_ps(now), p, h, f, &mut self.ports[range]);
             let base = sw.base;
-            if let super::switch::Forwarder::Podlink(x) = &mut sw.fwd {
-                while x.poll_event().is_some() {}
-            }
+            self.switch_events(s, now);
             match res {
                 Ok(egress) => self.kick(base + egress, now),
                 Err(reason) => {

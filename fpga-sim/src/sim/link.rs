@@ -17,6 +17,8 @@ pub struct InFlight {
     pub at: u64,
     /// The bytes as they arrive (bit errors applied).
     pub bytes: [u8; FLIT_LEN],
+    /// Lost (the link went down while it was on the wire): it never arrives.
+    pub lost: bool,
 }
 
 /// Flits in flight, in order: a ring of reusable slots (no allocation or zeroing per flit
@@ -49,6 +51,7 @@ impl Flight {
             self.slots.extend((0..n).map(|_| InFlight {
                 at: 0,
                 bytes: [0; FLIT_LEN],
+                lost: false,
             }));
         }
         let i = (self.head + self.len) % self.slots.len();
@@ -63,6 +66,17 @@ impl Flight {
     /// The oldest flit.
     pub fn front(&self) -> Option<&InFlight> {
         (self.len > 0).then(|| &self.slots[self.head])
+    }
+
+    /// Mark every flit in flight lost (the link went down); returns how many.
+    pub fn lose_all(&mut self) -> u64 {
+        let n = self.slots.len();
+        for k in 0..self.len {
+            if let Some(s) = self.slots.get_mut((self.head + k) % n.max(1)) {
+                s.lost = true;
+            }
+        }
+        self.len as u64
     }
 
     /// Remove the oldest flit (read it with [`Flight::front`] first).
@@ -101,6 +115,12 @@ impl Wire {
         };
         w.gap = w.draw_gap();
         w
+    }
+
+    /// Change the bit error rate (from the next bit on).
+    pub fn set_ber(&mut self, ber: f64) {
+        self.ber = ber;
+        self.gap = self.draw_gap();
     }
 
     /// Bits before the next error: geometric with parameter `ber`.
@@ -171,6 +191,36 @@ mod tests {
         let mut b = [0u8; FLIT_LEN];
         clean.corrupt(&mut b);
         assert_eq!(b, [0u8; FLIT_LEN]);
+    }
+
+    #[test]
+    fn lost_flits_and_new_error_rate() {
+        let mut f = Flight::default();
+        for t in 0..5 {
+            let s = f.next_slot();
+            s.at = t;
+            s.lost = false;
+            f.commit();
+        }
+        f.pop();
+        assert_eq!(f.lose_all(), 4);
+        while let Some(x) = f.front() {
+            assert!(x.lost);
+            f.pop();
+        }
+        let s = f.next_slot();
+        s.lost = false;
+        f.commit();
+        assert!(!f.front().unwrap().lost);
+        let mut w = Wire::new(0.0, Rng::new(1, 0));
+        let mut b = [0u8; FLIT_LEN];
+        w.corrupt(&mut b);
+        assert_eq!(w.bits_flipped, 0);
+        w.set_ber(1e-3);
+        for _ in 0..10 {
+            w.corrupt(&mut b);
+        }
+        assert!(w.bits_flipped > 10, "{}", w.bits_flipped);
     }
 
     #[test]

@@ -106,6 +106,8 @@ pub struct PortState {
     pub owed: Credits,
     /// A credit return is travelling to the far end.
     pub return_in_flight: bool,
+    /// VCs (bit per VC) whose credits this end keeps instead of returning (a fault).
+    pub withheld: u8,
     /// Health counters for the switch (CRC errors and replays seen on this end).
     pub health: LinkStats,
     /// This port's number on its switch.
@@ -114,6 +116,31 @@ pub struct PortState {
     /// its ports: while one port pulls, the others report themselves unavailable so the
     /// switch library's round robin skips them at once.
     pub puller: Option<Rc<Cell<u32>>>,
+}
+
+impl PortState {
+    /// Take the owed credits that may be returned now (all but the withheld VCs').
+    pub fn take_owed(&mut self) -> Credits {
+        if self.withheld == 0 {
+            return std::mem::take(&mut self.owed);
+        }
+        let mut c = Credits::default();
+        for (vc, (out, owed)) in c.0.iter_mut().zip(self.owed.0.iter_mut()).enumerate() {
+            if self.withheld & (1 << vc) == 0 {
+                *out = std::mem::take(owed);
+            }
+        }
+        c
+    }
+
+    /// Whether owed credits could be returned now.
+    pub fn owes(&self) -> bool {
+        self.owed
+            .0
+            .iter()
+            .enumerate()
+            .any(|(vc, v)| self.withheld & (1 << vc) == 0 && v.iter().any(|&x| x != 0))
+    }
 }
 
 impl PortLink for PortState {
