@@ -99,7 +99,7 @@ pub static SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "degraded-drain",
-        about: "a link's errors make its port Degraded; adaptive choice drains it before it fails, so the failure costs nothing",
+        about: "a link's (corrected) transceiver errors make its port Degraded; adaptive choice drains it, so its failure fails a fraction of what it fails undrained",
         run: scenarios::degraded_drain,
     },
     Scenario {

@@ -438,7 +438,12 @@ impl Sim {
                 .fwd
                 .forward(Instant::from_ps(now), p, h, f, &mut self.ports[range]);
             let base = sw.base;
-            self.switch_events(s, now);
+            if self.fault.is_some() {
+                self.switch_events(s, now);
+            } else if let super::switch::Forwarder::Podlink(x) = &mut sw.fwd {
+                // Without faults nothing is flushed and no health changes: only drop events.
+                while x.poll_event().is_some() {}
+            }
             match res {
                 Ok(egress) => self.kick(base + egress, now),
                 Err(reason) => {
