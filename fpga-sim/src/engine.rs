@@ -43,6 +43,8 @@ impl<E> Ord for Entry<E> {
 pub struct Scheduler<E> {
     now: Instant,
     seq: u64,
+    /// Sequence number of the event popped last.
+    cur_seq: u64,
     heap: BinaryHeap<Entry<E>>,
     executed: u64,
 }
@@ -59,6 +61,7 @@ impl<E: Copy> Scheduler<E> {
         Scheduler {
             now: Instant::ZERO,
             seq: 0,
+            cur_seq: 0,
             heap: BinaryHeap::with_capacity(1024),
             executed: 0,
         }
@@ -90,6 +93,25 @@ impl<E: Copy> Scheduler<E> {
         });
     }
 
+    /// Take the sequence number the next scheduled event would get, without scheduling one:
+    /// [`Scheduler::at_seq`] can schedule the event later in the place it would have had.
+    pub fn reserve_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    /// Schedule `ev` at `at` with a sequence number from [`Scheduler::reserve_seq`].
+    pub fn at_seq(&mut self, at: Instant, seq: u64, ev: E) {
+        let at = at.max(self.now).as_ps();
+        self.heap.push(Entry { at, seq, ev });
+    }
+
+    /// (time in ps, sequence number) of the event popped last: an event with a smaller key
+    /// would already have run.
+    pub fn current_key(&self) -> (u64, u64) {
+        (self.now.as_ps(), self.cur_seq)
+    }
+
     /// Schedule `ev` after `d`.
     pub fn after(&mut self, d: Duration, ev: E) {
         self.at(self.now + d, ev);
@@ -108,6 +130,7 @@ impl<E: Copy> Scheduler<E> {
         }
         let e = self.heap.pop()?;
         self.now = Instant::from_ps(e.at);
+        self.cur_seq = e.seq;
         self.executed += 1;
         Some(e.ev)
     }

@@ -54,6 +54,8 @@ impl<E> Ord for Entry<E> {
 pub struct Calendar<E> {
     now: u64,
     seq: u64,
+    /// Sequence number of the event popped last.
+    cur_seq: u64,
     executed: u64,
     shift: u32,
     mask: u64,
@@ -67,8 +69,8 @@ pub struct Calendar<E> {
     /// The current bucket's events, sorted descending by (time, sequence), except those
     /// scheduled for `now` while the time was already `now` (in `now_fifo`).
     current: Vec<Entry<E>>,
-    /// Events scheduled at the current time while it was current, in scheduling order: they
-    /// run after every event of `current` due at `now` and before any later one.
+    /// Events scheduled at the current time while it was current, in scheduling order (so
+    /// ascending): the next event is the earlier of this FIFO's front and `current`'s last.
     now_fifo: VecDeque<Entry<E>>,
     /// Events in ring buckets (not counting `current`).
     ring_len: usize,
@@ -95,6 +97,7 @@ impl<E: Copy> Calendar<E> {
         Calendar {
             now: 0,
             seq: 0,
+            cur_seq: 0,
             executed: 0,
             shift: shift.min(40),
             mask: n as u64 - 1,
@@ -136,7 +139,10 @@ impl<E: Copy> Calendar<E> {
     fn ring_push(&mut self, e: Entry<E>) {
         let abs = (e.at >> self.shift).max(self.cur);
         if abs == self.cur {
-            if e.at == self.now {
+            // The FIFO takes events due now with a sequence number above all it holds (every
+            // newly scheduled one); one scheduled with a reserved, older number is sorted into
+            // `current`.
+            if e.at == self.now && self.now_fifo.back().is_none_or(|b| b.seq < e.seq) {
                 self.now_fifo.push_back(e);
             } else {
                 // Descending: insert before every entry that is earlier.
@@ -159,13 +165,28 @@ impl<E: Copy> Calendar<E> {
 
     /// Schedule `ev` at absolute time `at` (clamped to now: the past cannot be scheduled).
     pub fn at(&mut self, at: Instant, ev: E) {
-        let at = at.as_ps().max(self.now);
         self.seq += 1;
-        let e = Entry {
-            at,
-            seq: self.seq,
-            ev,
-        };
+        self.at_seq(at, self.seq, ev);
+    }
+
+    /// Take the sequence number the next scheduled event would get, without scheduling one:
+    /// [`Calendar::at_seq`] can schedule the event later in the place it would have had.
+    pub fn reserve_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    /// (time in ps, sequence number) of the event popped last: an event with a smaller key
+    /// would already have run.
+    pub fn current_key(&self) -> (u64, u64) {
+        (self.now, self.cur_seq)
+    }
+
+    /// Schedule `ev` at `at` (clamped to now) with a sequence number from
+    /// [`Calendar::reserve_seq`] (or the next one, through [`Calendar::at`]).
+    pub fn at_seq(&mut self, at: Instant, seq: u64, ev: E) {
+        let at = at.as_ps().max(self.now);
+        let e = Entry { at, seq, ev };
         if (at >> self.shift) < self.horizon() {
             self.ring_push(e);
         } else {
@@ -224,25 +245,29 @@ impl<E: Copy> Calendar<E> {
     pub fn pop_until(&mut self, until: Instant) -> Option<E> {
         let until = until.as_ps();
         loop {
-            // Events of `current` due now, then the FIFO (also due now), then later ones.
-            let next = match self.current.last() {
-                Some(last) if last.at == self.now || self.now_fifo.is_empty() => Some(last.at),
-                _ => None,
+            // The earlier of `current`'s last and the FIFO's front (both due now or later).
+            let from_current = match (self.current.last(), self.now_fifo.front()) {
+                (Some(c), Some(f)) => Some(c.key() < f.key()),
+                (Some(_), None) => Some(true),
+                (None, Some(_)) => Some(false),
+                (None, None) => None,
             };
-            if let Some(at) = next {
-                if at > until {
+            if let Some(from_current) = from_current {
+                let next = if from_current {
+                    self.current.last()
+                } else {
+                    self.now_fifo.front()
+                };
+                if next.is_none_or(|e| e.at > until) {
                     return None;
                 }
-                let e = self.current.pop()?;
+                let e = if from_current {
+                    self.current.pop()
+                } else {
+                    self.now_fifo.pop_front()
+                }?;
                 self.now = e.at;
-                self.executed += 1;
-                return Some(e.ev);
-            }
-            if let Some(e) = self.now_fifo.pop_front() {
-                if e.at > until {
-                    self.now_fifo.push_back(e);
-                    return None;
-                }
+                self.cur_seq = e.seq;
                 self.executed += 1;
                 return Some(e.ev);
             }
@@ -293,7 +318,8 @@ mod tests {
     use crate::rng::Rng;
 
     /// Against the binary-heap scheduler on random schedules with ties, near and far events,
-    /// events scheduled while running, horizons that stop between events, and idle jumps.
+    /// events scheduled while running, events scheduled later in a reserved place, horizons
+    /// that stop between events, and idle jumps.
     #[test]
     fn same_order_as_the_heap_scheduler() {
         for seed in 0..60 {
@@ -305,6 +331,7 @@ mod tests {
             let mut heap: Scheduler<u32> = Scheduler::new();
             let mut id = 0u32;
             let mut now = 0u64;
+            let mut reserved: Vec<(u64, u64)> = Vec::new();
             for _round in 0..200 {
                 for _ in 0..r.below(6) {
                     let d = match r.below(4) {
@@ -327,12 +354,30 @@ mod tests {
                     if a.is_none() {
                         break;
                     }
+                    assert_eq!(cal.current_key(), heap.current_key());
                     // Events scheduled by a handler, at now and just after.
                     if r.chance(0.3) {
                         let t = Instant::from_ps(cal.now().as_ps() + r.below(3));
                         cal.at(t, id);
                         heap.at(t, id);
                         id += 1;
+                    }
+                    // A handler reserves a place (not scheduled yet), at now or a little
+                    // later; a later handler schedules it there if it has not passed.
+                    if r.chance(0.2) {
+                        let t = cal.now().as_ps() + [0, 0, 1, 40][r.below(4) as usize];
+                        let seq = cal.reserve_seq();
+                        assert_eq!(heap.reserve_seq(), seq);
+                        reserved.push((t, seq));
+                    }
+                    if r.chance(0.3) && !reserved.is_empty() {
+                        let (t, seq) =
+                            reserved.swap_remove(r.below(reserved.len() as u64) as usize);
+                        if (t, seq) > cal.current_key() {
+                            cal.at_seq(Instant::from_ps(t), seq, id);
+                            heap.at_seq(Instant::from_ps(t), seq, id);
+                            id += 1;
+                        }
                     }
                 }
                 assert_eq!(cal.pending(), heap.pending());

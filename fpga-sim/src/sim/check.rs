@@ -65,11 +65,30 @@ pub fn pattern(wid: u32, dst: u32, addr: u64, out: &mut [u8]) {
     }
 }
 
-/// The simulated memory of every accelerator: 64 B lines, allocated when first written.
+/// Bytes in a block of the simulated memory: the 256 B ordering region, so that one piece of
+/// an operation touches one block (one map lookup instead of one per 64 B line).
+const BLOCK: u64 = 256;
+
+/// Key of the 256 B block of accelerator `a`'s memory that holds `addr`.
+pub fn block_key(a: u32, addr: u64) -> u64 {
+    (u64::from(a) << 50) | (addr / BLOCK)
+}
+
+/// The initial content of the block at `base` (256-aligned) of accelerator `a`: the pattern
+/// of write ID 0, line by line.
+fn initial_block(a: u32, base: u64) -> [u8; BLOCK as usize] {
+    let mut b = [0u8; BLOCK as usize];
+    for (l, line) in b.chunks_mut(64).enumerate() {
+        pattern(0, a, base + l as u64 * 64, line);
+    }
+    b
+}
+
+/// The simulated memory of every accelerator: 256 B blocks, allocated when first written.
 #[derive(Default)]
 pub struct SparseMem {
     index: IntMap<u32>,
-    lines: Vec<[u8; 64]>,
+    blocks: Vec<[u8; BLOCK as usize]>,
     /// Bytes each accelerator exposes (addresses at or above are not mapped).
     pub limit: u64,
 }
@@ -79,14 +98,14 @@ impl SparseMem {
     pub fn new(limit: u64) -> Self {
         SparseMem {
             index: IntMap::default(),
-            lines: Vec::new(),
+            blocks: Vec::new(),
             limit,
         }
     }
 
-    /// Lines allocated.
-    pub fn lines(&self) -> usize {
-        self.lines.len()
+    /// Blocks (256 B) allocated.
+    pub fn blocks(&self) -> usize {
+        self.blocks.len()
     }
 
     /// Accelerator `a`'s view.
@@ -109,16 +128,12 @@ impl MemoryTarget for AccelMem<'_> {
         let mut pos = 0usize;
         while pos < buf.len() {
             let a = addr + pos as u64;
-            let off = (a % 64) as usize;
-            let n = (64 - off).min(buf.len() - pos);
+            let off = (a % BLOCK) as usize;
+            let n = (BLOCK as usize - off).min(buf.len() - pos);
             let dst = &mut buf[pos..pos + n];
-            match self.mem.index.get(&line_key(self.a, a)) {
-                Some(&i) => dst.copy_from_slice(&self.mem.lines[i as usize][off..off + n]),
-                None => {
-                    let mut init = [0u8; 64];
-                    pattern(0, self.a, a & !63, &mut init);
-                    dst.copy_from_slice(&init[off..off + n]);
-                }
+            match self.mem.index.get(&block_key(self.a, a)) {
+                Some(&i) => dst.copy_from_slice(&self.mem.blocks[i as usize][off..off + n]),
+                None => dst.copy_from_slice(&initial_block(self.a, a - off as u64)[off..off + n]),
             }
             pos += n;
         }
@@ -133,25 +148,23 @@ impl MemoryTarget for AccelMem<'_> {
         let mut pos = 0usize;
         while pos < data.len() {
             let a = addr + pos as u64;
-            let off = (a % 64) as usize;
-            let n = (64 - off).min(data.len() - pos);
-            let lines = &mut self.mem.lines;
+            let off = (a % BLOCK) as usize;
+            let n = (BLOCK as usize - off).min(data.len() - pos);
+            let blocks = &mut self.mem.blocks;
             let acc = self.a;
             let i = *self
                 .mem
                 .index
-                .entry(line_key(self.a, a))
+                .entry(block_key(self.a, a))
                 .or_insert_with(|| {
-                    let mut init = [0u8; 64];
-                    pattern(0, acc, a & !63, &mut init);
-                    lines.push(init);
-                    (lines.len() - 1) as u32
+                    blocks.push(initial_block(acc, a - off as u64));
+                    (blocks.len() - 1) as u32
                 });
-            let line = &mut self.mem.lines[i as usize][off..off + n];
+            let block = &mut self.mem.blocks[i as usize][off..off + n];
             if all {
-                line.copy_from_slice(&data[pos..pos + n]);
+                block.copy_from_slice(&data[pos..pos + n]);
             } else {
-                for (k, (d, s)) in line.iter_mut().zip(&data[pos..pos + n]).enumerate() {
+                for (k, (d, s)) in block.iter_mut().zip(&data[pos..pos + n]).enumerate() {
                     if enables.get(pos + k) {
                         *d = *s;
                     }
@@ -217,7 +230,8 @@ struct Suspect {
 /// The reference copy of memory and the atomic bookkeeping.
 #[derive(Default)]
 pub struct Reference {
-    lines: IntMap<u32>,
+    /// Per 256 B block (`block_key`): the last write ID issued to each of its 64 B lines.
+    blocks: IntMap<[u32; 4]>,
     next_wid: u32,
     /// Per destination: atomics completed, sum of old values returned, atomics failed.
     atomics: Vec<(u64, u128, u64)>,
@@ -228,11 +242,16 @@ pub struct Reference {
     pub found: Integrity,
 }
 
+/// Index of the 64 B line of `addr` in its 256 B block.
+fn line_in_block(addr: u64) -> usize {
+    ((addr % BLOCK) / 64) as usize
+}
+
 impl Reference {
     /// A reference for `n` accelerators.
     pub fn new(n: u32) -> Self {
         Reference {
-            lines: IntMap::default(),
+            blocks: IntMap::default(),
             next_wid: 0,
             atomics: vec![(0, 0, 0); n as usize],
             failed_writes: HashMap::new(),
@@ -244,9 +263,18 @@ impl Reference {
     /// Record a write of `bytes` at `addr` of `dst` issued now; returns its write ID.
     pub fn write(&mut self, dst: u32, addr: u64, bytes: u32) -> u32 {
         self.next_wid = self.next_wid.wrapping_add(1).max(1);
-        for l in 0..u64::from(bytes).div_ceil(64) {
-            self.lines
-                .insert(line_key(dst, addr + l * 64), self.next_wid);
+        let mut l = 0;
+        let lines = u64::from(bytes).div_ceil(64);
+        while l < lines {
+            let a = addr + l * 64;
+            let block = self.blocks.entry(block_key(dst, a)).or_insert([0; 4]);
+            // The lines of this write in this block.
+            while l < lines && block_key(dst, addr + l * 64) == block_key(dst, a) {
+                if let Some(w) = block.get_mut(line_in_block(addr + l * 64)) {
+                    *w = self.next_wid;
+                }
+                l += 1;
+            }
         }
         self.next_wid
     }
@@ -283,10 +311,11 @@ impl Reference {
     /// The write ID each line of a read issued now must return.
     pub fn expect(&self, dst: u32, addr: u64, bytes: u32, out: &mut [u32]) {
         for (l, o) in out.iter_mut().take(bytes.div_ceil(64) as usize).enumerate() {
+            let a = addr + l as u64 * 64;
             *o = self
-                .lines
-                .get(&line_key(dst, addr + l as u64 * 64))
-                .copied()
+                .blocks
+                .get(&block_key(dst, a))
+                .and_then(|b| b.get(line_in_block(a)).copied())
                 .unwrap_or(0);
         }
     }
@@ -406,7 +435,7 @@ mod tests {
         assert_ne!(init, [0; 64]);
         assert_eq!(b, [init[58], init[59], 1, 2, 3, 4, 5, 6]);
         assert!(v.read(1 << 20, &mut b).is_err());
-        assert_eq!(m.lines(), 2);
+        assert_eq!(m.blocks(), 1);
         let mut o = [0u8; 4];
         m.of(4).read(60, &mut o).unwrap();
         pattern(0, 4, 0, &mut init);
@@ -416,6 +445,24 @@ mod tests {
         m.of(3).write(60, &[9, 9], &half).unwrap();
         m.of(3).read(60, &mut o).unwrap();
         assert_eq!(o, [1, 9, 3, 4]);
+        // Across a block boundary: the written bytes, and the initial pattern around them
+        // (also in a block never written).
+        m.of(3).write(254, &[7; 4], &ByteEnables::ALL).unwrap();
+        assert_eq!(m.blocks(), 2);
+        let mut c = [0u8; 8];
+        m.of(3).read(252, &mut c).unwrap();
+        let mut p0 = [0u8; 64];
+        pattern(0, 3, 192, &mut p0);
+        let mut p1 = [0u8; 64];
+        pattern(0, 3, 256, &mut p1);
+        assert_eq!(c, [p0[60], p0[61], 7, 7, 7, 7, p1[2], p1[3]]);
+        let mut d = [0u8; 70];
+        m.of(3).read(1000, &mut d).unwrap();
+        let mut want = [0u8; 128];
+        pattern(0, 3, 960, &mut want[..64]);
+        pattern(0, 3, 1024, &mut want[64..]);
+        assert_eq!(d, want[40..110]);
+        assert_eq!(m.blocks(), 2);
     }
 
     #[test]
@@ -433,6 +480,13 @@ mod tests {
         let _w2 = r.write(2, 256, 64);
         r.check_read(2, 256, &data, &[w1 + 1, w1]);
         assert_eq!(r.found.mismatches, 1);
+        // A write across blocks records every line; other lines and destinations keep theirs.
+        let w3 = r.write(2, 448, 192);
+        let mut e = [9u32; 6];
+        r.expect(2, 384, 384, &mut e);
+        assert_eq!(e, [0, w3, w3, w3, 0, 0]);
+        r.expect(3, 448, 64, &mut e[..1]);
+        assert_eq!(e[0], 0);
         data[70] ^= 1;
         r.check_read(2, 256, &data, &exp);
         assert_eq!(r.found.mismatches, 2);

@@ -47,13 +47,44 @@ impl TlSink for Sink<'_> {
 impl Sim {
     /// Wake end `e`'s transmitter: at once if its wire is free, else when it frees.
     pub(crate) fn kick(&mut self, e: u32, now: u64) {
+        let key = self.sched.current_key();
         let h = &mut self.hot[e as usize];
         if h.pending {
             return;
         }
         h.pending = true;
+        if let Some((at, seq)) = h.deferred.take() {
+            if (at, seq) > key {
+                // A deferred wake-up that has not passed yet: schedule it where it would be.
+                self.schedule_in_place(at, seq, Ev::Tx(e));
+                return;
+            }
+        }
         let at = h.busy_until.max(now);
         self.schedule(at, Ev::Tx(e));
+    }
+
+    /// [`Sim::kick`] for a wake-up that may find nothing to do (a flit was received, a timer
+    /// fired, a flit was sent): when end `e`'s link has nothing to transmit and its source
+    /// nothing waiting, the `Tx` event would be a no-op, so it is not scheduled, only its
+    /// place in the event order is kept (`EndHot::deferred`): any kick before that place
+    /// schedules it there. Every change that gives a transmitter work kicks it, so the run is
+    /// event for event the one with every wake-up scheduled, minus the no-ops.
+    pub(crate) fn kick_lazily(&mut self, e: u32, now: u64) {
+        if self.hot[e as usize].pending {
+            return;
+        }
+        if self.txs[e as usize].link.has_transmit() || self.source_waiting(e) {
+            self.kick(e, now);
+            return;
+        }
+        let key = self.sched.current_key();
+        if self.hot[e as usize].deferred.is_some_and(|d| d > key) {
+            return; // a deferred wake-up still ahead: this one merges with it
+        }
+        let at = self.hot[e as usize].busy_until.max(now);
+        let seq = self.sched.reserve_seq();
+        self.hot[e as usize].deferred = Some((at, seq));
     }
 
     /// Whether end `e` has TL data waiting to be sent: in its link's queue, its TL packer,
@@ -133,7 +164,7 @@ impl Sim {
         // Keep going while data may follow; otherwise sleep until the next kick (new data,
         // credits, an ack that opens the replay window, a timer, a received flit).
         if more || self.source_waiting(e) {
-            self.kick(e, now);
+            self.kick_lazily(e, now);
         }
     }
 
@@ -178,7 +209,7 @@ impl Sim {
         tx.link.handle_timeout(Instant::from_ps(now));
         while tx.link.poll_event().is_some() {}
         self.arm_timer(e, now);
-        self.kick(e, now);
+        self.kick_lazily(e, now);
     }
 
     /// Move frames from end `e`'s source into its TL packer, about one DL flit's worth.
@@ -377,7 +408,7 @@ impl Sim {
         // The receiving end may owe an ack or a replay request, or may send again now that
         // an ack freed its replay buffer.
         self.arm_timer(r, now);
-        self.kick(r, now);
+        self.kick_lazily(r, now);
         for &h in &batch {
             if let Some(t) = self.trace.as_mut() {
                 t.mark(now, Mark::Deliver(r));

@@ -216,6 +216,10 @@ pub(crate) struct EndTx {
 pub(crate) struct EndHot {
     /// A `Tx` event is scheduled.
     pub pending: bool,
+    /// A wake-up that would have found nothing to do was not scheduled: the (time, sequence
+    /// number) it would have had. A kick before that point schedules it there, so the run is
+    /// the same as if it had been scheduled (`Sim::kick_lazily`).
+    pub deferred: Option<(u64, u64)>,
     pub busy_until: u64,
     /// The time a `Timer` event is scheduled for (`u64::MAX`: none).
     pub timer_at: u64,
@@ -234,6 +238,7 @@ pub(crate) struct EndHot {
 impl EndHot {
     const IDLE: EndHot = EndHot {
         pending: false,
+        deferred: None,
         busy_until: 0,
         timer_at: u64::MAX,
         tl_submitted: 0,
@@ -528,6 +533,12 @@ impl Sim {
 
     pub(crate) fn schedule(&mut self, at: u64, ev: Ev) {
         self.sched.at(Instant::from_ps(at), ev);
+    }
+
+    /// Schedule `ev` at `at` in the place of sequence number `seq` (from
+    /// [`Calendar::reserve_seq`]).
+    pub(crate) fn schedule_in_place(&mut self, at: u64, seq: u64, ev: Ev) {
+        self.sched.at_seq(Instant::from_ps(at), seq, ev);
     }
 }
 
