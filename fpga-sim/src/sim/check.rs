@@ -284,10 +284,11 @@ impl Reference {
     pub fn write_prev(&mut self, dst: u32, addr: u64, bytes: u32, prev: &mut [u32]) -> u32 {
         self.next_wid = self.next_wid.wrapping_add(1).max(1);
         for l in 0..u64::from(bytes).div_ceil(64) {
-            let old = self
-                .lines
-                .insert(line_key(dst, addr + l * 64), self.next_wid)
-                .unwrap_or(0);
+            let a = addr + l * 64;
+            let block = self.blocks.entry(block_key(dst, a)).or_insert([0; 4]);
+            let old = block
+                .get_mut(line_in_block(a))
+                .map_or(0, |w| std::mem::replace(w, self.next_wid));
             if let Some(p) = prev.get_mut(l as usize) {
                 *p = old;
             }
