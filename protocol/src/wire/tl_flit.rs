@@ -235,7 +235,12 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TlFlit<T> {
 
 /// A half-flit (or any byte run) is all zeros: a NOP.
 pub fn is_nop(half: &[u8]) -> bool {
-    half.iter().all(|&b| b == 0)
+    // Eight bytes at a time.
+    let mut words = half.chunks_exact(8);
+    let acc = (&mut words).fold(0u64, |acc, w| {
+        acc | <[u8; 8]>::try_from(w).map_or(u64::MAX, u64::from_ne_bytes)
+    });
+    acc == 0 && words.remainder().iter().all(|&b| b == 0)
 }
 
 /// A TL message, carried in a message half-flit (`spec-notes/wire.md#tl-messages`).
@@ -743,6 +748,19 @@ mod tests {
             TlMessage::CreditTarget { target: 2 }.name(),
             "tl_msg_credit_target"
         );
+    }
+
+    #[test]
+    fn nop_is_all_zeros() {
+        for len in [0usize, 1, 7, 8, 9, 31, 32, 33, 64] {
+            let zeros = [0u8; 64];
+            assert!(is_nop(&zeros[..len]));
+            for i in 0..len {
+                let mut b = [0u8; 64];
+                b[i] = 0x80;
+                assert!(!is_nop(&b[..len]), "len {len} byte {i}");
+            }
+        }
     }
 
     #[test]

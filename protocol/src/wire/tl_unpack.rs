@@ -259,22 +259,36 @@ impl TlUnpacker {
                 }
                 continue;
             }
-            let Some((half, bytes)) = self.take_half() else {
+            // The half-flit is read in place (no copy).
+            let Some(half) = Half::BOTH.get(self.next_half).copied() else {
                 return Ok(Step::Drained);
             };
+            self.next_half += 1;
+            let Some(bytes) = self
+                .flit
+                .get(half.range())
+                .and_then(|b| <&[u8; HALF_LEN]>::try_from(b).ok())
+            else {
+                return Ok(Step::Drained);
+            };
+            let kind_slot = self.kinds.get_mut(half.index());
             if self.pending.active {
                 let p = &mut self.pending;
-                let kind = p.store(&bytes);
+                let kind = p.store(bytes);
                 let done = p.got >= p.shape.halves();
-                self.set_kind(half, kind);
+                if let Some(k) = kind_slot {
+                    *k = kind;
+                }
                 if done {
                     return Ok(Step::Transfer);
                 }
                 continue;
             }
-            if TlMessage::is_message(&bytes) {
-                self.set_kind(half, HalfKind::Message);
-                match TlMessage::parse(&bytes)? {
+            if TlMessage::is_message(bytes) {
+                if let Some(k) = kind_slot {
+                    *k = HalfKind::Message;
+                }
+                match TlMessage::parse(bytes)? {
                     TlMessage::PoisonedData { tag, beats } => {
                         if self.poison.is_some() {
                             return Err(Error::Packing(rule::POISON_PENDING));
@@ -285,22 +299,16 @@ impl TlUnpacker {
                 }
                 continue;
             }
-            if is_nop(&bytes) {
+            if is_nop(bytes) {
                 continue;
             }
             if half == Half::Upper {
                 return Err(Error::Packing(rule::CONTROL_IN_UPPER_HALF));
             }
+            let bytes = *bytes;
             self.load_control(&bytes)?;
             self.set_kind(half, HalfKind::Control);
         }
-    }
-
-    fn take_half(&mut self) -> Option<(Half, [u8; HALF_LEN])> {
-        let half = *Half::BOTH.get(self.next_half)?;
-        self.next_half += 1;
-        let bytes = self.flit.get(half.range())?.try_into().ok()?;
-        Some((half, bytes))
     }
 
     fn set_kind(&mut self, half: Half, kind: HalfKind) {
