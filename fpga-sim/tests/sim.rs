@@ -315,3 +315,44 @@ fn bit_errors_start_when_the_fault_says() {
     let r = run(&pod, &opts, |_, _| {}).unwrap();
     assert_eq!(r.summary.links.crc_errors, 0);
 }
+
+/// Heavy load on a switch whose ingress credits add up to more than its queue descriptors:
+/// requests fill the switch, and the responses that would let the completers drain them
+/// must still get through (separate request and response FIFOs at ingress and egress, and a
+/// share of the descriptors only responses may take). Before, this pod stopped moving and
+/// every open operation ended by timeout (spec-notes/simulator.md, finding 6).
+#[test]
+fn heavy_load_does_not_deadlock_requests_and_responses() {
+    use podlink_sim::pod::config::Topology;
+    for (bytes, read) in [(64, 0.5), (512, 0.5), (256, 1.0)] {
+        let mut pod = presets::load("ualink-64x4").unwrap();
+        pod.topology = Topology::MultiPlane {
+            accelerators: 28,
+            planes: 1,
+            ports_per_plane: 1,
+        };
+        for w in &mut pod.workloads {
+            w.offered_load = 0.9;
+            w.message_bytes = bytes;
+            w.read = read;
+            w.write = 1.0 - read;
+            w.atomic = 0.0;
+        }
+        let r = run(&pod, &short(2000), |_, _| {}).unwrap();
+        let s = &r.summary;
+        assert!(s.drained, "{bytes} B: {s:?}");
+        assert_eq!(s.integrity.failed, 0, "{bytes} B: {:?}", s.integrity);
+        assert!(s.integrity.ok() && s.conservation.ok, "{bytes} B: {s:?}");
+        assert!(
+            s.integrity.lines_checked > 1000,
+            "{bytes} B: {:?}",
+            s.integrity
+        );
+        // Every operation finished well within the requester timeout.
+        assert!(
+            s.latency.iter().all(|c| c.latency.max_ns < 50_000.0),
+            "{bytes} B: {:?}",
+            s.latency
+        );
+    }
+}

@@ -1,13 +1,17 @@
-//! Egress queues: one FIFO per (egress port, VC, partition) over a shared pool of frame
-//! descriptors, with the round-robin and rate-cap state of each port (`spec-notes/switch.md#qos`).
+//! Egress queues: two FIFOs per (egress port, VC, partition), one for responses and one for
+//! requests, over a shared pool of frame descriptors, with the round-robin and rate-cap state
+//! of each port (`spec-notes/switch.md#qos`).
 //!
 //! The pool is a singly linked free list of [`QUEUE_SLOTS`] descriptors; a FIFO is a head and
 //! a tail index. Bit masks of non-empty FIFOs per port and per (port, VC) keep the scheduler
-//! from scanning empty queues.
+//! from scanning empty queues. Requests never hold more than `QUEUE_SLOTS -
+//! RESPONSE_RESERVE` descriptors, and a response never waits behind a request (their credits
+//! are separate): together these keep requests from blocking the responses that would let
+//! them drain (`spec-notes/switch.md#buffers-and-deadlock`).
 
 use crate::header::{FrameKind, Header};
 use crate::qos::{Gcra, SmoothWrr};
-use crate::{MAX_PARTITIONS, MAX_PORTS, NUM_VCS, QUEUE_SLOTS};
+use crate::{MAX_PARTITIONS, MAX_PORTS, NUM_VCS, QUEUE_SLOTS, RESPONSE_RESERVE};
 use podlink_protocol::wire::{AccelId, Vc};
 
 const NIL: u16 = u16::MAX;
@@ -53,8 +57,23 @@ pub(crate) fn pv(port: u8, vc: u8) -> usize {
     (usize::from(port) << 2) | usize::from(vc & 3)
 }
 
-fn fifo_index(port: u8, vc: u8, part: u8) -> usize {
-    pv(port, vc) * MAX_PARTITIONS + usize::from(part)
+/// The FIFO lane of responses.
+pub(crate) const RESPONSES: u8 = 0;
+/// The FIFO lane of requests.
+pub(crate) const REQUESTS: u8 = 1;
+/// Lanes in the order a port tries them: responses first.
+pub(crate) const LANES: [u8; 2] = [RESPONSES, REQUESTS];
+/// Most descriptors requests hold.
+pub(crate) const REQUEST_SLOTS: u16 = (QUEUE_SLOTS - RESPONSE_RESERVE) as u16;
+
+/// The lane of a frame.
+#[inline(always)]
+pub(crate) fn lane_of(h: &Header) -> u8 {
+    u8::from(h.kind == FrameKind::Request)
+}
+
+fn fifo_index(port: u8, vc: u8, part: u8, lane: u8) -> usize {
+    ((pv(port, vc) * MAX_PARTITIONS + usize::from(part)) << 1) | usize::from(lane & 1)
 }
 
 /// Index of the (port, partition) pair.
@@ -66,7 +85,9 @@ pub(crate) struct Egress {
     slots: [Slot; QUEUE_SLOTS],
     free: u16,
     used: u16,
-    fifos: [Fifo; MAX_PORTS * NUM_VCS * MAX_PARTITIONS],
+    /// Descriptors held by queued requests.
+    requests: u16,
+    fifos: [Fifo; MAX_PORTS * NUM_VCS * MAX_PARTITIONS * 2],
     part_mask: [u16; MAX_PORTS * NUM_VCS],
     depth: [u16; MAX_PORTS * NUM_VCS],
     port_mask: u64,
@@ -84,7 +105,8 @@ impl Egress {
             slots: [EMPTY_SLOT; QUEUE_SLOTS],
             free: 0,
             used: 0,
-            fifos: [EMPTY_FIFO; MAX_PORTS * NUM_VCS * MAX_PARTITIONS],
+            requests: 0,
+            fifos: [EMPTY_FIFO; MAX_PORTS * NUM_VCS * MAX_PARTITIONS * 2],
             part_mask: [0; MAX_PORTS * NUM_VCS],
             depth: [0; MAX_PORTS * NUM_VCS],
             port_mask: 0,
@@ -120,8 +142,15 @@ impl Egress {
         self.used
     }
 
-    /// Append a frame to the (port, VC, partition) FIFO; `Err` when the pool is empty or the
-    /// indices are out of range.
+    /// Whether a frame with header `h` would find a descriptor: any free one for a response,
+    /// one within the requests' share for a request.
+    pub(crate) fn has_room(&self, h: &Header) -> bool {
+        usize::from(self.used) < QUEUE_SLOTS
+            && (lane_of(h) == RESPONSES || self.requests < REQUEST_SLOTS)
+    }
+
+    /// Append a frame to its lane's (port, VC, partition) FIFO; `Err` when it finds no
+    /// descriptor ([`Egress::has_room`]) or the indices are out of range.
     pub(crate) fn push(
         &mut self,
         port: u8,
@@ -131,8 +160,12 @@ impl Egress {
         bytes: u16,
     ) -> Result<(), ()> {
         let vc = header.vc.get();
-        let fi = fifo_index(port, vc, part);
-        if usize::from(port) >= MAX_PORTS || usize::from(part) >= MAX_PARTITIONS {
+        let lane = lane_of(&header);
+        let fi = fifo_index(port, vc, part, lane);
+        if usize::from(port) >= MAX_PORTS
+            || usize::from(part) >= MAX_PARTITIONS
+            || !self.has_room(&header)
+        {
             return Err(());
         }
         let idx = self.free;
@@ -153,6 +186,7 @@ impl Egress {
             t.next = idx;
         }
         self.used = self.used.wrapping_add(1);
+        self.requests = self.requests.wrapping_add(u16::from(lane));
         let i = pv(port, vc);
         if let (Some(m), Some(d)) = (self.part_mask.get_mut(i), self.depth.get_mut(i)) {
             *m |= 1 << (part & 15);
@@ -162,22 +196,26 @@ impl Egress {
         Ok(())
     }
 
-    /// The frame at the head of the (port, VC, partition) FIFO.
-    pub(crate) fn peek(&self, port: u8, vc: u8, part: u8) -> Option<&Slot> {
-        let head = self.fifos.get(fifo_index(port, vc, part))?.head;
+    /// The frame at the head of the (port, VC, partition) FIFO of `lane`.
+    pub(crate) fn peek(&self, port: u8, vc: u8, part: u8, lane: u8) -> Option<&Slot> {
+        let head = self.fifos.get(fifo_index(port, vc, part, lane))?.head;
         self.slots.get(usize::from(head))
     }
 
-    /// Remove and return the head of the (port, VC, partition) FIFO.
-    pub(crate) fn pop(&mut self, port: u8, vc: u8, part: u8) -> Option<Slot> {
-        let fifo = self.fifos.get_mut(fifo_index(port, vc, part))?;
+    /// Remove and return the head of the (port, VC, partition) FIFO of `lane`.
+    pub(crate) fn pop(&mut self, port: u8, vc: u8, part: u8, lane: u8) -> Option<Slot> {
+        let fifo = self.fifos.get_mut(fifo_index(port, vc, part, lane))?;
         let idx = fifo.head;
         let slot = *self.slots.get(usize::from(idx))?;
         fifo.head = slot.next;
         if slot.next == NIL {
             fifo.tail = NIL;
+            let other = self
+                .fifos
+                .get(fifo_index(port, vc, part, lane ^ 1))
+                .map_or(NIL, |f| f.head);
             let i = pv(port, vc);
-            if let Some(m) = self.part_mask.get_mut(i) {
+            if let Some(m) = self.part_mask.get_mut(i).filter(|_| other == NIL) {
                 *m &= !(1 << (part & 15));
                 if *m == 0 && (0..4u8).all(|v| self.part_mask.get(pv(port, v)) == Some(&0)) {
                     self.port_mask &= !(1u64 << (port & 63));
@@ -192,6 +230,7 @@ impl Egress {
         }
         self.free = idx;
         self.used = self.used.saturating_sub(1);
+        self.requests = self.requests.saturating_sub(u16::from(lane & 1));
         Some(slot)
     }
 
@@ -201,9 +240,11 @@ impl Egress {
         let mut n = 0u32;
         for vc in 0..NUM_VCS as u8 {
             for part in 0..MAX_PARTITIONS as u8 {
-                while let Some(s) = self.pop(port, vc, part) {
-                    self.push_discard(s);
-                    n = n.wrapping_add(1);
+                for lane in LANES {
+                    while let Some(s) = self.pop(port, vc, part, lane) {
+                        self.push_discard(s);
+                        n = n.wrapping_add(1);
+                    }
                 }
             }
         }
@@ -271,11 +312,11 @@ mod tests {
         assert_eq!(e.part_mask(5, 1), 1 << 2);
         assert_eq!(e.depth(5, 1), 3);
         assert_eq!(e.used(), 4);
-        assert_eq!(e.peek(5, 1, 2).unwrap().handle, 0);
+        assert_eq!(e.peek(5, 1, 2, RESPONSES).unwrap().handle, 0);
         for h in 0..3 {
-            assert_eq!(e.pop(5, 1, 2).unwrap().handle, h);
+            assert_eq!(e.pop(5, 1, 2, RESPONSES).unwrap().handle, h);
         }
-        assert_eq!(e.pop(5, 1, 2), None);
+        assert_eq!(e.pop(5, 1, 2, RESPONSES), None);
         assert_eq!(e.backlogged_ports(), 1 << 5);
         assert_eq!(e.drain_port(5), 1);
         assert_eq!(e.backlogged_ports(), 0);
@@ -296,9 +337,66 @@ mod tests {
             e.push((h % 64) as u8, 0, h, hdr(0), 64).unwrap();
         }
         assert!(e.push(0, 0, 0, hdr(0), 64).is_err());
-        assert!(e.pop(3, 0, 0).is_some());
+        assert!(e.pop(3, 0, 0, RESPONSES).is_some());
         assert!(e.push(0, 0, 0, hdr(0), 64).is_ok());
         assert!(e.push(64, 0, 0, hdr(0), 64).is_err());
         assert!(e.push(0, 16, 0, hdr(0), 64).is_err());
+    }
+
+    fn req(vc: u8) -> Header {
+        Header::request(
+            AccelId::new(2).unwrap(),
+            AccelId::new(1).unwrap(),
+            Vc::new(vc).unwrap(),
+            0,
+        )
+    }
+
+    #[test]
+    fn test_requests_leave_room_for_responses() {
+        let mut e = Egress::new();
+        for h in 0..u32::from(REQUEST_SLOTS) {
+            assert!(e.has_room(&req(0)));
+            e.push((h % 64) as u8, 0, h, req(0), 64).unwrap();
+        }
+        // The requests' share is used up: more requests are refused, responses are not.
+        assert!(!e.has_room(&req(0)));
+        assert!(e.push(0, 0, 0, req(1), 64).is_err());
+        for h in 0..RESPONSE_RESERVE as u32 {
+            assert!(e.has_room(&hdr(0)));
+            e.push((h % 64) as u8, 0, h, hdr(0), 64).unwrap();
+        }
+        assert!(!e.has_room(&hdr(0)));
+        assert!(e.push(0, 0, 0, hdr(0), 64).is_err());
+        // A request leaving gives its share back to requests.
+        assert!(e.pop(0, 0, 0, REQUESTS).is_some());
+        assert!(e.has_room(&req(0)));
+        e.push(0, 0, 7, req(0), 64).unwrap();
+        // Discarded requests count as used descriptors, not as requests.
+        let n = e.drain_port(1);
+        assert!(n > 0);
+        assert_eq!(e.discarded(), n as u16);
+        assert!(e.has_room(&req(0)) == (e.used() < QUEUE_SLOTS as u16));
+    }
+
+    #[test]
+    fn test_response_lane_is_not_behind_requests() {
+        let mut e = Egress::new();
+        e.push(3, 1, 10, req(2), 64).unwrap();
+        e.push(3, 1, 11, hdr(2), 64).unwrap();
+        e.push(3, 1, 12, req(2), 64).unwrap();
+        assert_eq!(e.depth(3, 2), 3);
+        assert_eq!(e.peek(3, 2, 1, RESPONSES).unwrap().handle, 11);
+        assert_eq!(e.peek(3, 2, 1, REQUESTS).unwrap().handle, 10);
+        // The response leaves first; the partition stays backlogged while requests wait.
+        assert_eq!(e.pop(3, 2, 1, RESPONSES).unwrap().handle, 11);
+        assert_eq!(e.part_mask(3, 2), 1 << 1);
+        assert_eq!(e.pop(3, 2, 1, REQUESTS).unwrap().handle, 10);
+        assert_eq!(e.pop(3, 2, 1, REQUESTS).unwrap().handle, 12);
+        assert_eq!(
+            (e.part_mask(3, 2), e.backlogged_ports(), e.depth(3, 2)),
+            (0, 0, 0)
+        );
+        assert_eq!(e.used(), 0);
     }
 }

@@ -75,5 +75,11 @@ pub const NUM_VCS: usize = 4;
 pub const FLOW_BUCKETS: usize = 1024;
 /// Frame descriptors the egress queues hold in total.
 pub const QUEUE_SLOTS: usize = 1024;
+/// Descriptors only responses may take: requests hold at most `QUEUE_SLOTS -
+/// RESPONSE_RESERVE`. Responses always drain (a requester sinks every response), so with
+/// this reserve, and requests and responses in separate egress FIFOs, a switch full of
+/// requests can still take the responses that let those requests' completers go on: no
+/// request/response deadlock (`spec-notes/switch.md#buffers-and-deadlock`).
+pub const RESPONSE_RESERVE: usize = QUEUE_SLOTS / 4;
 /// Events buffered before the oldest are counted as lost.
 pub const EVENT_QUEUE: usize = 32;

@@ -2,7 +2,7 @@
 //! (`spec-notes/switch.md#pipeline`).
 
 use crate::config::{self, ConfigError};
-use crate::egress::{pp, pv, Egress};
+use crate::egress::{pp, pv, Egress, LANES};
 use crate::event::{Counters, DropReason, Event};
 use crate::header::{FrameKind, Header};
 use crate::health::{Health, HealthMonitor, HealthPolicy, TransceiverReading};
@@ -284,6 +284,17 @@ impl Switch {
     /// Frames queued in the whole switch (flushed frames not yet taken back included).
     pub fn queued_frames(&self) -> u16 {
         self.egress.used()
+    }
+
+    /// Whether [`Switch::forward`] would find a queue descriptor for a frame with header `h`
+    /// should it have to queue it. Requests may hold at most `QUEUE_SLOTS -
+    /// RESPONSE_RESERVE` descriptors; responses may take any. A caller that buffers frames
+    /// ahead of the switch (an ingress FIFO) holds a frame there while this is false, per
+    /// flow, so that a waiting request never holds up a response
+    /// (`spec-notes/switch.md#buffers-and-deadlock`).
+    #[must_use]
+    pub fn has_room(&self, h: &Header) -> bool {
+        self.egress.has_room(h)
     }
 
     /// The handle of a frame flushed from a port that went down or failed (oldest first),
@@ -987,7 +998,7 @@ impl Switch {
         // The round-robin pick first; when the link refuses its head frame (a credit class or
         // data credits the VC lacks), the next pick among the rest, so that one class short
         // of credit does not block the others. At most 4 VCs × 16 partitions tries.
-        let (vc, vc_mask, part, pmask, slot) = 'found: {
+        let (vc, vc_mask, part, pmask, lane, slot) = 'found: {
             let mut vc_left = vc_mask;
             while let Some(vc) = vwrr.pick(vc_left, |i| vcw.get(i).copied().unwrap_or(1)) {
                 let vc8 = vc as u8;
@@ -995,10 +1006,14 @@ impl Switch {
                 let pmask = part_masks.get(vc).copied().unwrap_or(0);
                 let mut part_left = pmask;
                 while let Some(part) = pwrr.pick(part_left, pw) {
-                    let slot = self.egress.peek(p, vc8, part as u8).copied();
-                    if let Some(slot) = slot.filter(|s| link.try_consume_credit(&s.header)) {
-                        // Refused partitions were not eligible after all.
-                        break 'found (vc, vc_left, part as u8, part_left, slot);
+                    // Responses first: their credits are separate, and a response must never
+                    // wait behind a request (`spec-notes/switch.md#buffers-and-deadlock`).
+                    for lane in LANES {
+                        let slot = self.egress.peek(p, vc8, part as u8, lane).copied();
+                        if let Some(slot) = slot.filter(|s| link.try_consume_credit(&s.header)) {
+                            // Refused partitions were not eligible after all.
+                            break 'found (vc, vc_left, part as u8, part_left, lane, slot);
+                        }
                     }
                     part_left &= !(1u32 << (part & 31));
                 }
@@ -1017,7 +1032,7 @@ impl Switch {
                 weights.get(i).copied().unwrap_or(1)
             });
         }
-        self.egress.pop(p, vc8, part);
+        self.egress.pop(p, vc8, part, lane);
         self.charge_rate(p, part, now, slot.bytes);
         self.note_sent(p, true);
         if let Some(s) = self.credits.get_mut(pv(p, vc8)) {

@@ -2,13 +2,16 @@
 //! pipelines (`spec-notes/simulator.md#links`).
 
 use super::port::{flow_of, vc_of, FrameSlab};
-use super::switch::{frame_cost, QUEUE_CAPACITY};
+use super::switch::frame_cost;
 use super::trace::Mark;
 use super::{Ctl, Ev, Owner, Sim};
 use podlink_protocol::link::TlSink;
 use podlink_protocol::time::Instant;
+use podlink_protocol::txn::Flow;
 use podlink_protocol::wire::dl_stream::TL_FLIT_LEN;
 use podlink_protocol::wire::{TlItem, TlPushError, TlUnpacker};
+use podlink_switch::header::Header;
+use std::collections::VecDeque;
 
 /// Data half-flits kept in a TL packer before a DL flit is packed (about one DL flit).
 const PREFILL_HALVES: usize = 20;
@@ -256,14 +259,23 @@ impl Sim {
                 break;
             }
         }
-        if pulled && !self.switches[s as usize].blocked.is_empty() {
-            let mut blocked = std::mem::take(&mut self.switches[s as usize].blocked);
-            for &b in &blocked {
-                self.schedule(now, Ev::Pipe(b));
-            }
-            blocked.clear();
-            self.switches[s as usize].blocked = blocked;
+        if pulled {
+            self.wake_blocked(s, now);
         }
+    }
+
+    /// Frames left switch `s`'s queues: ingress pipelines that stopped for lack of room try
+    /// again.
+    pub(crate) fn wake_blocked(&mut self, s: u32, now: u64) {
+        if self.switches[s as usize].blocked.is_empty() {
+            return;
+        }
+        let mut blocked = std::mem::take(&mut self.switches[s as usize].blocked);
+        for &b in &blocked {
+            self.schedule_pipe(b, now);
+        }
+        blocked.clear();
+        self.switches[s as usize].blocked = blocked;
     }
 
     /// Push frame `h` into end `e`'s TL packer; false (frame kept at the queue's head) when
@@ -424,9 +436,29 @@ impl Sim {
         match self.owner[r as usize] {
             Owner::Switch { .. } => {
                 let at = now + self.t.pipeline;
-                self.enqueue(r, at, h, Ev::Pipe(r));
+                let response = self
+                    .frames
+                    .get(h)
+                    .is_some_and(|f| flow_of(&f.field) == Flow::Response);
+                let rx = &mut self.rxs[r as usize];
+                let q = if response { &mut rx.rsp } else { &mut rx.fifo };
+                let first = q.is_empty();
+                q.push_back((at, h));
+                if first {
+                    self.schedule_pipe(r, at);
+                }
             }
             Owner::Accel { .. } => self.accel_deliver(r, h, now),
+        }
+    }
+
+    /// Have switch ingress end `r`'s pipeline looked at, at `at`, unless a look is scheduled
+    /// at or before then.
+    pub(crate) fn schedule_pipe(&mut self, r: u32, at: u64) {
+        let rx = &mut self.rxs[r as usize];
+        if at < rx.pipe_at {
+            rx.pipe_at = at;
+            self.schedule(at, Ev::Pipe(r));
         }
     }
 
@@ -440,27 +472,53 @@ impl Sim {
         }
     }
 
+    /// Switch ingress end `r`'s pipeline: hand its due frames to the forwarding logic,
+    /// requests and responses each in order and together in arrival order. A FIFO whose
+    /// head finds no room in the switch ([`Forwarder::has_room`]) waits until frames leave;
+    /// the other goes on.
     pub(crate) fn on_pipe(&mut self, r: u32, now: u64) {
         let Owner::Switch { s, p } = self.owner[r as usize] else {
             return;
         };
-        while let Some(&(at, h)) = self.rxs[r as usize].fifo.front() {
-            if at > now {
-                self.schedule(at, Ev::Pipe(r));
+        let ri = r as usize;
+        if self.rxs[ri].pipe_at != now {
+            return; // superseded by an earlier look
+        }
+        self.rxs[ri].pipe_at = u64::MAX;
+        // Lanes: 0 responses, 1 requests.
+        let mut stopped = [false; 2];
+        loop {
+            let rx = &self.rxs[ri];
+            let due = |q: &VecDeque<(u64, u32)>, stop: bool| {
+                q.front()
+                    .filter(|&&(at, _)| !stop && at <= now)
+                    .map(|&(at, _)| at)
+            };
+            let lane = match (due(&rx.rsp, stopped[0]), due(&rx.fifo, stopped[1])) {
+                (Some(a), Some(b)) => usize::from(b < a),
+                (Some(_), None) => 0,
+                (None, Some(_)) => 1,
+                (None, None) => break,
+            };
+            let rx = &mut self.rxs[ri];
+            let q = if lane == 0 { &mut rx.rsp } else { &mut rx.fifo };
+            let Some(&(_, h)) = q.front() else {
                 break;
-            }
+            };
+            let Some(f) = self.frames.get(h) else {
+                q.pop_front();
+                continue;
+            };
             let sw = &mut self.switches[s as usize];
-            if sw.fwd.queued() >= QUEUE_CAPACITY {
+            if !sw.fwd.has_room(&Header::from_tl(&f.field)) {
+                stopped[lane] = true;
                 if !sw.blocked.contains(&r) {
                     sw.blocked.push(r);
                 }
                 self.stats.ingress_blocked += 1;
-                break;
-            }
-            self.rxs[r as usize].fifo.pop_front();
-            let Some(f) = self.frames.get(h) else {
                 continue;
-            };
+            }
+            q.pop_front();
             if let Some(t) = self.trace.as_mut() {
                 t.mark(now, Mark::PipeOut(r));
             }
@@ -483,6 +541,16 @@ impl Sim {
                     self.frames.free(h);
                 }
             }
+        }
+        // The next frame not yet due, in a FIFO that is not waiting for room.
+        let rx = &self.rxs[ri];
+        let next = [(&rx.rsp, stopped[0]), (&rx.fifo, stopped[1])]
+            .into_iter()
+            .filter(|&(_, stop)| !stop)
+            .filter_map(|(q, _)| q.front().map(|&(at, _)| at))
+            .min();
+        if let Some(at) = next {
+            self.schedule_pipe(r, at);
         }
     }
 }

@@ -254,8 +254,15 @@ impl EndHot {
 /// Receive side of a link end.
 pub(crate) struct EndRx {
     pub tlu: TlUnpacker,
-    /// Frames waiting with their due time (switch pipeline or completer).
+    /// Frames waiting with their due time: requests at a switch ingress (its pipeline) or
+    /// at an accelerator's completer.
     pub fifo: VecDeque<(u64, u32)>,
+    /// Responses waiting in a switch ingress pipeline: apart from requests, because their
+    /// credits and buffers are, and a request the switch cannot take yet must not hold them
+    /// up (`spec-notes/simulator.md#switches`).
+    pub rsp: VecDeque<(u64, u32)>,
+    /// Time of the `Pipe` event scheduled for this end (`u64::MAX`: none).
+    pub pipe_at: u64,
     /// Credit returns to the peer, with arrival times.
     pub ctl_out: VecDeque<(u64, Ctl)>,
     /// TL flits delivered by the link.
@@ -268,7 +275,8 @@ pub(crate) struct SwitchModel {
     pub fwd: Forwarder,
     pub base: u32,
     pub n: u32,
-    /// Ingress ends whose pipeline stopped because the switch buffer was full.
+    /// Ingress ends whose pipeline stopped because the switch buffer had no room for the
+    /// frame at the head of one of their FIFOs.
     pub blocked: Vec<u32>,
 }
 
@@ -422,6 +430,8 @@ impl Sim {
             .map(|_| EndRx {
                 tlu: TlUnpacker::new(),
                 fifo: VecDeque::new(),
+                rsp: VecDeque::new(),
+                pipe_at: u64::MAX,
                 ctl_out: VecDeque::new(),
                 tl_delivered: 0,
                 tl_errors: 0,

@@ -380,10 +380,14 @@ impl Sim {
                 flushed.push(h);
             }
         }
+        let any = !flushed.is_empty();
         for h in flushed {
             self.stats.note_drop(DropReason::Flushed);
             self.release_frame(h, now);
             self.frames.free(h);
+        }
+        if any {
+            self.wake_blocked(s, now);
         }
         for (port, from, to) in changes {
             let p = PortRef {

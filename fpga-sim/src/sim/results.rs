@@ -157,7 +157,7 @@ impl Sim {
         c.frames_queued = self
             .rxs
             .iter()
-            .map(|r| r.fifo.len() as u64)
+            .map(|r| (r.fifo.len() + r.rsp.len()) as u64)
             .chain(self.txs.iter().map(|t| t.txq.len() as u64))
             .chain(self.switches.iter().map(|s| s.fwd.queued() as u64))
             .sum();

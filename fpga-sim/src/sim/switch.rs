@@ -62,6 +62,16 @@ impl Forwarder {
         }
     }
 
+    /// Whether a frame with header `h` finds room in the switch's queues (requests only
+    /// within their share, so that responses always find room: the library's
+    /// [`Switch::has_room`] rule, kept by [`Wide`] too).
+    pub fn has_room(&self, h: &Header) -> bool {
+        match self {
+            Forwarder::Podlink(s) => s.has_room(h),
+            Forwarder::Wide(w) => w.has_room(h),
+        }
+    }
+
     /// Whether frames wait for egress `port`.
     pub fn backlog(&self, port: u32) -> bool {
         match self {
@@ -201,7 +211,8 @@ struct Queued {
 
 /// The forwarder of switches too large for the library: the same rules (route lookup, source
 /// check on accelerator ports, partition check, ordering pin, adaptive least-loaded way or
-/// hashing), per-(port, VC) FIFOs served round robin over VCs.
+/// hashing), per-(port, VC) FIFOs served round robin over VCs, each two lanes (responses
+/// first, then requests) with the library's request share of the queue capacity.
 pub struct Wide {
     routes: Vec<Vec<u32>>,
     attach: Vec<Option<u32>>,
@@ -212,7 +223,14 @@ pub struct Wide {
     rr: Vec<u8>,
     flows: Vec<FlowPin>,
     queued: usize,
+    /// Requests queued (at most `QUEUE_CAPACITY - RESPONSE_RESERVE`).
+    requests: usize,
     drops: Vec<(&'static str, u64)>,
+}
+
+/// The queue of (port, VC, lane): lane 0 responses, 1 requests.
+fn queue_index(port: u32, vc: usize, flow: Flow) -> usize {
+    ((port as usize * 4 + (vc & 3)) << 1) | usize::from(flow == Flow::Request)
 }
 
 fn flow_hash(h: &Header) -> u32 {
@@ -238,11 +256,12 @@ impl Wide {
                 .collect(),
             part_of: fabric.partition_of.clone(),
             adaptive: pod.switch.adaptive,
-            queues: (0..n * 4).map(|_| VecDeque::new()).collect(),
+            queues: (0..n * 8).map(|_| VecDeque::new()).collect(),
             backlog: vec![0; n],
             rr: vec![0; n],
             flows: vec![FlowPin::default(); FLOW_BUCKETS],
             queued: 0,
+            requests: 0,
             drops: [
                 "spoofed",
                 "cross-partition",
@@ -255,6 +274,12 @@ impl Wide {
             .map(|&k| (k, 0))
             .collect(),
         }
+    }
+
+    fn has_room(&self, h: &Header) -> bool {
+        self.queued < QUEUE_CAPACITY
+            && (h.kind != FrameKind::Request
+                || self.requests < QUEUE_CAPACITY - podlink_switch::RESPONSE_RESERVE)
     }
 
     fn drop(&mut self, r: DropReason) -> DropReason {
@@ -313,10 +338,11 @@ impl Wide {
                     use podlink_switch::port::PortLink;
                     i64::from(s.tx_credits(h.vc))
                 });
-                let q = self
-                    .queues
-                    .get(p as usize * 4 + vc)
-                    .map_or(0, |q| q.len() as i64);
+                let q = [Flow::Response, Flow::Request]
+                    .iter()
+                    .filter_map(|&f| self.queues.get(queue_index(p, vc, f)))
+                    .map(|q| q.len() as i64)
+                    .sum::<i64>();
                 c - q
             };
             ways.iter()
@@ -347,7 +373,7 @@ impl Wide {
             Ok(x) => x,
             Err(r) => return Err(self.drop(r)),
         };
-        if self.queued >= QUEUE_CAPACITY {
+        if !self.has_room(&h) {
             return Err(self.drop(DropReason::QueueFull));
         }
         let flow = if h.kind == FrameKind::Request {
@@ -365,7 +391,10 @@ impl Wide {
             u32::MAX
         };
         let vc = usize::from(h.vc.get());
-        if let Some(q) = self.queues.get_mut(port as usize * 4 + vc) {
+        if flow == Flow::Request {
+            self.requests += 1;
+        }
+        if let Some(q) = self.queues.get_mut(queue_index(port, vc, flow)) {
             q.push_back(Queued {
                 handle,
                 flow,
@@ -389,9 +418,15 @@ impl Wide {
             return None;
         }
         let start = *self.rr.get(port as usize)?;
-        for k in 0..4u8 {
-            let vc = usize::from((start + k) & 3);
-            let Some(q) = self.queues.get_mut(port as usize * 4 + vc) else {
+        for k in 0..8u8 {
+            let vc = usize::from((start + k / 2) & 3);
+            // Responses first: a response never waits behind a request.
+            let flow = if k % 2 == 0 {
+                Flow::Response
+            } else {
+                Flow::Request
+            };
+            let Some(q) = self.queues.get_mut(queue_index(port, vc, flow)) else {
                 continue;
             };
             let Some(head) = q.front().copied() else {
@@ -402,6 +437,9 @@ impl Wide {
             }
             p.credits.take(head.flow, vc, head.beats);
             q.pop_front();
+            if flow == Flow::Request {
+                self.requests -= 1;
+            }
             if let Some(r) = self.rr.get_mut(port as usize) {
                 *r = (vc as u8 + 1) & 3;
             }

@@ -16,6 +16,7 @@ impl<const CAP: usize> LinkRetry<CAP> {
             nop_pending: false,
             reply_pending: false,
             ack_timeouts_in_row: 0,
+            probes_in_row: 0,
         }
     }
 
@@ -141,6 +142,7 @@ impl<const CAP: usize> LinkRetry<CAP> {
             self.nop_pending = false;
             self.reply_pending = false;
             self.ack_timeouts_in_row = 0;
+            self.probes_in_row = 0;
         }
     }
 
@@ -154,6 +156,7 @@ impl<const CAP: usize> LinkRetry<CAP> {
         self.nop_pending = false;
         self.reply_pending = false;
         self.ack_timeouts_in_row = 0;
+        self.probes_in_row = 0;
         self.set_state(LinkState::Idle);
     }
 
@@ -271,6 +274,20 @@ impl<const CAP: usize> LinkRetry<CAP> {
             let from = self.tx.oldest();
             let flits = self.tx.rewind();
             self.replayed(from, flits, ReplayCause::AckTimeout);
+            if self.state != LinkState::Up {
+                return;
+            }
+        }
+        if self.timers.take_expired(Timer::TailProbe as usize, now)
+            && self.state == LinkState::Up
+            && self.tx.unacked() > 0
+        {
+            inc(&mut self.stats.tail_probes);
+            self.probes_in_row = self.probes_in_row.saturating_add(1);
+            self.arm_probe(now, false);
+            let from = self.tx.oldest();
+            let flits = self.tx.rewind();
+            self.replayed(from, flits, ReplayCause::TailProbe);
             if self.state != LinkState::Up {
                 return;
             }
@@ -410,6 +427,7 @@ impl<const CAP: usize> LinkRetry<CAP> {
                 Timer::AckTimeout as usize,
                 now.saturating_add(self.cfg.ack_timeout),
             );
+            self.arm_probe(now, true);
         }
         self.tx.count_flit();
         if !self.tx.ignoring() {
@@ -453,6 +471,8 @@ impl<const CAP: usize> LinkRetry<CAP> {
                 Timer::AckTimeout as usize,
                 now.saturating_add(self.cfg.ack_timeout),
             );
+            self.probes_in_row = 0;
+            self.arm_probe(now, false);
         }
         self.rx.link_up();
     }
@@ -537,13 +557,34 @@ impl<const CAP: usize> LinkRetry<CAP> {
 
     fn progress(&mut self, now: Instant) {
         self.ack_timeouts_in_row = 0;
+        self.probes_in_row = 0;
         if self.tx.unacked() > 0 {
             self.timers.set(
                 Timer::AckTimeout as usize,
                 now.saturating_add(self.cfg.ack_timeout),
             );
+            self.arm_probe(now, false);
         } else {
             self.timers.stop(Timer::AckTimeout as usize);
+            self.timers.stop(Timer::TailProbe as usize);
+        }
+    }
+
+    /// Arm the tail-loss probe: `tail_probe` doubled per probe in a row (at most 2^16
+    /// times), only if stopped when `if_stopped`.
+    fn arm_probe(&mut self, now: Instant, if_stopped: bool) {
+        let Some(base) = self.cfg.tail_probe else {
+            return;
+        };
+        let wait = Duration::from_ps(
+            base.as_ps()
+                .saturating_mul(1u64 << self.probes_in_row.min(16)),
+        );
+        let at = now.saturating_add(wait);
+        if if_stopped {
+            self.timers.set_if_stopped(Timer::TailProbe as usize, at);
+        } else {
+            self.timers.set(Timer::TailProbe as usize, at);
         }
     }
 

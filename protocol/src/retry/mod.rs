@@ -63,6 +63,14 @@ pub struct Config {
     /// then Fault"). A lost last flit is only found by the ack timeout, so a lossy wire
     /// with bursty traffic wants more.
     pub ack_timeout_replays: u16,
+    /// Tail-loss probe (podlink's addition; `None`: off): no ack progress for this long
+    /// while flits are unacknowledged, replay them; the wait doubles with each probe in a
+    /// row and starts again at the next progress. A flit lost at the end of a burst leaves
+    /// no later flit to reveal the gap, so without a probe only the 10.24 ms ack timeout
+    /// would resend it. Probes do not count toward [`Config::ack_timeout_replays`]; the
+    /// ack timeout still ends a link whose peer never answers
+    /// (`spec-notes/link.md#tail-loss-probe`).
+    pub tail_probe: Option<Duration>,
     /// Replays allowed without the window moving forward; one more is a Fault (50).
     pub replay_limit: u16,
     /// Copies of each Replay Request (3).
@@ -96,6 +104,7 @@ impl Default for Config {
             ack_delay: Duration::from_ns(50),
             ack_timeout: Duration::from_ns(10_240_000),
             ack_timeout_replays: 1,
+            tail_probe: Some(Duration::from_us(2)),
             replay_limit: 50,
             replay_request_copies: 3,
             replay_ignore_flits: 12,
@@ -146,10 +155,12 @@ pub enum Timer {
     ReplayRequestRetry = 3,
     /// Send the next NOP in the `Nop` state.
     NopRetry = 4,
+    /// Tail-loss probe ([`Config::tail_probe`]).
+    TailProbe = 5,
 }
 
 impl Timer {
-    const COUNT: usize = 5;
+    const COUNT: usize = 6;
 }
 
 /// Why the transmitter rewound.
@@ -159,6 +170,8 @@ pub enum ReplayCause {
     ReplayRequest,
     /// No ack progress for [`Config::ack_timeout`].
     AckTimeout,
+    /// No ack progress for [`Config::tail_probe`] (or its backed-off multiple).
+    TailProbe,
     /// The link came back up.
     LinkUp,
 }
@@ -245,6 +258,8 @@ pub struct Stats {
     pub empty_replays: u64,
     /// Ack timeouts.
     pub ack_timeouts: u64,
+    /// Tail-loss probes ([`Config::tail_probe`]).
+    pub tail_probes: u64,
     /// Entries into `Fault`.
     pub faults: u64,
     /// Good-CRC flits received.
@@ -336,6 +351,8 @@ pub struct LinkRetry<const CAP: usize> {
     nop_pending: bool,
     reply_pending: bool,
     ack_timeouts_in_row: u16,
+    /// Tail-loss probes since the last ack progress (the probe wait's back-off).
+    probes_in_row: u16,
 }
 
 mod machine;

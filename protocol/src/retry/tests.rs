@@ -446,6 +446,7 @@ fn replay_limit_ends_in_fault() {
 fn replay_limit_counts_replay_requests() {
     let cfg = Config {
         replay_limit: 3,
+        tail_probe: None,
         ..Config::default()
     };
     let (mut a, _) = up_pair(cfg);
@@ -470,7 +471,10 @@ fn replay_limit_counts_replay_requests() {
 
 #[test]
 fn ack_timeout_replays_then_faults() {
-    let (mut a, _) = up_pair(Config::default());
+    let (mut a, _) = up_pair(Config {
+        tail_probe: None,
+        ..Config::default()
+    });
     submit_range(&mut a, 0..2);
     let now = t(10);
     out(&mut a, now).unwrap();
@@ -668,4 +672,87 @@ fn replay_request_retries_are_capped() {
     }
     assert_eq!(b.stats().replay_request_retries, 2);
     assert!(b.awaiting_replay());
+}
+
+/// The last flit of a burst is lost: no later flit shows the receiver a gap. The tail-loss
+/// probe resends it after `tail_probe`; without the probe only the ack timeout does.
+#[test]
+fn tail_probe_resends_a_lost_last_flit() {
+    for probe in [Some(Duration::from_us(2)), None] {
+        let cfg = Config {
+            tail_probe: probe,
+            ..Config::default()
+        };
+        let (mut a, mut b) = up_pair(cfg);
+        submit_range(&mut a, 0..3);
+        let start = t(10);
+        let (mut now, mut ga, mut gb) = (start, Vec::new(), Vec::new());
+        run(
+            &mut a,
+            &mut b,
+            &mut now,
+            &mut ga,
+            &mut gb,
+            |from_a, i, _| !(from_a && i == 2),
+        );
+        assert_eq!(gb, [0, 1, 2], "{probe:?}");
+        assert_eq!(a.buffered(), 0, "{probe:?}");
+        let took = now.as_ps() - start.as_ps();
+        match probe {
+            Some(p) => {
+                assert_eq!(a.stats().tail_probes, 1);
+                assert_eq!(a.stats().ack_timeouts, 0);
+                assert!(took >= p.as_ps() && took < 2 * p.as_ps(), "{took} ps");
+                assert!(events(&mut a).iter().any(|e| matches!(
+                    e,
+                    Event::Replaying {
+                        cause: ReplayCause::TailProbe,
+                        ..
+                    }
+                )));
+            }
+            None => {
+                assert_eq!(a.stats().tail_probes, 0);
+                assert_eq!(a.stats().ack_timeouts, 1);
+                assert!(took >= 10_240_000_000, "{took} ps");
+            }
+        }
+        // Nothing armed once everything is acknowledged.
+        assert_eq!(a.timer(Timer::TailProbe), None);
+    }
+}
+
+/// A peer that never answers: probes back off (2, 4, 8 … µs) and do not end the link;
+/// the ack timeout still does.
+#[test]
+fn tail_probes_back_off_and_leave_faults_to_the_ack_timeout() {
+    let (mut a, _) = up_pair(Config::default());
+    submit_range(&mut a, 0..1);
+    let start = t(10);
+    out(&mut a, start).unwrap();
+    let ack_dl = a.timer(Timer::AckTimeout).unwrap();
+    let mut prev = start;
+    let mut waits = Vec::new();
+    while let Some(p) = a.timer(Timer::TailProbe).filter(|&p| p < ack_dl) {
+        waits.push((p.as_ps() - prev.as_ps()) / 1_000_000);
+        a.handle_timeout(p);
+        assert_eq!(a.state(), LinkState::Up);
+        // The probe resends the unacknowledged flit.
+        let f = out(&mut a, p).unwrap();
+        assert_eq!(header(&f).op(), DlOp::ReplayStart);
+        prev = p;
+    }
+    assert_eq!(
+        waits,
+        [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
+    );
+    assert_eq!(a.stats().tail_probes, 12);
+    a.handle_timeout(ack_dl);
+    assert_eq!(a.stats().ack_timeouts, 1);
+    assert_eq!(a.state(), LinkState::Up);
+    let f = out(&mut a, ack_dl).unwrap();
+    assert_eq!(header(&f).op(), DlOp::ReplayStart);
+    let dl2 = a.timer(Timer::AckTimeout).unwrap();
+    a.handle_timeout(dl2);
+    assert_eq!(a.state(), LinkState::Fault);
 }

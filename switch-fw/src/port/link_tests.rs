@@ -254,10 +254,12 @@ fn test_bit_errors_replay_and_show_in_stats() {
                 Err(e) => panic!("{e:?}"),
             }
         }
-        // Corrupt every 5th flit a→b.
+        // Corrupt every 5th payload flit a→b (acks alone are lost without a replay).
         let d = now + Duration::from_us(20);
         settle(&mut now, &mut a, &mut b, d, |a_to_b, flit| {
-            if a_to_b {
+            let payload =
+                podlink_protocol::wire::DlFlitHeader::parse(flit).is_ok_and(|h| h.payload());
+            if a_to_b && payload {
                 n += 1;
                 if n % 5 == 0 {
                     flit[100] ^= 0x10;
@@ -275,7 +277,9 @@ fn test_bit_errors_replay_and_show_in_stats() {
     let sb = PortLink::stats(&b);
     let sa = PortLink::stats(&a);
     assert!(sb.crc_errors > 0, "{sb:?}");
-    assert!(sa.replays > 0 && sb.replays > 0, "{sa:?} {sb:?}");
+    // The sender replayed what was lost (on the receiver's Replay Request when a later flit
+    // showed the gap, or on its tail-loss probe when the lost flit was the last one).
+    assert!(sa.replays > 0, "{sa:?} {sb:?}");
     assert_eq!(b.credit_receiver().stats().overruns, 0);
 }
 

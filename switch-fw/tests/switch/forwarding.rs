@@ -167,3 +167,118 @@ fn test_compressed_response_without_source() {
         Err(DropReason::CrossPartition)
     );
 }
+
+/// A port with separate request and response credits per VC, as a UALink TL has.
+#[derive(Default)]
+struct FlowPort {
+    req: [u32; 4],
+    rsp: [u32; 4],
+}
+
+impl podlink_switch::port::PortLink for FlowPort {
+    fn is_up(&self) -> bool {
+        true
+    }
+    fn tx_credits(&self, v: podlink_protocol::wire::Vc) -> u32 {
+        let i = usize::from(v.get());
+        self.req[i] + self.rsp[i]
+    }
+    fn try_consume_credit(&mut self, h: &Header) -> bool {
+        let i = usize::from(h.vc.get());
+        let c = if h.kind == podlink_switch::header::FrameKind::Request {
+            &mut self.req[i]
+        } else {
+            &mut self.rsp[i]
+        };
+        if *c == 0 {
+            return false;
+        }
+        *c -= 1;
+        true
+    }
+    fn stats(&self) -> podlink_switch::port::LinkStats {
+        Default::default()
+    }
+}
+
+#[test]
+fn test_response_never_waits_behind_a_request() {
+    // Port 1 (accelerator 1) grants no request credit: its completer is full. A response to
+    // accelerator 1 queued after requests to it must still leave: responses are what let
+    // completers free up, so one held behind a request can close a request/response cycle.
+    let mut sw = Box::new(Switch::new());
+    sw.stage_with(small_pod).unwrap();
+    sw.commit().unwrap();
+    let mut ports: Vec<FlowPort> = (0..PORTS)
+        .map(|_| FlowPort {
+            req: [0; 4],
+            rsp: [0; 4],
+        })
+        .collect();
+    for (p, link) in ports.iter().enumerate() {
+        sw.refresh_port(p as u8, link);
+    }
+    while sw.poll_event().is_some() {}
+    for i in 0..3 {
+        let h = Header::request(aid(0), aid(1), vc(0), u64::from(i) * 256);
+        assert_eq!(
+            sw.forward(t(1), 0, frame(i, h), &mut ports),
+            Ok(Forwarded::Queued { port: 1 })
+        );
+    }
+    let rsp = Header::response(Some(aid(0)), aid(1), vc(0)).with_last(true);
+    assert_eq!(
+        sw.forward(t(1), 0, frame(9, rsp), &mut ports),
+        Ok(Forwarded::Queued { port: 1 })
+    );
+    assert_eq!(sw.queue_depth(1, vc(0)), 4);
+    assert!(sw.poll_transmit(t(2), &mut ports).is_none());
+    // Response credit only: the response leaves, the requests stay, in order.
+    ports[1].rsp[0] = 1;
+    sw.refresh_port(1, &ports[1]);
+    assert_eq!(
+        sw.poll_transmit(t(3), &mut ports).map(|x| x.handle),
+        Some(9)
+    );
+    assert!(sw.poll_transmit(t(3), &mut ports).is_none());
+    ports[1].req[0] = 3;
+    sw.refresh_port(1, &ports[1]);
+    let order: Vec<u32> = core::iter::from_fn(|| sw.poll_transmit(t(4), &mut ports))
+        .map(|x| x.handle)
+        .collect();
+    assert_eq!(order, [0, 1, 2]);
+}
+
+#[test]
+fn test_requests_cannot_fill_the_switch() {
+    // Requests to a port without request credit pile up to their share of the descriptors;
+    // beyond it they are refused (has_room false, forward drops as QueueFull) while
+    // responses are still taken.
+    let (mut sw, mut ports) = new_switch(small_pod, 0);
+    let mut queued = 0usize;
+    let mut i = 0u32;
+    loop {
+        let h = Header::request(aid(0), aid(1), vc(0), u64::from(i) * 256);
+        if !sw.has_room(&h) {
+            assert_eq!(
+                sw.forward(t(1), 0, frame(i, h), &mut ports),
+                Err(DropReason::QueueFull)
+            );
+            break;
+        }
+        sw.forward(t(1), 0, frame(i, h), &mut ports).unwrap();
+        queued += 1;
+        i += 1;
+        assert!(queued <= QUEUE_SLOTS);
+    }
+    assert_eq!(queued, QUEUE_SLOTS - podlink_switch::RESPONSE_RESERVE);
+    let rsp = Header::response(Some(aid(1)), aid(0), vc(0));
+    for k in 0..podlink_switch::RESPONSE_RESERVE as u32 {
+        assert!(sw.has_room(&rsp));
+        assert!(sw
+            .forward(t(1), 1, frame(5000 + k, rsp), &mut ports)
+            .is_ok());
+    }
+    assert!(!sw.has_room(&rsp));
+    assert_eq!(sw.queued_frames() as usize, QUEUE_SLOTS);
+}
