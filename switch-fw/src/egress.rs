@@ -35,6 +35,7 @@ const EMPTY_SLOT: Slot = Slot {
         region: 0,
         beats: 0,
         last: false,
+        tag: 0,
     },
     bytes: 0,
     next: NIL,

@@ -38,6 +38,9 @@ pub struct Header {
     /// A response that is the last of its request (the ordering pins count answered
     /// requests by it); false for other kinds.
     pub last: bool,
+    /// The requester's tag of a request or response (11 bits; 0 for link-local fields). The
+    /// ordering rule tells by it which of a source's requests an answer closes.
+    pub tag: u16,
 }
 
 impl Header {
@@ -51,6 +54,7 @@ impl Header {
             region: fold_region(addr >> 8),
             beats: 0,
             last: false,
+            tag: 0,
         }
     }
 
@@ -64,12 +68,19 @@ impl Header {
             region: 0,
             beats: 0,
             last: true,
+            tag: 0,
         }
     }
 
     /// The same response header with its `last` flag set to `last`.
     pub const fn with_last(mut self, last: bool) -> Header {
         self.last = last;
+        self
+    }
+
+    /// The same header with requester tag `tag` (11 bits kept).
+    pub const fn with_tag(mut self, tag: u16) -> Header {
+        self.tag = tag & 0x7ff;
         self
     }
 
@@ -98,6 +109,7 @@ impl Header {
                 region: fold_region(r.addr >> 6),
                 beats: 0,
                 last: false,
+                tag: r.tag.get(),
             },
             TlField::CompressedRequest(r) => Header {
                 kind: FrameKind::Request,
@@ -108,15 +120,20 @@ impl Header {
                 region: (u32::from(r.cway & 3) << 12) | (u32::from(r.addr >> 2) & 0x0fff),
                 beats: 0,
                 last: false,
+                tag: r.tag.get(),
             },
             TlField::UncompressedResponse(r) => {
-                Header::response(Some(r.srcaccid), r.dstaccid, r.vchan).with_last(r.last)
+                Header::response(Some(r.srcaccid), r.dstaccid, r.vchan)
+                    .with_last(r.last)
+                    .with_tag(r.tag.get())
             }
-            TlField::CompressedReadResponse(r) => {
-                Header::response(None, r.dstaccid, r.vchan).with_last(r.last)
-            }
+            TlField::CompressedReadResponse(r) => Header::response(None, r.dstaccid, r.vchan)
+                .with_last(r.last)
+                .with_tag(r.tag.get()),
             // One field answers the whole request (a write, or a multi-beat read).
-            TlField::CompressedWriteResponse(r) => Header::response(None, r.dstaccid, r.vchan),
+            TlField::CompressedWriteResponse(r) => {
+                Header::response(None, r.dstaccid, r.vchan).with_tag(r.tag.get())
+            }
             TlField::FlowControl(_) => Header {
                 kind: FrameKind::LinkLocal,
                 src: None,
@@ -125,6 +142,7 @@ impl Header {
                 region: 0,
                 beats: 0,
                 last: false,
+                tag: 0,
             },
         };
         h.with_beats(beats)

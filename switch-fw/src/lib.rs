@@ -72,7 +72,7 @@ pub const MAX_PARTITIONS: usize = 16;
 /// Virtual channels.
 pub const NUM_VCS: usize = 4;
 /// Buckets in the in-flight flow table (a power of two).
-pub const FLOW_BUCKETS: usize = 1024;
+pub const FLOW_BUCKETS: usize = 4096;
 /// Frame descriptors the egress queues hold in total.
 pub const QUEUE_SLOTS: usize = 1024;
 /// Descriptors only responses may take: requests hold at most `QUEUE_SLOTS -

@@ -83,7 +83,7 @@ struct FlowPin {
     /// [`Switch`]'s table serial when the port was chosen: while it is unchanged the port is
     /// still one of the destination's ways.
     serial: u32,
-    /// The source's answer epoch when the flow last sent ([`SrcOrder::epoch`]).
+    /// The source's generation when the flow last sent ([`SrcOrder::gen`]).
     epoch: u16,
     port: u8,
 }
@@ -95,23 +95,155 @@ const EMPTY_PIN: FlowPin = FlowPin {
     port: NO_PORT,
 };
 
-/// Per attached accelerator: how many of its requests this switch forwarded are unanswered.
+/// Per attached accelerator: its unanswered requests in two generations.
+///
+/// Every request forwarded from the source is counted in the current generation `gen` (and
+/// its tag remembers which); its last response uncounts it from that generation. When the
+/// previous generation has no unanswered request left, the current one becomes the previous
+/// and a new one starts, so only the current and the previous generation can have unanswered
+/// requests. A flow that last sent in generation `g` has its requests in `g` or earlier;
+/// its pin (or hash decision) therefore holds while `g` is the current generation and either
+/// generation has unanswered requests, or `g` is the previous one and still has some. After
+/// that none of its requests is in flight.
+/// Under steady load generations keep turning over (each lasts about one round trip), unlike
+/// a single count that seldom returns to zero.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct SrcOrder {
-    /// Requests forwarded minus last responses forwarded back to it (saturating).
-    outstanding: u32,
-    /// Bumped each time `outstanding` returns to 0: every pin taken in an older epoch is free.
-    epoch: u16,
-    /// The epoch in which a request of this source found no pin entry and went by hash
-    /// (then every flow of the source without an entry must go by hash until the epoch ends).
-    hashed: u16,
+    /// Unanswered requests of the generations with even and odd numbers.
+    count: [u16; 2],
+    /// The current generation.
+    gen: u16,
+    /// How many generations back decisions hold (0, 1 or 2; kept by [`SrcOrder::settle`]):
+    /// decisions of generation `g` hold while `gen - g < span`.
+    span: u16,
+    /// Per generation parity, the pin slots (modulo [`HASH_BITS`]) from which a request of
+    /// this source went by hash in that generation: because the slot held another live flow,
+    /// or because of a mark that held. While the generation holds, every flow of the source
+    /// in such a slot goes by hash (and marks the current generation), so a hashed flow never
+    /// switches to a free choice while its hashed requests are in flight; the source's flows in
+    /// other slots are unaffected (a few more in slots with the same residue go by hash too).
+    hashed: [[u32; HASH_WORDS]; 2],
+    /// The marks that hold now: the current generation's if `span ≥ 1`, or'ed with the
+    /// previous one's if `span = 2` (kept by `settle`, so that the forwarding path tests one
+    /// bit).
+    live: [u32; HASH_WORDS],
 }
 
+/// Hash-mark bits per source and generation.
+const HASH_BITS: usize = 256;
+const HASH_WORDS: usize = HASH_BITS / 32;
+
 const SRC_IDLE: SrcOrder = SrcOrder {
-    outstanding: 0,
-    epoch: 0,
-    hashed: u16::MAX,
+    count: [0; 2],
+    gen: 2,
+    span: 0,
+    hashed: [[0; HASH_WORDS]; 2],
+    live: [0; HASH_WORDS],
 };
+
+impl SrcOrder {
+    /// Whether a decision last taken in generation `g` still holds: `g` is the current
+    /// generation and either has unanswered requests, or `g` is the previous one and still has
+    /// some (two instructions on the forwarding path, thanks to `span`).
+    #[inline(always)]
+    fn holds(&self, g: u16) -> bool {
+        self.gen.wrapping_sub(g) < self.span
+    }
+
+    /// Whether a flow of this source in pin slot `slot` must go by hash.
+    #[inline(always)]
+    fn hashed_at(&self, slot: usize) -> bool {
+        let w = self.live.get((slot >> 5) & (HASH_WORDS - 1)).copied();
+        w.unwrap_or(0) >> (slot & 31) & 1 != 0
+    }
+
+    /// Mark `slot` in generation `g` (the current one).
+    #[inline(never)]
+    fn mark(&mut self, slot: usize, g: u16) {
+        let (w, bit) = ((slot >> 5) & (HASH_WORDS - 1), 1u32 << (slot & 31));
+        if let Some(x) = self
+            .hashed
+            .get_mut(usize::from(g & 1))
+            .and_then(|m| m.get_mut(w))
+        {
+            *x |= bit;
+        }
+        if let Some(x) = self.live.get_mut(w) {
+            *x |= bit;
+        }
+    }
+
+    /// Uncount an answered (or given up) request of the generation with parity `odd`.
+    #[inline(never)]
+    fn uncount(&mut self, odd: bool) {
+        let [even, o] = &mut self.count;
+        let c = if odd { o } else { even };
+        *c = c.saturating_sub(1);
+    }
+
+    /// Count a request forwarded now (after turning the generations over if the previous
+    /// one is answered); returns its generation.
+    #[inline(never)]
+    fn add(&mut self) -> u16 {
+        self.settle();
+        let g = self.gen;
+        let [even, odd] = &mut self.count;
+        let (c, other) = if g & 1 == 0 { (even, odd) } else { (odd, even) };
+        *c = c.saturating_add(1);
+        let span = if *other != 0 { 2 } else { 1 };
+        self.set_span(span);
+        g
+    }
+
+    /// Set `span` and the live marks that follow from it.
+    #[inline(never)]
+    fn set_span(&mut self, span: u16) {
+        self.span = span;
+        let [even, odd] = self.hashed;
+        let (a, b) = if self.gen & 1 == 0 {
+            (even, odd)
+        } else {
+            (odd, even)
+        };
+        for ((l, x), y) in self.live.iter_mut().zip(a).zip(b) {
+            *l = match span {
+                0 => 0,
+                1 => x,
+                _ => x | y,
+            };
+        }
+    }
+
+    /// After a count changed: turn the generations over while the previous one is fully
+    /// answered and the current one has requests, and recompute `span`.
+    #[inline(never)]
+    fn settle(&mut self) {
+        let prev_odd = self.gen & 1 == 0;
+        let [even, odd] = self.count;
+        let (prev, cur) = if prev_odd { (odd, even) } else { (even, odd) };
+        if prev == 0 && cur != 0 {
+            // The new previous generation has requests: decisions of both hold. The new
+            // current generation starts without marks (its parity's last one is answered).
+            self.gen = self.gen.wrapping_add(1);
+            let [he, ho] = &mut self.hashed;
+            *(if prev_odd { ho } else { he }) = [0; HASH_WORDS];
+            self.set_span(2);
+            return;
+        }
+        let span = if prev != 0 { 2 } else { u16::from(cur != 0) };
+        self.set_span(span);
+    }
+}
+
+/// Tags per requester (11-bit tags).
+const TAGS: usize = 2048;
+
+/// Per port with an accelerator attached, per tag: the request is unanswered (`open`) and
+/// the parity of the generation that counts it (`odd`).
+struct TagTable {
+    open: [[u64; TAGS / 64]; MAX_PORTS],
+    odd: [[u64; TAGS / 64]; MAX_PORTS],
+}
 
 /// The exact key of a flow: valid bit, VC, destination, source, region.
 #[inline(always)]
@@ -165,6 +297,7 @@ pub struct Switch {
     up: u64,
     flows: [FlowPin; FLOW_BUCKETS],
     srcs: [SrcOrder; MAX_IDS],
+    tags: TagTable,
     /// Bumped by every commit (the tables in force changed).
     serial: u32,
     health: [HealthMonitor; MAX_PORTS],
@@ -191,26 +324,21 @@ fn flow_hash(h: &Header) -> u32 {
     x ^ (x >> 15)
 }
 
-/// The first healthy way from the flow's hash way, else the first usable (degraded) one: a
-/// choice that changes only when a port's health changes or it goes down, so that a degraded
-/// port is drained of hashed flows too (see `spec-notes/switch.md#ordering-rule` for the
-/// ordering cost at that moment).
+/// The first usable way (up, not Failed) from the flow's hash way. Health below Failed does
+/// not move a hashed flow: its requests may be in flight, and only the ordering rule's own
+/// bookkeeping (a flow's pin or hash mark expiring) can tell when they are not; a Degraded
+/// port is drained of the flows that choose freely (`spec-notes/switch.md#ordering-rule`).
 #[inline]
 fn stick_hash(ways: &[u8], hash: u32, score: impl Fn(u8) -> u16) -> Result<u8, DropReason> {
     let n = ways.len();
     let start = ((u64::from(hash) * n as u64) >> 32) as usize;
-    let mut usable = None;
     for k in 0..n {
         let p = ways.get((start + k) % n).copied().unwrap_or(NO_PORT);
-        let s = score(p);
-        if s >= HEALTHY_TIER {
+        if score(p) != 0 {
             return Ok(p);
         }
-        if s != 0 && usable.is_none() {
-            usable = Some(p);
-        }
     }
-    usable.ok_or(DropReason::Unreachable)
+    Err(DropReason::Unreachable)
 }
 
 impl Switch {
@@ -226,6 +354,10 @@ impl Switch {
             up: 0,
             flows: [EMPTY_PIN; FLOW_BUCKETS],
             srcs: [SRC_IDLE; MAX_IDS],
+            tags: TagTable {
+                open: [[0; TAGS / 64]; MAX_PORTS],
+                odd: [[0; TAGS / 64]; MAX_PORTS],
+            },
             serial: 0,
             health: [HealthMonitor::new(); MAX_PORTS],
             policy: HealthPolicy::default(),
@@ -329,7 +461,13 @@ impl Switch {
     pub fn unanswered(&self, src: AccelId) -> u32 {
         self.srcs
             .get(usize::from(src.get()))
-            .map_or(0, |s| s.outstanding)
+            .map_or(0, |s| u32::from(s.count[0]) + u32::from(s.count[1]))
+    }
+
+    /// The ordering rule's current generation of `src` (diagnostics and tests: it turns over
+    /// once every request of the previous generation is answered).
+    pub fn generation(&self, src: AccelId) -> u16 {
+        self.srcs.get(usize::from(src.get())).map_or(0, |s| s.gen)
     }
 
     #[inline(always)]
@@ -337,14 +475,14 @@ impl Switch {
         (flow_hash(h) >> (32 - FLOW_BITS)) as usize
     }
 
-    /// A pin holds while its source's epoch is the one it was taken in.
+    /// A pin holds while the generation it was last taken in holds.
     #[inline(always)]
     fn pin_live(&self, pin: &FlowPin) -> bool {
         pin.key != 0
             && self
                 .srcs
                 .get(key_src(pin.key))
-                .is_some_and(|s| s.epoch == pin.epoch)
+                .is_some_and(|s| s.holds(pin.epoch))
     }
 
     fn raise(&mut self, e: Event) {
@@ -709,20 +847,17 @@ impl Switch {
         let adaptive = t.adaptive;
         if h.kind == FrameKind::Request {
             if att < INGRESS_TRUNK {
-                // Source attached here: its own live pin, else hash when its slot is taken or
-                // the source already went by hash in this epoch, else a free choice.
-                let pin = self
-                    .flows
-                    .get((hash >> (32 - FLOW_BITS)) as usize)
-                    .copied()
-                    .unwrap_or(EMPTY_PIN);
+                // Source attached here: its own live pin, else hash when its slot is taken, or
+                // a flow of this source went by hash from this slot in a generation that
+                // holds, else a free choice.
+                let slot = (hash >> (32 - FLOW_BITS)) as usize;
+                let pin = self.flows.get(slot).unwrap_or(&EMPTY_PIN);
                 let src = self
                     .srcs
                     .get(usize::from(att) & (MAX_IDS - 1))
-                    .copied()
-                    .unwrap_or(SRC_IDLE);
+                    .unwrap_or(&SRC_IDLE);
                 let own = pin.key == flow_key(att, h);
-                if own && pin.epoch == src.epoch {
+                if own && src.holds(pin.epoch) {
                     // Live: its port, if still usable (and still a way when the tables
                     // changed since it was chosen).
                     if score(pin.port) != 0
@@ -730,7 +865,7 @@ impl Switch {
                     {
                         return Ok(pin.port);
                     }
-                } else if src.hashed == src.epoch || (!own && self.pin_live(&pin)) {
+                } else if src.hashed_at(slot) || (!own && self.pin_live(pin)) {
                     return stick_hash(d.ways(), hash, score);
                 }
             } else if adaptive {
@@ -802,11 +937,53 @@ impl Switch {
                     return;
                 };
                 let free = pin.key == key || !self.pin_live(&pin);
+                // Tags by the source's home port, where its answers are looked up too.
+                let home = self
+                    .tables()
+                    .ids
+                    .get(usize::from(att) & (MAX_IDS - 1))
+                    .map_or(NO_PORT, |e| e.home);
                 let Some(src) = self.srcs.get_mut(usize::from(att)) else {
                     return;
                 };
-                src.outstanding = src.outstanding.saturating_add(1);
-                let epoch = src.epoch;
+                // The slot held another live flow: it went by hash; mark the slot in the
+                // generation that counts it. (A flow that went by a mark into a free slot
+                // takes the slot, on its hash port: its pin keeps it there from now on.)
+                let hashed = !free;
+                let (w, bit) = (usize::from(h.tag >> 6) & 31, 1u64 << (h.tag & 63));
+                let words = self
+                    .tags
+                    .open
+                    .get_mut(usize::from(home))
+                    .and_then(|o| o.get_mut(w))
+                    .zip(
+                        self.tags
+                            .odd
+                            .get_mut(usize::from(home))
+                            .and_then(|d| d.get_mut(w)),
+                    );
+                // Without a tag entry (no home port: not expected for an attached source) the
+                // request is counted for good: its pins then hold for good (conservative).
+                if let Some((o, d)) = &words {
+                    if **o & bit != 0 {
+                        // The tag is reused: its requester gave up on the earlier request (a
+                        // timeout), so it is no longer waited for.
+                        let g = **d & bit != 0;
+                        src.uncount(g);
+                    }
+                }
+                let epoch = src.add();
+                if let Some((o, d)) = words {
+                    *o |= bit;
+                    if epoch & 1 != 0 {
+                        *d |= bit;
+                    } else {
+                        *d &= !bit;
+                    }
+                }
+                if hashed {
+                    src.mark(i, epoch);
+                }
                 let serial = self.serial;
                 if free {
                     if let Some(slot) = self.flows.get_mut(i) {
@@ -817,19 +994,32 @@ impl Switch {
                             port,
                         };
                     }
-                } else {
-                    src.hashed = epoch;
                 }
             }
             FrameKind::Response if h.last => {
+                let home = self
+                    .tables()
+                    .ids
+                    .get(usize::from(h.dst.get()) & (MAX_IDS - 1))
+                    .map_or(NO_PORT, |e| e.home);
+                let (w, bit) = (usize::from(h.tag >> 6) & 31, 1u64 << (h.tag & 63));
+                let (Some(open), Some(odd)) = (
+                    self.tags.open.get_mut(usize::from(home)),
+                    self.tags.odd.get_mut(usize::from(home)),
+                ) else {
+                    return;
+                };
+                let (Some(o), Some(d)) = (open.get_mut(w), odd.get_mut(w)) else {
+                    return;
+                };
+                if *o & bit == 0 {
+                    return; // not a request counted here (or answered already)
+                }
+                *o &= !bit;
                 if let Some(src) = self.srcs.get_mut(usize::from(h.dst.get())) {
-                    // Saturated counts never fall (pins then hold for good: conservative).
-                    if src.outstanding != 0 && src.outstanding != u32::MAX {
-                        src.outstanding -= 1;
-                        if src.outstanding == 0 {
-                            src.epoch = src.epoch.wrapping_add(1);
-                        }
-                    }
+                    let g = *d & bit != 0;
+                    src.uncount(g);
+                    src.settle();
                 }
             }
             _ => {}

@@ -8,11 +8,12 @@ use std::collections::HashMap;
 
 #[derive(Debug, Clone)]
 enum Op {
-    /// Request of flow `f` (0..12).
+    /// Request of flow `f` (0..14).
     Send(u8),
-    /// The response to the oldest unanswered request of flow `f`, entering on trunk `k`;
-    /// `split`: first a response field that is not the last.
-    Answer(u8, u8, bool),
+    /// The response to an unanswered request of flow `f` (the oldest, or with `newest` the
+    /// newest: answers need not come in order), entering on trunk `k`; `split`: first a
+    /// response field that is not the last.
+    Answer(u8, u8, bool, bool),
     /// Grant `n` credits on trunk `k` (VC of flow).
     Grant(u8, u8),
     /// Take all credits of trunk `k`.
@@ -25,8 +26,9 @@ enum Op {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        4 => (0u8..12).prop_map(Op::Send),
-        3 => (0u8..12, 0u8..4, any::<bool>()).prop_map(|(f, k, s)| Op::Answer(f, k, s)),
+        4 => (0u8..14).prop_map(Op::Send),
+        3 => (0u8..14, 0u8..4, any::<bool>(), any::<bool>())
+            .prop_map(|(f, k, s, n)| Op::Answer(f, k, s, n)),
         2 => (0u8..4, 1u8..8).prop_map(|(k, n)| Op::Grant(k, n)),
         1 => (0u8..4).prop_map(Op::Starve),
         2 => (1u8..8).prop_map(Op::Drain),
@@ -34,14 +36,46 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// Flow f: src f%2 (ports 0 and 1) → dst 100 + f/4, VC (f/2)%2, region f%3.
+/// Flow f: src f%2 (ports 0 and 1). Flows 0..6 go to dst 100 + f/2, VC (f/2)%2, region f%3;
+/// flow 6 + k is a flow whose pin slot is that of flow k (found by search), of the same
+/// source for k < 4 and of the other source for k = 4, 5; flows 12, 13 are of the other
+/// source in flow 0's and 1's slots (three flows, two sources in one slot): pin-table
+/// collisions.
 fn flow(f: u8) -> Header {
-    Header::request(
-        aid(u16::from(f % 2)),
-        aid(100 + u16::from(f / 4)),
-        vc((f / 2) % 2),
-        u64::from(f % 3) * 256 + 17,
-    )
+    static FLOWS: std::sync::OnceLock<Vec<Header>> = std::sync::OnceLock::new();
+    let flows = FLOWS.get_or_init(|| {
+        let (sw, _) = new_switch(small_pod, 0);
+        let base = |f: u8| {
+            Header::request(
+                aid(u16::from(f % 2)),
+                aid(100 + u16::from(f / 2)),
+                vc((f / 2) % 2),
+                u64::from(f % 3) * 256 + 17,
+            )
+        };
+        let mut v: Vec<Header> = (0..6).map(base).collect();
+        for k in [0u8, 1, 2, 3, 4, 5, 0, 1] {
+            let n = v.len();
+            let src = if n < 10 { k % 2 } else { (k + 1) % 2 };
+            let slot = sw.flow_slot(&v[usize::from(k)]);
+            let h = (110u16..200)
+                .flat_map(|d| {
+                    (0..512u64).map(move |r| {
+                        Header::request(aid(u16::from(src)), aid(d), vc(k % 2), r * 256)
+                    })
+                })
+                .find(|h| sw.flow_slot(h) == slot && !v.contains(h))
+                .expect("a colliding flow");
+            v.push(h);
+        }
+        v
+    });
+    flows[usize::from(f)]
+}
+
+/// The source port of flow `f`.
+fn src_of(f: u8) -> u8 {
+    flow(f).src.map_or(0, |s| s.get() as u8)
 }
 
 proptest! {
@@ -54,8 +88,10 @@ proptest! {
         let (mut sw, mut ports) = new_switch(small_pod, 2);
         let now = &mut t(1);
         let mut handle = 0u32;
-        // Model, per flow: unanswered requests and the port of its last request.
-        let mut unanswered: HashMap<u8, u32> = HashMap::new();
+        // Model, per flow: the tags of its unanswered requests and the port of its last
+        // request; per source the next tag.
+        let mut unanswered: HashMap<u8, Vec<u16>> = HashMap::new();
+        let mut next_tag = [0u16; 2];
         let mut last_port: HashMap<u8, u8> = HashMap::new();
         // Per flow, the handles queued in the switch, in arrival order.
         let mut queued: HashMap<u8, Vec<u32>> = HashMap::new();
@@ -64,25 +100,33 @@ proptest! {
             match op {
                 Op::Send(f) => {
                     handle += 1;
-                    let h = flow(f);
-                    let r = sw.forward(*now, f % 2, frame(handle, h), &mut ports);
+                    let s = usize::from(src_of(f));
+                    let tag = next_tag[s];
+                    next_tag[s] += 1;
+                    let h = flow(f).with_tag(tag);
+                    let r = sw.forward(*now, src_of(f), frame(handle, h), &mut ports);
                     let got = r.map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
-                    if unanswered.get(&f).copied().unwrap_or(0) > 0 {
+                    if unanswered.get(&f).is_some_and(|v| !v.is_empty()) {
                         prop_assert_eq!(Some(got.port()), last_port.get(&f).copied(),
                             "flow {} left its port with a request unanswered", f);
-                        prop_assert_eq!(sw.flow_pin(&h), Some(got.port()));
                     }
-                    *unanswered.entry(f).or_default() += 1;
+                    // A pinned flow's pin names the port it just left on (a flow that went
+                    // by hash has none).
+                    if let Some(p) = sw.flow_pin(&h) {
+                        prop_assert_eq!(p, got.port());
+                    }
+                    unanswered.entry(f).or_default().push(tag);
                     last_port.insert(f, got.port());
                     if let Forwarded::Queued { .. } = got {
                         handle_flow.insert(handle, f);
                         queued.entry(f).or_default().push(handle);
                     }
                 }
-                Op::Answer(f, k, split) => {
-                    let Some(n) = unanswered.get_mut(&f).filter(|n| **n > 0) else { continue };
+                Op::Answer(f, k, split, newest) => {
+                    let Some(tags) = unanswered.get_mut(&f).filter(|v| !v.is_empty()) else { continue };
+                    let tag = if newest { tags.pop().unwrap() } else { tags.remove(0) };
                     let req = flow(f);
-                    let resp = Header::response(Some(req.dst), req.src.unwrap(), req.vc);
+                    let resp = Header::response(Some(req.dst), req.src.unwrap(), req.vc).with_tag(tag);
                     let trunk = TRUNKS[usize::from(k)];
                     if split {
                         handle += 1;
@@ -92,7 +136,6 @@ proptest! {
                     handle += 1;
                     sw.forward(*now, trunk, frame(handle, resp), &mut ports)
                         .map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
-                    *n -= 1;
                 }
                 Op::Grant(k, n) => {
                     let p = TRUNKS[usize::from(k)];
@@ -118,7 +161,7 @@ proptest! {
         }
         // The switch's count agrees with the model.
         for src in 0..2u16 {
-            let model: u32 = unanswered.iter().filter(|(f, _)| u16::from(**f % 2) == src).map(|(_, n)| n).sum();
+            let model: u32 = unanswered.iter().filter(|(f, _)| u16::from(src_of(**f)) == src).map(|(_, v)| v.len() as u32).sum();
             prop_assert_eq!(sw.unanswered(aid(src)), model);
         }
     }
@@ -131,42 +174,136 @@ proptest! {
 fn test_pin_released_by_last_response_only() {
     let (mut sw, mut ports) = new_switch(small_pod, 0);
     let h = Header::request(aid(0), aid(150), vc(0), 0x1000);
-    let p = sw.forward(t(1), 0, frame(1, h), &mut ports).unwrap().port();
+    let p = sw
+        .forward(t(1), 0, frame(1, h.with_tag(1)), &mut ports)
+        .unwrap()
+        .port();
     // Load every other way less than p: queue frames of other flows elsewhere is not needed,
     // p already has one queued; a long wait does not release the pin.
     let q = sw
-        .forward(t(1_000_000), 0, frame(2, h), &mut ports)
+        .forward(t(1_000_000), 0, frame(2, h.with_tag(2)), &mut ports)
         .unwrap()
         .port();
     assert_eq!(q, p, "pinned while unanswered, even a millisecond later");
     assert_eq!(sw.unanswered(aid(0)), 2);
-    let resp = Header::response(Some(aid(150)), aid(0), vc(0));
-    // A non-last response field and a response to the other source change nothing.
-    sw.forward(t(2), 4, frame(3, resp.with_last(false)), &mut ports)
+    let resp = |tag| Header::response(Some(aid(150)), aid(0), vc(0)).with_tag(tag);
+    // A non-last response field, a response to the other source and one with a tag that
+    // is not waited for change nothing.
+    sw.forward(t(2), 4, frame(3, resp(1).with_last(false)), &mut ports)
         .unwrap();
     sw.forward(
         t(2),
         4,
-        frame(4, Header::response(Some(aid(150)), aid(1), vc(0))),
+        frame(
+            4,
+            Header::response(Some(aid(150)), aid(1), vc(0)).with_tag(1),
+        ),
         &mut ports,
     )
     .unwrap();
+    sw.forward(t(2), 4, frame(5, resp(9)), &mut ports).unwrap();
     assert_eq!(sw.unanswered(aid(0)), 2);
-    sw.forward(t(2), 4, frame(5, resp), &mut ports).unwrap();
+    sw.forward(t(2), 4, frame(5, resp(1)), &mut ports).unwrap();
+    // A second answer with the same tag is not counted twice.
+    sw.forward(t(2), 4, frame(5, resp(1)), &mut ports).unwrap();
+    assert_eq!(sw.unanswered(aid(0)), 1);
     assert_eq!(sw.flow_pin(&h), Some(p), "one request still unanswered");
     assert_eq!(
-        sw.forward(t(3), 0, frame(6, h), &mut ports).unwrap().port(),
+        sw.forward(t(3), 0, frame(6, h.with_tag(3)), &mut ports)
+            .unwrap()
+            .port(),
         p
     );
-    sw.forward(t(4), 4, frame(7, resp), &mut ports).unwrap();
-    sw.forward(t(4), 4, frame(8, resp), &mut ports).unwrap();
+    sw.forward(t(4), 4, frame(7, resp(3)), &mut ports).unwrap();
+    sw.forward(t(4), 4, frame(8, resp(2)), &mut ports).unwrap();
     assert_eq!(sw.unanswered(aid(0)), 0);
     assert_eq!(sw.flow_pin(&h), None, "all answered: pin free");
     // p holds three queued frames, the other ways none: the flow now moves.
     assert_ne!(
-        sw.forward(t(5), 0, frame(9, h), &mut ports).unwrap().port(),
+        sw.forward(t(5), 0, frame(9, h.with_tag(4)), &mut ports)
+            .unwrap()
+            .port(),
         p
     );
+}
+
+/// Under steady load a source always has requests in flight, yet a flow's pin is freed once
+/// its own requests, and those forwarded with them, are answered: the source's generations
+/// turn over about once per round trip.
+#[test]
+fn test_pin_freed_under_steady_load() {
+    let (mut sw, mut ports) = new_switch(small_pod, 0);
+    let a = Header::request(aid(0), aid(150), vc(0), 0x1000);
+    let resp = |tag| Header::response(Some(aid(150)), aid(0), vc(0)).with_tag(tag);
+    let p = sw
+        .forward(t(1), 0, frame(1, a.with_tag(0)), &mut ports)
+        .unwrap()
+        .port();
+    let g0 = sw.generation(aid(0));
+    // Other flows keep the source busy: every step sends one more request and answers the
+    // oldest, so at least three are always unanswered.
+    let other = |i: u16| Header::request(aid(0), aid(160), vc(1), u64::from(i) * 256);
+    for i in 1..4u16 {
+        sw.forward(
+            t(2),
+            0,
+            frame(u32::from(i) + 1, other(i).with_tag(i)),
+            &mut ports,
+        )
+        .unwrap();
+    }
+    sw.forward(t(3), 4, frame(100, resp(0)), &mut ports)
+        .unwrap();
+    let mut freed_at = None;
+    for i in 4..40u16 {
+        assert!(sw.unanswered(aid(0)) >= 3);
+        sw.forward(
+            t(4),
+            0,
+            frame(u32::from(i) + 1, other(i).with_tag(i)),
+            &mut ports,
+        )
+        .unwrap();
+        sw.forward(t(4), 4, frame(200 + u32::from(i), resp(i - 3)), &mut ports)
+            .unwrap();
+        if freed_at.is_none() && sw.flow_pin(&a).is_none() {
+            freed_at = Some(i);
+        }
+    }
+    let freed_at = freed_at.expect("the pin of the answered flow was freed");
+    assert!(freed_at < 12, "freed after {freed_at} steps");
+    assert!(sw.generation(aid(0)).wrapping_sub(g0) >= 2);
+    // Free again: the flow may now be placed by load (p holds its queued frame).
+    assert_ne!(sw.decide(0, &a), Ok(p));
+}
+
+/// A request whose tag comes back in a new request was given up by its requester (a
+/// timeout): it no longer holds the source's generations.
+#[test]
+fn test_reused_tag_releases_a_lost_request() {
+    let (mut sw, mut ports) = new_switch(small_pod, 0);
+    let a = Header::request(aid(0), aid(150), vc(0), 0x1000);
+    let b = Header::request(aid(0), aid(160), vc(0), 0x2000);
+    sw.forward(t(1), 0, frame(1, a.with_tag(5)), &mut ports)
+        .unwrap();
+    assert!(sw.flow_pin(&a).is_some());
+    // Its answer never comes; the requester times it out and reuses tag 5 for b.
+    sw.forward(t(2), 0, frame(2, b.with_tag(5)), &mut ports)
+        .unwrap();
+    assert_eq!(sw.unanswered(aid(0)), 1);
+    sw.forward(
+        t(3),
+        4,
+        frame(
+            3,
+            Header::response(Some(aid(160)), aid(0), vc(0)).with_tag(5),
+        ),
+        &mut ports,
+    )
+    .unwrap();
+    assert_eq!(sw.unanswered(aid(0)), 0);
+    assert_eq!(sw.flow_pin(&a), None);
+    assert_eq!(sw.flow_pin(&b), None);
 }
 
 /// Requests from a trunk (sources attached elsewhere, whose answers need not pass here) go by
@@ -217,7 +354,7 @@ fn test_colliding_flows_keep_order() {
     let (mut sw, mut ports) = new_switch(small_pod, 0);
     let h1 = Header::request(aid(0), aid(1), vc(0), 0);
     assert_eq!(
-        sw.forward(t(1), 0, frame(1, h1), &mut ports)
+        sw.forward(t(1), 0, frame(1, h1.with_tag(1)), &mut ports)
             .unwrap()
             .port(),
         1
@@ -232,24 +369,46 @@ fn test_colliding_flows_keep_order() {
     assert!(TRUNKS.contains(&p));
     for i in 0..6 {
         assert_eq!(
-            sw.forward(t(2), 0, frame(10 + i, h2), &mut ports)
-                .unwrap()
-                .port(),
+            sw.forward(
+                t(2),
+                0,
+                frame(10 + i, h2.with_tag(10 + i as u16)),
+                &mut ports
+            )
+            .unwrap()
+            .port(),
             p
         );
     }
     assert_eq!(sw.flow_pin(&h1), Some(1), "the first flow keeps its pin");
     assert_eq!(sw.flow_pin(&h2), None);
-    // Another flow of the same source, slot free, also goes by hash in this epoch.
+    // Another flow of the same source, in another slot, is unaffected: it takes a pin.
     let h3 = Header::request(aid(0), aid(160), vc(1), 0x7700);
     assert_ne!(sw.flow_slot(&h3), slot);
-    let p3 = sw.decide(0, &h3).unwrap();
-    for i in 0..4 {
-        assert_eq!(
-            sw.forward(t(3), 0, frame(20 + i, h3), &mut ports)
-                .unwrap()
-                .port(),
-            p3
-        );
-    }
+    let p3 = sw
+        .forward(t(3), 0, frame(20, h3.with_tag(20)), &mut ports)
+        .unwrap()
+        .port();
+    assert_eq!(sw.flow_pin(&h3), Some(p3));
+    // Once the first flow is answered its slot is free, but the hashed flow still has
+    // requests in flight: it keeps going by hash (and then holds the slot on that port).
+    sw.forward(
+        t(4),
+        1,
+        frame(
+            30,
+            Header::response(Some(aid(1)), aid(0), vc(0)).with_tag(1),
+        ),
+        &mut ports,
+    )
+    .unwrap();
+    assert_eq!(sw.flow_pin(&h1), None);
+    assert_eq!(sw.decide(0, &h2), Ok(p));
+    assert_eq!(
+        sw.forward(t(5), 0, frame(31, h2.with_tag(40)), &mut ports)
+            .unwrap()
+            .port(),
+        p
+    );
+    assert_eq!(sw.flow_pin(&h2), Some(p));
 }
