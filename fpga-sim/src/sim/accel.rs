@@ -214,6 +214,7 @@ impl Sim {
         match ap.req.submit(Instant::from_ps(now), &req) {
             Ok(id) => {
                 ap.piece_of.insert(u64::from(id.0), piece);
+                self.note_accel_work(e);
                 self.kick(e, now);
                 true
             }
@@ -257,6 +258,7 @@ impl Sim {
                 break;
             }
         }
+        self.note_accel_work(e);
         // Responses sent release the requests' credits and free completer slots.
         self.flush_credits(e, now);
         if responded {
@@ -295,6 +297,7 @@ impl Sim {
                     self.reference.check_read(o.dst, addr, d.data, exp);
                 }
             }
+            self.note_accel_work(r);
         }
         self.frames.free(h);
         self.flush_credits(r, now);
@@ -312,6 +315,7 @@ impl Sim {
             if ap.req.poll_timeout().is_some_and(|d| d <= t) {
                 ap.req.handle_timeout(t);
                 while ap.req.poll_event().is_some() {}
+                self.note_accel_work(e);
                 self.drain_completions(e, now);
             }
         }
@@ -377,6 +381,7 @@ impl Sim {
             handled = true;
         }
         if handled {
+            self.note_accel_work(r);
             self.flush_credits(r, now);
             self.kick(r, now);
         }

@@ -74,7 +74,7 @@ impl Sim {
         if self.hot[e as usize].pending {
             return;
         }
-        if self.txs[e as usize].link.has_transmit() || self.source_waiting(e) {
+        if self.source_waiting(e) || self.txs[e as usize].link.has_transmit() {
             self.kick(e, now);
             return;
         }
@@ -90,14 +90,36 @@ impl Sim {
     /// Whether end `e` has TL data waiting to be sent: in its link's queue, its TL packer,
     /// its overflow queue, or its source (switch queue, requester, completer).
     pub(crate) fn source_waiting(&self, e: u32) -> bool {
-        let tx = &self.txs[e as usize];
-        if !tx.txq.is_empty() || !tx.tl.is_idle() || tx.link.tx_room() < super::LINK_TXQ {
+        let h = &self.hot[e as usize];
+        debug_assert_eq!(h.tx_backlog, self.tx_backlog_now(e), "end {e}");
+        if h.tx_backlog {
             return true;
         }
         match self.owner[e as usize] {
             Owner::Switch { s, p } => self.switches[s as usize].fwd.backlog(p),
-            Owner::Accel { .. } => self.accels.port(e).is_some_and(|ap| ap.has_work()),
+            Owner::Accel { .. } => {
+                debug_assert_eq!(
+                    h.accel_work,
+                    self.accels.port(e).is_some_and(|ap| ap.has_work()),
+                    "end {e}"
+                );
+                h.accel_work
+            }
         }
+    }
+
+    /// Whether end `e`'s overflow queue, TL packer or link queue holds TL data (read from
+    /// the structures; `EndHot::tx_backlog` keeps the answer).
+    fn tx_backlog_now(&self, e: u32) -> bool {
+        let tx = &self.txs[e as usize];
+        !tx.txq.is_empty() || !tx.tl.is_idle() || tx.link.tx_room() < super::LINK_TXQ
+    }
+
+    /// Record whether accelerator end `e`'s requester or completer has something queued
+    /// (after either changed).
+    pub(crate) fn note_accel_work(&mut self, e: u32) {
+        let work = self.accels.port(e).is_some_and(|ap| ap.has_work());
+        self.hot[e as usize].accel_work = work;
     }
 
     pub(crate) fn on_tx(&mut self, e: u32, now: u64) {
@@ -114,15 +136,18 @@ impl Sim {
         let tx = &mut self.txs[ei];
         let wire = &mut self.wires[ei];
         let packed_before = tx.link.stats().tl_packed;
-        let slot = wire.flight.next_slot();
+        let slot = self.flits.take();
+        let bytes = self.flits.get_mut(slot);
         let sent = tx
             .link
-            .poll_transmit(Instant::from_ps(now), &mut slot.bytes)
+            .poll_transmit(Instant::from_ps(now), bytes)
             .is_some();
-        slot.at = at;
         if sent {
-            wire.corrupt_last();
+            wire.corrupt(bytes);
+        } else {
+            self.flits.put(slot);
         }
+        self.hot[ei].tx_backlog = self.tx_backlog_now(e);
         self.arm_timer(e, now);
         if !sent {
             if self.hot[ei].stall_since.is_none() && self.source_waiting(e) {
@@ -138,7 +163,7 @@ impl Sim {
             h.stall_ps += now - s;
         }
         let first = wire.flight.is_empty();
-        wire.flight.commit();
+        wire.flight.push(at, slot);
         h.busy_until = now + ser;
         h.busy_ps += ser;
         let packed = tx.link.stats().tl_packed - packed_before;
@@ -375,14 +400,14 @@ impl Sim {
             errors: 0,
         };
         let wire = &mut self.wires[ei];
-        let Some(f) = wire.flight.front() else {
+        let Some((_, slot)) = wire.flight.front() else {
             return;
         };
         let link = &mut self.txs[ri].link;
-        link.handle_flit(Instant::from_ps(now), &f.bytes, &mut sink);
+        link.handle_flit(Instant::from_ps(now), self.flits.get(slot), &mut sink);
         while link.poll_event().is_some() {}
-        wire.flight.pop();
-        let next = wire.flight.front().map(|n| n.at);
+        wire.flight.pop(&mut self.flits);
+        let next = wire.flight.front().map(|(at, _)| at);
         rx.tl_delivered += sink.tl;
         rx.tl_errors += sink.errors;
         if let Some(at) = next {

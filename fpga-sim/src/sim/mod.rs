@@ -23,7 +23,7 @@ pub mod switch;
 pub mod trace;
 
 use self::check::{Reference, SparseMem};
-use self::link::Wire;
+use self::link::{FlitPool, Wire};
 use self::port::{Credits, FrameSlab, PortState};
 use self::switch::Forwarder;
 use self::trace::Trace;
@@ -185,6 +185,12 @@ pub(crate) struct EndHot {
     pub tl_window: u64,
     pub stall_since: Option<u64>,
     pub stall_ps: u64,
+    /// TL data waits in the end's overflow queue, TL packer or link queue (only the end's
+    /// own `Tx` event changes those; kept up to date there).
+    pub tx_backlog: bool,
+    /// An accelerator end's requester or completer has something queued (kept up to date
+    /// wherever either is changed: `Sim::note_accel_work`).
+    pub accel_work: bool,
 }
 
 impl EndHot {
@@ -199,6 +205,8 @@ impl EndHot {
         tl_window: 0,
         stall_since: None,
         stall_ps: 0,
+        tx_backlog: false,
+        accel_work: false,
     };
 }
 
@@ -236,6 +244,8 @@ pub struct Sim {
     pub(crate) hot: Vec<EndHot>,
     /// The wire of each link end's transmit direction.
     pub(crate) wires: Vec<Wire>,
+    /// The bytes of every DL flit in flight.
+    pub(crate) flits: FlitPool,
     pub(crate) rxs: Vec<EndRx>,
     pub(crate) frames: FrameSlab,
     pub(crate) switches: Vec<SwitchModel>,
@@ -375,6 +385,7 @@ impl Sim {
             txs,
             hot: vec![EndHot::IDLE; n],
             wires,
+            flits: FlitPool::default(),
             rxs,
             frames: FrameSlab::default(),
             switches,
