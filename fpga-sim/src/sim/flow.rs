@@ -129,8 +129,14 @@ impl Sim {
             self.kick(e, now);
             return;
         }
-        self.prefill(e, now);
-        self.feed_link(e);
+        // The source, overflow queue and TL packer are looked at only if they may hold
+        // something (flags in EndHot), so that a transmitter with nothing but link work to do
+        // does not touch them.
+        let filled = self.prefill(e, now);
+        let fed = filled || self.hot[ei].tl_busy;
+        if fed {
+            self.feed_link(e);
+        }
         let to_accel = matches!(self.owner[self.peer[ei] as usize], Owner::Accel { .. });
         let at = now + self.t.link + if to_accel { self.t.endpoint } else { 0 };
         let tx = &mut self.txs[ei];
@@ -147,7 +153,16 @@ impl Sim {
         } else {
             self.flits.put(slot);
         }
-        self.hot[ei].tx_backlog = self.tx_backlog_now(e);
+        let tx = &self.txs[ei];
+        let h = &mut self.hot[ei];
+        if filled {
+            h.overflow = !tx.txq.is_empty();
+        }
+        if fed {
+            h.tl_busy = !tx.tl.is_idle();
+        }
+        h.link_queued = tx.link.tx_room() < super::LINK_TXQ;
+        h.tx_backlog = h.overflow || h.tl_busy || h.link_queued;
         self.arm_timer(e, now);
         if !sent {
             if self.hot[ei].stall_since.is_none() && self.source_waiting(e) {
@@ -234,11 +249,28 @@ impl Sim {
     }
 
     /// Move frames from end `e`'s source into its TL packer, about one DL flit's worth.
-    fn prefill(&mut self, e: u32, now: u64) {
+    /// Returns false when there was nothing to move (the overflow queue and TL packer were
+    /// not touched).
+    fn prefill(&mut self, e: u32, now: u64) -> bool {
+        let overflow = self.hot[e as usize].overflow;
         match self.owner[e as usize] {
-            Owner::Switch { s, p } => self.prefill_switch(e, s, p, now),
-            Owner::Accel { .. } => self.prefill_accel(e, now),
+            Owner::Switch { s, p } => {
+                if !overflow && !self.switches[s as usize].fwd.backlog(p) {
+                    return false;
+                }
+                self.prefill_switch(e, s, p, now);
+            }
+            Owner::Accel { .. } => {
+                if !overflow && !self.hot[e as usize].accel_work {
+                    // Nothing to send; owed credits are returned as they are released, so
+                    // this returns nothing either (kept for the invariant's sake).
+                    self.flush_credits(e, now);
+                    return false;
+                }
+                self.prefill_accel(e, now);
+            }
         }
+        true
     }
 
     fn prefill_switch(&mut self, e: u32, s: u32, p: u32, now: u64) {

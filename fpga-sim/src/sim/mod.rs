@@ -188,6 +188,11 @@ pub(crate) struct EndHot {
     /// TL data waits in the end's overflow queue, TL packer or link queue (only the end's
     /// own `Tx` event changes those; kept up to date there).
     pub tx_backlog: bool,
+    /// The parts of `tx_backlog`: frames in the overflow queue, data in the TL packer, TL
+    /// flits in the link's queue.
+    pub overflow: bool,
+    pub tl_busy: bool,
+    pub link_queued: bool,
     /// An accelerator end's requester or completer has something queued (kept up to date
     /// wherever either is changed: `Sim::note_accel_work`).
     pub accel_work: bool,
@@ -206,6 +211,9 @@ impl EndHot {
         stall_since: None,
         stall_ps: 0,
         tx_backlog: false,
+        overflow: false,
+        tl_busy: false,
+        link_queued: false,
         accel_work: false,
     };
 }

@@ -107,9 +107,9 @@ pub struct UaLink<const CAP: usize, const TXQ: usize> {
     stats: UaLinkStats,
     packer: DlPacker,
     unpacker: DlUnpacker,
+    control: Control,
     txq: Deque<[u8; TL_FLIT_LEN], TXQ>,
     retry: LinkRetry<CAP>,
-    control: Control,
 }
 
 struct Source<'a, const TXQ: usize> {
