@@ -15,7 +15,7 @@ use podlink_protocol::txn::{
     Request, Requester, RequesterConfig, SubmitError,
 };
 use podlink_protocol::wire::PartitionId;
-use podlink_protocol::wire::{AccelId, Vc};
+use podlink_protocol::wire::{AccelId, TlItem, TlPushError, Vc};
 use std::collections::VecDeque;
 
 /// Tags per accelerator port.
@@ -253,9 +253,20 @@ impl Sim {
             let Some(item) = item else {
                 break;
             };
-            let h = self.frames.alloc_transfer(&item, e);
-            if !self.push_frame(e, h, now) {
-                break;
+            // Straight into the TL packer; only an item that does not fit now is kept as a
+            // frame in the overflow queue (as `push_frame` would keep it).
+            match self.txs[ei].tl.push(&TlItem::Transfer(item)) {
+                Ok(()) => {
+                    if let Some(tr) = self.trace.as_mut() {
+                        tr.mark(now, Mark::Pull(e));
+                    }
+                }
+                Err(TlPushError::Full) => {
+                    let h = self.frames.alloc_transfer(&item, e);
+                    self.txs[ei].txq.push_front(h);
+                    break;
+                }
+                Err(TlPushError::Invalid(_)) => self.stats.invalid_frames += 1,
             }
         }
         self.note_accel_work(e);
