@@ -808,6 +808,26 @@ impl Switch {
         None
     }
 
+    /// [`Switch::poll_transmit`] for one egress port: the next frame `port` may send now,
+    /// if any. The same choice, and the same round-robin update, as `poll_transmit` when
+    /// every other port is unavailable, without visiting them: for a caller whose transmitters
+    /// pull frames one port at a time (e.g. as each packs a DL flit).
+    #[must_use]
+    pub fn poll_transmit_port<P: PortLink>(
+        &mut self,
+        now: Instant,
+        port: u8,
+        link: &mut P,
+    ) -> Option<Transmit> {
+        let bit = 1u64.checked_shl(u32::from(port))?;
+        if usize::from(port) >= MAX_PORTS || self.egress.backlogged_ports() & bit == 0 {
+            return None;
+        }
+        let tx = self.try_port(now, port, link)?;
+        self.tx_rr = port.wrapping_add(1) & 63;
+        Some(tx)
+    }
+
     fn try_port<P: PortLink>(&mut self, now: Instant, p: u8, link: &mut P) -> Option<Transmit> {
         if !link.is_up() {
             return None;

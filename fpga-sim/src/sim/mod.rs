@@ -419,11 +419,6 @@ impl Sim {
         for s in 0..sim.switches.len() {
             let sw = &mut sim.switches[s];
             let range = sw.base as usize..(sw.base + sw.n) as usize;
-            let gate = std::rc::Rc::new(std::cell::Cell::new(u32::MAX));
-            for (i, p) in sim.ports[range.clone()].iter_mut().enumerate() {
-                p.index = i as u32;
-                p.puller = Some(gate.clone());
-            }
             for p in 0..sw.n {
                 sw.fwd.refresh(p, &sim.ports[range.clone()]);
             }

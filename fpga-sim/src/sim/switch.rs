@@ -120,19 +120,12 @@ impl Forwarder {
     ) -> Option<u32> {
         match self {
             Forwarder::Podlink(s) => {
+                // The library's choice for this port alone (as its `poll_transmit` with every
+                // other port unavailable).
                 let p = ports.get_mut(port as usize)?;
                 p.accepting = true;
-                let gate = p.puller.clone();
-                if let Some(g) = &gate {
-                    g.set(port);
-                }
-                let tx = s.poll_transmit(now, ports);
-                if let Some(g) = &gate {
-                    g.set(u32::MAX);
-                }
-                if let Some(p) = ports.get_mut(port as usize) {
-                    p.accepting = false;
-                }
+                let tx = s.poll_transmit_port(now, port as u8, p);
+                p.accepting = false;
                 let tx = tx?;
                 debug_assert_eq!(u32::from(tx.port), port, "frame pulled for another port");
                 let (flow, beats) = beats_of(tx.handle);
