@@ -145,7 +145,6 @@ pub fn export(pod: &PodFile, fabric: &Fabric, sw: u32) -> Result<Vec<u8>, Export
 mod tests {
     use super::*;
     use crate::pod::presets;
-    use podlink_protocol::time::Instant;
     use podlink_protocol::wire::Vc;
     use podlink_switch::port::SimPort;
     use podlink_switch::{DropReason, Header, Switch};
@@ -161,7 +160,6 @@ mod tests {
         for p in 0..node.ports.len() {
             s.refresh_port(p as u8, &SimPort::up_with_credits(64));
         }
-        let now = Instant::ZERO;
         for (ingress, a) in node.ports.iter().enumerate() {
             let sources: Vec<u32> = match a {
                 Attach::Accel { accel, .. } => vec![*accel],
@@ -189,7 +187,7 @@ mod tests {
                     );
                     let same =
                         fabric.partition_of[src as usize] == fabric.partition_of[dst as usize];
-                    match s.decide(now, ingress as u8, &h) {
+                    match s.decide(ingress as u8, &h) {
                         Ok(port) => {
                             assert!(same, "switch {sw}: {src}->{dst} crosses partitions");
                             assert!(

@@ -7,8 +7,10 @@
 //! * [`sim`]: the pod model (accelerators, links, switches) and [`sim::results::run`].
 //! * [`router`]: the flit-level input-queued VC router (pipeline, allocators, credits).
 //! * [`booksim`]: the BookSim-comparable mode that validates the router model.
+//! * [`conformance`]: named fault scenarios judged by explicit criteria.
 
 pub mod booksim;
+pub mod conformance;
 pub mod engine;
 pub mod export;
 pub mod pod;

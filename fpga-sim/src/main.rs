@@ -58,6 +58,21 @@ enum Cmd {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Run conformance scenarios (all, or those named) and print a verdict table; exit 1 if
+    /// any fails.
+    Conformance {
+        /// Scenarios to run (default: every one; `--list` names them).
+        names: Vec<String>,
+        /// List the scenarios and exit.
+        #[arg(long)]
+        list: bool,
+        /// Print the verdicts as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Seed of every random stream.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
     /// BookSim-comparable mode: `booksim CONFIG [key=value ...] [--bench]`.
     #[command(disable_help_flag = true)]
     Booksim {
@@ -364,6 +379,46 @@ fn cmd_sweep(a: &RunArgs, loads: &str) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+fn cmd_conformance(names: &[String], list: bool, json: bool, seed: u64) -> ExitCode {
+    use podlink_sim::conformance as conf;
+    if list {
+        let mut t = String::new();
+        for s in conf::SCENARIOS {
+            t.push_str(&format!("{:<18} {}\n", s.name, s.about));
+        }
+        emit(&t);
+        return ExitCode::SUCCESS;
+    }
+    let chosen = match conf::select(names) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("podlink-sim: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut progress = Progress::new();
+    let results = conf::run(&chosen, seed, |i, n, _| {
+        progress.update(i as u64, n as u64, "conformance")
+    });
+    progress.finish();
+    if json {
+        match serde_json::to_string_pretty(&results) {
+            Ok(j) => emit(&(j + "\n")),
+            Err(e) => eprintln!("podlink-sim: {e}"),
+        }
+    } else {
+        emit(&conf::table(&results));
+    }
+    if results.failed > 0 {
+        eprintln!(
+            "podlink-sim: {} conformance scenario(s) FAILED",
+            results.failed
+        );
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}
+
 /// Load a pod from a file or a preset name (default preset when neither is given).
 fn load_pod(file: Option<&PathBuf>, preset: Option<&str>) -> Result<PodFile, String> {
     match (file, preset) {
@@ -414,6 +469,12 @@ fn main() -> ExitCode {
             }
         }
         Some(Cmd::Booksim { args }) => podlink_sim::booksim::cli_main(&args),
+        Some(Cmd::Conformance {
+            names,
+            list,
+            json,
+            seed,
+        }) => cmd_conformance(&names, list, json, seed),
         None => cmd_run(&RunArgs::default()),
         Some(Cmd::Run(a)) => cmd_run(&a),
         Some(Cmd::Sweep { run, loads }) => cmd_sweep(&run, &loads),

@@ -37,6 +37,8 @@ pub struct OpSpec {
     pub bytes: u32,
     /// Byte address at the destination.
     pub addr: u64,
+    /// Virtual channel of its requests (0..=3).
+    pub vc: u8,
 }
 
 /// A generator for one workload over a set of member accelerators.
@@ -155,6 +157,7 @@ impl Generator {
                 class,
                 bytes: 8,
                 addr: ATOMIC_COUNTER_ADDR,
+                vc: self.w.vc,
             },
             _ => {
                 let bytes = self.w.message_bytes;
@@ -166,6 +169,7 @@ impl Generator {
                     class,
                     bytes,
                     addr: window_base(src) + slot * 256,
+                    vc: self.w.vc,
                 }
             }
         }
@@ -251,6 +255,7 @@ pub fn parse_trace(text: &str, accelerators: u32) -> Result<Vec<TraceOp>, String
                     class,
                     bytes,
                     addr: ATOMIC_COUNTER_ADDR,
+                    vc: 0,
                 }
             }
             _ => {
@@ -269,6 +274,7 @@ pub fn parse_trace(text: &str, accelerators: u32) -> Result<Vec<TraceOp>, String
                     class,
                     bytes,
                     addr: window_base(src) + slot * 256,
+                    vc: 0,
                 }
             }
         };
@@ -296,6 +302,8 @@ mod tests {
             atomic: 0.1,
             target: Some(3),
             trace: None,
+            vc: 0,
+            sources: None,
         }
     }
 

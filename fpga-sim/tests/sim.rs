@@ -202,3 +202,116 @@ fn request_timeouts_do_not_stop_time() {
     assert!(s.drained, "every operation completed or failed");
     assert!(s.integrity.failed > 0, "{:?}", s.integrity);
 }
+
+#[test]
+fn bad_routes_and_faults_are_refused_before_the_run() {
+    use podlink_sim::pod::config::RouteOverride;
+    use podlink_sim::pod::topology::RouteProblem;
+    use podlink_sim::sim::fault::{Fault, FaultKind, FaultPlan, PortRef};
+    use podlink_sim::sim::SimError;
+    let mut pod = presets::load("single-switch-16").unwrap();
+    pod.routes = vec![
+        RouteOverride {
+            switch: 0,
+            dest: "1-2".into(),
+            ports: vec![1, 2],
+        },
+        RouteOverride {
+            switch: 0,
+            dest: "9".into(),
+            ports: vec![],
+        },
+    ];
+    match run(&pod, &short(100), |_, _| {}) {
+        Err(SimError::Route { entry, problem, .. }) => {
+            assert_eq!(entry, "routes.0");
+            // Port 2 leads to accelerator 2, not 1.
+            assert_eq!(
+                problem,
+                RouteProblem::BadPort {
+                    switch: 0,
+                    dest: 1,
+                    port: 2
+                }
+            );
+        }
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("ran"),
+    }
+    pod.routes.remove(0);
+    let e = run(&pod, &short(100), |_, _| {}).err().unwrap();
+    assert_eq!(
+        e.to_string(),
+        "single-switch-16: routes.0: switch 0: no route to accelerator 9"
+    );
+    let pod = presets::load("single-switch-16").unwrap();
+    for (what, want) in [
+        (
+            FaultKind::LinkDown(PortRef { switch: 1, port: 0 }),
+            "faults.0: no switch 1",
+        ),
+        (
+            FaultKind::PortFail(PortRef {
+                switch: 0,
+                port: 16,
+            }),
+            "faults.0: switch 0 has no port 16",
+        ),
+        (
+            FaultKind::Withhold { accel: 3, vc: 4 },
+            "faults.0: virtual channel 4",
+        ),
+        (
+            FaultKind::ModuleErrors {
+                link: PortRef { switch: 0, port: 0 },
+                per_window: 1,
+            },
+            "faults.0: module errors need a health window",
+        ),
+    ] {
+        let opts = Options {
+            faults: FaultPlan {
+                faults: vec![Fault { at_ps: 0, what }],
+                ..FaultPlan::default()
+            },
+            ..short(100)
+        };
+        let e = run(&pod, &opts, |_, _| {}).err().unwrap();
+        assert!(e.to_string().starts_with(want), "{e}");
+    }
+}
+
+#[test]
+fn bit_errors_start_when_the_fault_says() {
+    use podlink_sim::sim::fault::{Fault, FaultKind, FaultPlan, PortRef};
+    let pod = presets::load("single-switch-16").unwrap();
+    let link = PortRef { switch: 0, port: 3 };
+    let mut opts = Options {
+        load: Some(0.1),
+        faults: FaultPlan {
+            faults: vec![Fault {
+                at_ps: 1_500_000,
+                what: FaultKind::SetBer { link, ber: 2e-5 },
+            }],
+            ..FaultPlan::default()
+        },
+        ..short(1500)
+    };
+    let r = run(&pod, &opts, |_, _| {}).unwrap();
+    let s = &r.summary;
+    assert!(s.links.crc_errors > 0, "{:?}", s.links);
+    // Only that link (both directions) saw errors.
+    let with_errors: Vec<u32> = r.links.iter().filter(|l| l.4 > 0).map(|l| l.0).collect();
+    assert!(
+        !with_errors.is_empty() && with_errors.len() <= 2,
+        "{with_errors:?}"
+    );
+    assert!(
+        s.integrity.mismatches == 0 && s.integrity.duplicates == 0,
+        "{s:?}"
+    );
+    // At the end of the run: none.
+    opts.faults.faults[0].at_ps = 1_500_000_000;
+    let r = run(&pod, &opts, |_, _| {}).unwrap();
+    assert_eq!(r.summary.links.crc_errors, 0);
+}

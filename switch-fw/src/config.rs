@@ -2,7 +2,7 @@
 //! and emitter (`spec-notes/switch.md#configuration-format`).
 //!
 //! ```text
-//! header   16 B   magic "PLSW" | version 1 | flags | num_ports | rsvd | generation u32 | order_hold_ns u32
+//! header   16 B   magic "PLSW" | version 1 | flags | num_ports | rsvd | generation u32 | rsvd u32 (ignored)
 //! section  4 B + body, repeated:   type u8 | rsvd u8 | length u16 | body[length]
 //! trailer  4 B    CRC-32/BZIP2 of everything before it
 //! ```
@@ -23,7 +23,6 @@ use core::fmt;
 use nom::bytes::complete::take;
 use nom::number::complete::{be_u16, be_u32, be_u8};
 use nom::{IResult, Parser};
-use podlink_protocol::time::Duration;
 use podlink_protocol::wire::crc::{verify, CRC32_BZIP2};
 use podlink_protocol::wire::{AccelId, PartitionId};
 
@@ -243,7 +242,7 @@ pub fn parse_into(bytes: &[u8], t: &mut Tables) -> Result<(), ConfigError> {
     if magic != MAGIC {
         return Err(ConfigError::BadMagic);
     }
-    let (rest, (version, flags, num_ports, rsvd, generation, hold_ns)) =
+    let (rest, (version, flags, num_ports, rsvd, generation, _ignored)) =
         run((be_u8, be_u8, be_u8, be_u8, be_u32, be_u32).parse(rest))?;
     if version != VERSION {
         return Err(ConfigError::BadVersion(version));
@@ -261,7 +260,8 @@ pub fn parse_into(bytes: &[u8], t: &mut Tables) -> Result<(), ConfigError> {
     t.set_num_ports(num_ports)?;
     t.set_adaptive(flags & FLAG_ADAPTIVE != 0);
     t.set_generation(generation);
-    t.set_order_hold(Duration::from_ns(u64::from(hold_ns)));
+    // Bytes 12..16 held a flow-pin hold time in earlier builds; the ordering rule no longer
+    // uses time (`spec-notes/switch.md#ordering-rule`), so they are read and ignored.
 
     let mut rest = rest;
     let mut seen = 0u32;
@@ -430,8 +430,7 @@ pub fn emit(t: &Tables, out: &mut [u8]) -> Result<usize, EmitError> {
     let flags = if t.adaptive() { FLAG_ADAPTIVE } else { 0 };
     w.put(&[VERSION, flags, t.num_ports(), 0]);
     w.put(&t.generation().to_be_bytes());
-    let hold_ns = u32::try_from(t.order_hold().as_ns()).unwrap_or(u32::MAX);
-    w.put(&hold_ns.to_be_bytes());
+    w.put(&0u32.to_be_bytes());
     w.section(SECTION_PORTS, |w| {
         for p in 0..t.num_ports() {
             if !t.port_configured(p) {

@@ -11,8 +11,6 @@ use crate::{MAX_PARTITIONS, MAX_PORTS, NUM_VCS, QUEUE_SLOTS};
 use podlink_protocol::wire::{AccelId, Vc};
 
 const NIL: u16 = u16::MAX;
-/// "No flow bucket" in a descriptor (the frame is not a request).
-pub(crate) const NO_BUCKET: u16 = u16::MAX;
 
 /// A queued frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,7 +18,6 @@ pub(crate) struct Slot {
     pub(crate) handle: u32,
     pub(crate) header: Header,
     pub(crate) bytes: u16,
-    pub(crate) bucket: u16,
     next: u16,
 }
 
@@ -33,9 +30,9 @@ const EMPTY_SLOT: Slot = Slot {
         vc: Vc::from_bits_truncate(0),
         region: 0,
         beats: 0,
+        last: false,
     },
     bytes: 0,
-    bucket: NO_BUCKET,
     next: NIL,
 };
 
@@ -132,7 +129,6 @@ impl Egress {
         handle: u32,
         header: Header,
         bytes: u16,
-        bucket: u16,
     ) -> Result<(), ()> {
         let vc = header.vc.get();
         let fi = fifo_index(port, vc, part);
@@ -146,7 +142,6 @@ impl Egress {
             handle,
             header,
             bytes,
-            bucket,
             next: NIL,
         };
         let fifo = self.fifos.get_mut(fi).ok_or(())?;
@@ -200,14 +195,13 @@ impl Egress {
         Some(slot)
     }
 
-    /// Remove every frame queued at `port`, calling `f` on each, and keep its descriptor on
-    /// the discard list until [`Egress::pop_discard`]; returns how many.
-    pub(crate) fn drain_port(&mut self, port: u8, mut f: impl FnMut(&Slot)) -> u32 {
+    /// Remove every frame queued at `port` and keep its descriptor on the discard list until
+    /// [`Egress::pop_discard`]; returns how many.
+    pub(crate) fn drain_port(&mut self, port: u8) -> u32 {
         let mut n = 0u32;
         for vc in 0..NUM_VCS as u8 {
             for part in 0..MAX_PARTITIONS as u8 {
                 while let Some(s) = self.pop(port, vc, part) {
-                    f(&s);
                     self.push_discard(s);
                     n = n.wrapping_add(1);
                 }
@@ -270,9 +264,9 @@ mod tests {
     fn test_fifo_order_and_masks() {
         let mut e = Egress::new();
         for h in 0..3 {
-            e.push(5, 2, h, hdr(1), 64, NO_BUCKET).unwrap();
+            e.push(5, 2, h, hdr(1), 64).unwrap();
         }
-        e.push(5, 3, 9, hdr(0), 64, NO_BUCKET).unwrap();
+        e.push(5, 3, 9, hdr(0), 64).unwrap();
         assert_eq!(e.backlogged_ports(), 1 << 5);
         assert_eq!(e.part_mask(5, 1), 1 << 2);
         assert_eq!(e.depth(5, 1), 3);
@@ -283,7 +277,7 @@ mod tests {
         }
         assert_eq!(e.pop(5, 1, 2), None);
         assert_eq!(e.backlogged_ports(), 1 << 5);
-        assert_eq!(e.drain_port(5, |_| {}), 1);
+        assert_eq!(e.drain_port(5), 1);
         assert_eq!(e.backlogged_ports(), 0);
         assert_eq!((e.used(), e.discarded()), (1, 1));
         assert_eq!(e.pop_discard().map(|s| s.handle), Some(9));
@@ -291,7 +285,7 @@ mod tests {
         assert_eq!((e.used(), e.discarded()), (0, 0));
         // The freed descriptors are usable again.
         for h in 0..QUEUE_SLOTS as u32 {
-            e.push((h % 64) as u8, 0, h, hdr(0), 64, NO_BUCKET).unwrap();
+            e.push((h % 64) as u8, 0, h, hdr(0), 64).unwrap();
         }
     }
 
@@ -299,12 +293,12 @@ mod tests {
     fn test_pool_exhaustion() {
         let mut e = Egress::new();
         for h in 0..QUEUE_SLOTS as u32 {
-            e.push((h % 64) as u8, 0, h, hdr(0), 64, NO_BUCKET).unwrap();
+            e.push((h % 64) as u8, 0, h, hdr(0), 64).unwrap();
         }
-        assert!(e.push(0, 0, 0, hdr(0), 64, NO_BUCKET).is_err());
+        assert!(e.push(0, 0, 0, hdr(0), 64).is_err());
         assert!(e.pop(3, 0, 0).is_some());
-        assert!(e.push(0, 0, 0, hdr(0), 64, NO_BUCKET).is_ok());
-        assert!(e.push(64, 0, 0, hdr(0), 64, NO_BUCKET).is_err());
-        assert!(e.push(0, 16, 0, hdr(0), 64, NO_BUCKET).is_err());
+        assert!(e.push(0, 0, 0, hdr(0), 64).is_ok());
+        assert!(e.push(64, 0, 0, hdr(0), 64).is_err());
+        assert!(e.push(0, 16, 0, hdr(0), 64).is_err());
     }
 }

@@ -35,6 +35,9 @@ pub struct Header {
     /// 64 B data beats that follow the field: the data credits it needs on each hop (the
     /// protocol's credit classes: one command credit plus one data credit per beat).
     pub beats: u8,
+    /// A response that is the last of its request (the ordering pins count answered
+    /// requests by it); false for other kinds.
+    pub last: bool,
 }
 
 impl Header {
@@ -47,10 +50,11 @@ impl Header {
             vc,
             region: fold_region(addr >> 8),
             beats: 0,
+            last: false,
         }
     }
 
-    /// A response header.
+    /// A response header (the last, or only, response of its request).
     pub const fn response(src: Option<AccelId>, dst: AccelId, vc: Vc) -> Header {
         Header {
             kind: FrameKind::Response,
@@ -59,7 +63,14 @@ impl Header {
             vc,
             region: 0,
             beats: 0,
+            last: true,
         }
+    }
+
+    /// The same response header with its `last` flag set to `last`.
+    pub const fn with_last(mut self, last: bool) -> Header {
+        self.last = last;
+        self
     }
 
     /// The same header with `beats` data beats (data credits) following the field.
@@ -86,6 +97,7 @@ impl Header {
                 // addr holds byte-address bits 56..2; >> 6 leaves bits 56..8.
                 region: fold_region(r.addr >> 6),
                 beats: 0,
+                last: false,
             },
             TlField::CompressedRequest(r) => Header {
                 kind: FrameKind::Request,
@@ -95,11 +107,15 @@ impl Header {
                 // addr holds bits 19..6; >> 2 leaves bits 19..8 (12 bits). Way above them.
                 region: (u32::from(r.cway & 3) << 12) | (u32::from(r.addr >> 2) & 0x0fff),
                 beats: 0,
+                last: false,
             },
             TlField::UncompressedResponse(r) => {
-                Header::response(Some(r.srcaccid), r.dstaccid, r.vchan)
+                Header::response(Some(r.srcaccid), r.dstaccid, r.vchan).with_last(r.last)
             }
-            TlField::CompressedReadResponse(r) => Header::response(None, r.dstaccid, r.vchan),
+            TlField::CompressedReadResponse(r) => {
+                Header::response(None, r.dstaccid, r.vchan).with_last(r.last)
+            }
+            // One field answers the whole request (a write, or a multi-beat read).
             TlField::CompressedWriteResponse(r) => Header::response(None, r.dstaccid, r.vchan),
             TlField::FlowControl(_) => Header {
                 kind: FrameKind::LinkLocal,
@@ -108,6 +124,7 @@ impl Header {
                 vc: Vc::from_bits_truncate(0),
                 region: 0,
                 beats: 0,
+                last: false,
             },
         };
         h.with_beats(beats)
@@ -185,7 +202,18 @@ mod tests {
         let h = Header::from_tl(&TlField::FlowControl(Default::default()));
         assert_eq!(h.kind, FrameKind::LinkLocal);
         let h = Header::from_tl(&TlField::CompressedReadResponse(Default::default()));
-        assert_eq!((h.kind, h.src), (FrameKind::Response, None));
+        assert_eq!((h.kind, h.src, h.last), (FrameKind::Response, None, false));
+        let r = podlink_protocol::wire::TlCompressedReadResponse {
+            last: true,
+            ..Default::default()
+        };
+        assert!(Header::from_tl(&TlField::CompressedReadResponse(r)).last);
+        assert!(Header::from_tl(&TlField::CompressedWriteResponse(Default::default())).last);
+        let r = podlink_protocol::wire::TlUncompressedResponse {
+            last: false,
+            ..Default::default()
+        };
+        assert!(!Header::from_tl(&TlField::UncompressedResponse(r)).last);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! (`spec-notes/switch.md#pipeline`).
 
 use crate::config::{self, ConfigError};
-use crate::egress::{pp, pv, Egress, Slot, NO_BUCKET};
+use crate::egress::{pp, pv, Egress};
 use crate::event::{Counters, DropReason, Event};
 use crate::header::{FrameKind, Header};
 use crate::health::{Health, HealthMonitor, HealthPolicy, TransceiverReading};
@@ -11,7 +11,7 @@ use crate::tables::{Attachment, Tables, INGRESS_TRUNK, INGRESS_UNUSED, NO_PART, 
 use crate::{EVENT_QUEUE, FLOW_BUCKETS, MAX_IDS, MAX_PARTITIONS, MAX_PORTS, NUM_VCS};
 use heapless::Deque;
 use podlink_protocol::time::Instant;
-use podlink_protocol::wire::Vc;
+use podlink_protocol::wire::{AccelId, Vc};
 
 const FLOW_BITS: u32 = FLOW_BUCKETS.trailing_zeros();
 const _: () = assert!(1 << FLOW_BITS == FLOW_BUCKETS);
@@ -75,21 +75,59 @@ pub enum CommitError {
     NothingStaged,
 }
 
-/// One bucket of the in-flight flow table.
+/// One entry of the flow-pin table: the port a flow's requests leave on while any is in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FlowBucket {
-    /// Frames of the bucket's flows queued in this switch.
-    queued: u16,
+struct FlowPin {
+    /// [`flow_key`] of the flow (0: empty).
+    key: u64,
+    /// [`Switch`]'s table serial when the port was chosen: while it is unchanged the port is
+    /// still one of the destination's ways.
+    serial: u32,
+    /// The source's answer epoch when the flow last sent ([`SrcOrder::epoch`]).
+    epoch: u16,
     port: u8,
-    /// The pin also holds until this time after the last frame left.
-    hold_until_ps: u64,
 }
 
-const EMPTY_FLOW: FlowBucket = FlowBucket {
-    queued: 0,
+const EMPTY_PIN: FlowPin = FlowPin {
+    key: 0,
+    serial: 0,
+    epoch: 0,
     port: NO_PORT,
-    hold_until_ps: 0,
 };
+
+/// Per attached accelerator: how many of its requests this switch forwarded are unanswered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SrcOrder {
+    /// Requests forwarded minus last responses forwarded back to it (saturating).
+    outstanding: u32,
+    /// Bumped each time `outstanding` returns to 0: every pin taken in an older epoch is free.
+    epoch: u16,
+    /// The epoch in which a request of this source found no pin entry and went by hash
+    /// (then every flow of the source without an entry must go by hash until the epoch ends).
+    hashed: u16,
+}
+
+const SRC_IDLE: SrcOrder = SrcOrder {
+    outstanding: 0,
+    epoch: 0,
+    hashed: u16::MAX,
+};
+
+/// The exact key of a flow: valid bit, VC, destination, source, region.
+#[inline(always)]
+fn flow_key(src: u16, h: &Header) -> u64 {
+    (1 << 63)
+        | (u64::from(h.vc.get()) << 52)
+        | (u64::from(h.dst.get()) << 42)
+        | (u64::from(src & 0x3ff) << 32)
+        | u64::from(h.region)
+}
+
+/// The source of a pin's key.
+#[inline(always)]
+fn key_src(key: u64) -> usize {
+    ((key >> 32) & 0x3ff) as usize
+}
 
 /// A stateless table-routing switch of up to [`MAX_PORTS`] ports.
 ///
@@ -108,9 +146,16 @@ const EMPTY_FLOW: FlowBucket = FlowBucket {
 ///
 /// # Ordering rule
 /// Requests of one (source, destination, VC, 256 B region) leave on the same port while any is
-/// in flight: queued here, or sent less than [`Tables::order_hold`] ago. Flows are hashed
-/// into [`FLOW_BUCKETS`] buckets holding a port and a count; flows that share a bucket share
-/// the pin, which can only make the switch more conservative, never reorder.
+/// in flight, where "in flight" means *not yet answered*: the switch counts, per attached
+/// source, the requests it forwarded and the last responses it forwarded back to that source.
+/// A flow's pin (an exact-keyed entry of a [`FLOW_BUCKETS`]-entry direct-mapped table) is
+/// taken in the source's current *epoch*; the epoch ends when the source's count returns to
+/// zero, which frees every pin taken in it. A flow whose slot is held by another live flow
+/// goes by deterministic hash (and so does every unpinned flow of that source until its epoch
+/// ends). Requests arriving on trunks (sources not attached here, whose responses need not pass
+/// here) always go by deterministic hash. Counting assumes what UALink routing gives: an
+/// accelerator's responses return through the switch its requests entered by
+/// (`spec-notes/switch.md#ordering-rule`); lost requests only keep pins longer.
 pub struct Switch {
     banks: [Tables; 2],
     active: u8,
@@ -118,7 +163,10 @@ pub struct Switch {
     score: [[u16; 256]; NUM_VCS],
     credits: [u32; MAX_PORTS * NUM_VCS],
     up: u64,
-    flows: [FlowBucket; FLOW_BUCKETS],
+    flows: [FlowPin; FLOW_BUCKETS],
+    srcs: [SrcOrder; MAX_IDS],
+    /// Bumped by every commit (the tables in force changed).
+    serial: u32,
     health: [HealthMonitor; MAX_PORTS],
     policy: HealthPolicy,
     next_window: Instant,
@@ -143,6 +191,28 @@ fn flow_hash(h: &Header) -> u32 {
     x ^ (x >> 15)
 }
 
+/// The first healthy way from the flow's hash way, else the first usable (degraded) one: a
+/// choice that changes only when a port's health changes or it goes down, so that a degraded
+/// port is drained of hashed flows too (see `spec-notes/switch.md#ordering-rule` for the
+/// ordering cost at that moment).
+#[inline]
+fn stick_hash(ways: &[u8], hash: u32, score: impl Fn(u8) -> u16) -> Result<u8, DropReason> {
+    let n = ways.len();
+    let start = ((u64::from(hash) * n as u64) >> 32) as usize;
+    let mut usable = None;
+    for k in 0..n {
+        let p = ways.get((start + k) % n).copied().unwrap_or(NO_PORT);
+        let s = score(p);
+        if s >= HEALTHY_TIER {
+            return Ok(p);
+        }
+        if s != 0 && usable.is_none() {
+            usable = Some(p);
+        }
+    }
+    usable.ok_or(DropReason::Unreachable)
+}
+
 impl Switch {
     /// A switch with empty tables (it drops everything until a configuration is committed)
     /// and the default health policy. Every port is down until [`Switch::refresh_port`].
@@ -154,7 +224,9 @@ impl Switch {
             score: [[0; 256]; NUM_VCS],
             credits: [0; MAX_PORTS * NUM_VCS],
             up: 0,
-            flows: [EMPTY_FLOW; FLOW_BUCKETS],
+            flows: [EMPTY_PIN; FLOW_BUCKETS],
+            srcs: [SRC_IDLE; MAX_IDS],
+            serial: 0,
             health: [HealthMonitor::new(); MAX_PORTS],
             policy: HealthPolicy::default(),
             next_window: Instant::ZERO,
@@ -227,21 +299,41 @@ impl Switch {
         self.egress.discarded()
     }
 
-    /// Requests in flight (queued) in the flow bucket of `h`, and the port they are pinned to.
-    pub fn flow_pin(&self, h: &Header) -> (u16, Option<u8>) {
-        let b = self.flow_bucket(h);
-        (b.queued, Some(b.port).filter(|&p| p != NO_PORT))
+    /// The port requests of `h`'s flow are pinned to, while the flow is in flight (unanswered
+    /// requests forwarded from a source attached here).
+    pub fn flow_pin(&self, h: &Header) -> Option<u8> {
+        let src = h.src?.get();
+        let pin = self.flows.get(Self::flow_index(h)).copied()?;
+        (pin.key == flow_key(src, h) && self.pin_live(&pin)).then_some(pin.port)
     }
 
+    /// The slot of `h`'s flow in the pin table (diagnostics and tests: flows with equal slots
+    /// collide).
+    pub fn flow_slot(&self, h: &Header) -> usize {
+        Self::flow_index(h)
+    }
+
+    /// Requests from `src` forwarded here and not yet answered (as counted by the ordering
+    /// rule).
+    pub fn unanswered(&self, src: AccelId) -> u32 {
+        self.srcs
+            .get(usize::from(src.get()))
+            .map_or(0, |s| s.outstanding)
+    }
+
+    #[inline(always)]
     fn flow_index(h: &Header) -> usize {
         (flow_hash(h) >> (32 - FLOW_BITS)) as usize
     }
 
-    fn flow_bucket(&self, h: &Header) -> FlowBucket {
-        self.flows
-            .get(Self::flow_index(h))
-            .copied()
-            .unwrap_or(EMPTY_FLOW)
+    /// A pin holds while its source's epoch is the one it was taken in.
+    #[inline(always)]
+    fn pin_live(&self, pin: &FlowPin) -> bool {
+        pin.key != 0
+            && self
+                .srcs
+                .get(key_src(pin.key))
+                .is_some_and(|s| s.epoch == pin.epoch)
     }
 
     fn raise(&mut self, e: Event) {
@@ -301,6 +393,7 @@ impl Switch {
         }
         self.staged = false;
         self.active ^= 1;
+        self.serial = self.serial.wrapping_add(1);
         let generation = self.tables().generation();
         self.counters.commits = self.counters.commits.wrapping_add(1);
         self.raise(Event::ConfigCommitted { generation });
@@ -428,12 +521,9 @@ impl Switch {
     }
 
     fn flush(&mut self, port: u8) {
-        let flows = &mut self.flows;
-        let n = self.egress.drain_port(port, |s: &Slot| {
-            if let Some(b) = flows.get_mut(usize::from(s.bucket)) {
-                b.queued = b.queued.saturating_sub(1);
-            }
-        });
+        // Flushed requests are never answered: their sources' pins stay until the requester's
+        // own timeout shows up as an error response (conservative, never reordering).
+        let n = self.egress.drain_port(port);
         if n > 0 {
             if let Some(c) = self.counters.ports.get_mut(usize::from(port)) {
                 c.flushed = c.flushed.wrapping_add(n);
@@ -559,7 +649,7 @@ impl Switch {
     /// # Errors
     /// The [`DropReason`] when the frame must be dropped.
     #[inline]
-    pub fn decide(&self, now: Instant, ingress: u8, h: &Header) -> Result<u8, DropReason> {
+    pub fn decide(&self, ingress: u8, h: &Header) -> Result<u8, DropReason> {
         if h.kind == FrameKind::LinkLocal {
             return Err(DropReason::LinkLocal);
         }
@@ -605,21 +695,42 @@ impl Switch {
         let scores = self.scores(h.vc.get());
         let score = |p: u8| scores.get(usize::from(p)).copied().unwrap_or(0);
         let hash = flow_hash(h);
+        let adaptive = t.adaptive;
         if h.kind == FrameKind::Request {
-            if let Some(b) = self.flows.get((hash >> (32 - FLOW_BITS)) as usize) {
-                // Flows share buckets: the pin holds only if its port reaches this
-                // destination (a colliding flow to another destination is not pinned by it).
-                if (b.queued > 0 || now.as_ps() < b.hold_until_ps)
-                    && score(b.port) != 0
-                    && d.ways().contains(&b.port)
-                {
-                    return Ok(b.port);
+            if att < INGRESS_TRUNK {
+                // Source attached here: its own live pin, else hash when its slot is taken or
+                // the source already went by hash in this epoch, else a free choice.
+                let pin = self
+                    .flows
+                    .get((hash >> (32 - FLOW_BITS)) as usize)
+                    .copied()
+                    .unwrap_or(EMPTY_PIN);
+                let src = self
+                    .srcs
+                    .get(usize::from(att) & (MAX_IDS - 1))
+                    .copied()
+                    .unwrap_or(SRC_IDLE);
+                let own = pin.key == flow_key(att, h);
+                if own && pin.epoch == src.epoch {
+                    // Live: its port, if still usable (and still a way when the tables
+                    // changed since it was chosen).
+                    if score(pin.port) != 0
+                        && (pin.serial == self.serial || d.ways().contains(&pin.port))
+                    {
+                        return Ok(pin.port);
+                    }
+                } else if src.hashed == src.epoch || (!own && self.pin_live(&pin)) {
+                    return stick_hash(d.ways(), hash, score);
                 }
+            } else if adaptive {
+                // A trunk: the source's answers need not pass here, so no pin can be proved
+                // free; the flow's hash port keeps its requests in order.
+                return stick_hash(d.ways(), hash, score);
             }
         }
         let mut best = 0u16;
         let mut best_port = NO_PORT;
-        if t.adaptive {
+        if adaptive {
             // Unused ways hold NO_PORT (score 0): read all of them, no count, no bounds, and
             // unrolled by hand so that the firmware's size-optimised build does not loop.
             let [w0, w1, w2, w3, w4, w5, w6, w7] = d.ways;
@@ -657,6 +768,60 @@ impl Switch {
             Err(DropReason::Unreachable)
         } else {
             Ok(best_port)
+        }
+    }
+
+    /// Record a forwarded request or last response for the ordering rule.
+    #[inline]
+    fn note_order(&mut self, ingress: u8, port: u8, h: &Header) {
+        match h.kind {
+            FrameKind::Request => {
+                let att = self
+                    .tables()
+                    .ingress
+                    .get(usize::from(ingress))
+                    .copied()
+                    .unwrap_or(INGRESS_UNUSED);
+                if att >= INGRESS_TRUNK {
+                    return;
+                }
+                let key = flow_key(att, h);
+                let i = Self::flow_index(h);
+                let Some(pin) = self.flows.get(i).copied() else {
+                    return;
+                };
+                let free = pin.key == key || !self.pin_live(&pin);
+                let Some(src) = self.srcs.get_mut(usize::from(att)) else {
+                    return;
+                };
+                src.outstanding = src.outstanding.saturating_add(1);
+                let epoch = src.epoch;
+                let serial = self.serial;
+                if free {
+                    if let Some(slot) = self.flows.get_mut(i) {
+                        *slot = FlowPin {
+                            key,
+                            serial,
+                            epoch,
+                            port,
+                        };
+                    }
+                } else {
+                    src.hashed = epoch;
+                }
+            }
+            FrameKind::Response if h.last => {
+                if let Some(src) = self.srcs.get_mut(usize::from(h.dst.get())) {
+                    // Saturated counts never fall (pins then hold for good: conservative).
+                    if src.outstanding != 0 && src.outstanding != u32::MAX {
+                        src.outstanding -= 1;
+                        if src.outstanding == 0 {
+                            src.epoch = src.epoch.wrapping_add(1);
+                        }
+                    }
+                }
+            }
+            _ => {}
         }
     }
 
@@ -699,15 +864,7 @@ impl Switch {
         }
     }
 
-    fn note_sent(&mut self, now: Instant, port: u8, bucket: u16, was_queued: bool) {
-        let hold = self.tables().order_hold();
-        if let Some(b) = self.flows.get_mut(usize::from(bucket)) {
-            if was_queued {
-                b.queued = b.queued.saturating_sub(1);
-            }
-            b.port = port;
-            b.hold_until_ps = (now + hold).as_ps();
-        }
+    fn note_sent(&mut self, port: u8, was_queued: bool) {
         if let Some(c) = self.counters.ports.get_mut(usize::from(port)) {
             c.tx_frames = c.tx_frames.wrapping_add(1);
             if !was_queued {
@@ -733,7 +890,7 @@ impl Switch {
             c.rx_frames = c.rx_frames.wrapping_add(1);
         }
         let h = frame.header;
-        let port = match self.decide(now, ingress, &h) {
+        let port = match self.decide(ingress, &h) {
             Ok(p) => p,
             Err(r) => {
                 self.drop_frame(ingress, r, &h);
@@ -742,17 +899,13 @@ impl Switch {
         };
         let vc = h.vc.get();
         let part = self.tables().partition_of(h.dst).unwrap_or(0);
-        let bucket = if h.kind == FrameKind::Request {
-            Self::flow_index(&h) as u16
-        } else {
-            NO_BUCKET
-        };
         if self.egress.depth(port, vc) == 0 && self.rate_ok(port, part, now) {
             if let Some(link) = ports.get_mut(usize::from(port)) {
                 if link.try_consume_credit(&h) {
                     let c = link.tx_credits(h.vc);
                     self.charge_rate(port, part, now, frame.bytes);
-                    self.note_sent(now, port, bucket, false);
+                    self.note_sent(port, false);
+                    self.note_order(ingress, port, &h);
                     if let Some(s) = self.credits.get_mut(pv(port, vc)) {
                         *s = c;
                     }
@@ -763,16 +916,13 @@ impl Switch {
         }
         if self
             .egress
-            .push(port, part, frame.handle, h, frame.bytes, bucket)
+            .push(port, part, frame.handle, h, frame.bytes)
             .is_err()
         {
             self.drop_frame(ingress, DropReason::QueueFull, &h);
             return Err(DropReason::QueueFull);
         }
-        if let Some(b) = self.flows.get_mut(usize::from(bucket)) {
-            b.queued = b.queued.saturating_add(1);
-            b.port = port;
-        }
+        self.note_order(ingress, port, &h);
         if let Some(c) = self.counters.ports.get_mut(usize::from(port)) {
             c.queued = c.queued.wrapping_add(1);
         }
@@ -889,7 +1039,7 @@ impl Switch {
         }
         self.egress.pop(p, vc8, part);
         self.charge_rate(p, part, now, slot.bytes);
-        self.note_sent(now, p, slot.bucket, true);
+        self.note_sent(p, true);
         if let Some(s) = self.credits.get_mut(pv(p, vc8)) {
             *s = link.tx_credits(slot.header.vc);
         }

@@ -11,7 +11,6 @@
 
 use crate::config::ConfigError;
 use crate::{MAX_IDS, MAX_PARTITIONS, MAX_PORTS, MAX_WAYS, NUM_VCS};
-use podlink_protocol::time::Duration;
 use podlink_protocol::wire::{AccelId, PartitionId};
 
 /// "No port" in a packed table entry.
@@ -20,8 +19,6 @@ pub const NO_PORT: u8 = 0xff;
 pub(crate) const NO_PART: u8 = 0xff;
 /// Most switch planes a port may be labelled with.
 pub const MAX_PLANES: u8 = 16;
-/// Default ordering hold after a flow's last frame left (see [`Tables::order_hold`]).
-pub const DEFAULT_ORDER_HOLD: Duration = Duration::from_ns(2_000);
 
 /// What is attached to a port: decides which source IDs it may carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -112,7 +109,6 @@ pub struct Tables {
     pub(crate) vc_weights: [u8; NUM_VCS],
     pub(crate) adaptive: bool,
     pub(crate) generation: u32,
-    pub(crate) order_hold: Duration,
     configured_ports: u64,
 }
 
@@ -144,7 +140,6 @@ impl Tables {
             vc_weights: [1; NUM_VCS],
             adaptive: true,
             generation: 0,
-            order_hold: DEFAULT_ORDER_HOLD,
             configured_ports: 0,
         }
     }
@@ -160,7 +155,6 @@ impl Tables {
         self.vc_weights = [1; NUM_VCS];
         self.adaptive = true;
         self.generation = 0;
-        self.order_hold = DEFAULT_ORDER_HOLD;
         self.configured_ports = 0;
     }
 
@@ -199,20 +193,6 @@ impl Tables {
     /// Set the generation.
     pub fn set_generation(&mut self, g: u32) {
         self.generation = g;
-    }
-
-    /// How long a flow stays pinned to its port after its last frame left the switch.
-    ///
-    /// It must exceed the largest delay difference between the ports of one destination
-    /// (including a link-level replay, under 1 µs), so a later request cannot overtake an
-    /// earlier one on another path.
-    pub fn order_hold(&self) -> Duration {
-        self.order_hold
-    }
-
-    /// Set the ordering hold.
-    pub fn set_order_hold(&mut self, d: Duration) {
-        self.order_hold = d;
     }
 
     /// Weights of the per-VC round robin at each egress.

@@ -681,6 +681,36 @@ impl BooksimConfig {
         if let Err(e) = router.validate() {
             return Err(unsupported("router", "parameters", &e.to_string()));
         }
+        // Two corners BookSim2 itself cannot simulate (checked against BookSim2 master
+        // 28f4329, spec-notes/validation.md, "BookSim2 as a reference tool"): there is no
+        // BookSim behaviour to reproduce, so they are refused rather than invented.
+        if router.internal_speedup < 1.0 {
+            // IQRouter keeps at most one arriving flit per input between internal steps
+            // (`_in_queue_flits` is a map): a second flit arriving before the next internal
+            // step is dropped. 1-flit packets vanish (the run ends unstable), multi-flit
+            // packets stop on `assert(f->head)` in `_InputQueuing`.
+            return Err(unsupported(
+                "internal_speedup",
+                router.internal_speedup,
+                "BookSim2 loses flits when internal_speedup < 1 (one flit per input is kept \
+                 between internal steps); use a value >= 1",
+            ));
+        }
+        if router.speculative && router.vc_alloc_delay > 1 {
+            // A speculative switch grant is checked against the VC allocation of the same
+            // internal step; with a multi-cycle VC allocator the two batches drift apart and a
+            // speculative grant completes without (or before) its VC allocation. BookSim2
+            // stops on `assert(time >= 0)` (`_VCAllocEvaluate`) or on
+            // `assert(cur_buf->GetOutputPort(vc) == output)` (`_SWAllocUpdate`); built without
+            // assertions it sends flits on a stale output (misrouted packets, crashes).
+            // `vc_alloc_delay = 1` with any `sw_alloc_delay` is fine and is compared.
+            return Err(unsupported(
+                "vc_alloc_delay",
+                router.vc_alloc_delay,
+                "with speculative = 1, BookSim2 works only with vc_alloc_delay = 1 (a \
+                 speculative switch grant can complete without its VC allocation)",
+            ));
+        }
 
         let packet_size_str = raw.string("packet_size", "1");
         let packet_size: i64 = packet_size_str
@@ -898,11 +928,15 @@ mod tests {
             ("k=abc", "k"),
             ("watch_out=-", "watch_out"),
             ("hold_switch_for_packet=1", "hold_switch_for_packet"),
+            ("internal_speedup=0.7", "internal_speedup"),
+            ("speculative=1 vc_alloc_delay=2", "vc_alloc_delay"),
         ] {
-            let e = BooksimConfig::from_text(XBAR, &[ov])
-                .expect_err(ov)
+            let ov: Vec<&str> = ov.split(' ').collect();
+            let ov = &ov[..];
+            let e = BooksimConfig::from_text(XBAR, ov)
+                .expect_err(&ov.join(" "))
                 .to_string();
-            assert!(e.contains(key), "{ov}: {e}");
+            assert!(e.contains(key), "{ov:?}: {e}");
         }
     }
 

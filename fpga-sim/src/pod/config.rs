@@ -301,6 +301,13 @@ pub struct Workload {
     /// Trace file (CSV) for `pattern = "trace"`.
     #[serde(default)]
     pub trace: Option<String>,
+    /// Virtual channel (0..=3) the workload's requests travel on.
+    #[serde(default)]
+    pub vc: u8,
+    /// Accelerators that issue this workload, e.g. "0-3" (default: every member of its
+    /// partition); destinations are still drawn from every member.
+    #[serde(default)]
+    pub sources: Option<String>,
 }
 
 fn default_msg() -> u32 {
@@ -405,6 +412,19 @@ impl PodFile {
             message,
         })?;
         Ok(pod)
+    }
+
+    /// Check a pod built or changed in code as strictly as [`PodFile::parse`] checks a file.
+    ///
+    /// # Errors
+    /// The first range or consistency error, naming the field (`file` names the pod).
+    pub fn check(&self, file: &str) -> Result<(), PodError> {
+        self.validate().map_err(|(field, message)| PodError {
+            file: file.to_string(),
+            line: None,
+            field: Some(field),
+            message,
+        })
     }
 
     /// Read and parse a pod file.
@@ -571,6 +591,20 @@ impl PodFile {
                 format!("{t}: must be in (0, 1e6]"),
             );
         }
+        // The workload address plan (`workload.rs`): a 64 KiB window per possible source, then
+        // the shared atomic counter; addresses are 57 bits on the wire.
+        let m = self.accelerator.memory_bytes;
+        let need = crate::workload::ATOMIC_COUNTER_ADDR + 64;
+        if !(need..=1 << 57).contains(&m) {
+            return e(
+                "accelerator.memory_bytes",
+                format!(
+                    "{m}: must be {need}..={} (the workloads use a 64 KiB window per source \
+                     and an atomic counter after them)",
+                    1u64 << 57
+                ),
+            );
+        }
         let s = &self.switch;
         if !(s.clock_mhz.is_finite() && s.clock_mhz >= 10.0 && s.clock_mhz <= 10_000.0) {
             return e(
@@ -697,6 +731,12 @@ impl PodFile {
             if w.pattern == Pattern::Trace && w.trace.is_none() {
                 return e(&f("trace"), "pattern trace needs a trace file".into());
             }
+            if w.vc > 3 {
+                return e(&f("vc"), format!("{}: must be 0..=3", w.vc));
+            }
+            if let Some(src) = &w.sources {
+                parse_ranges(src, n).map_err(|m| (f("sources"), m))?;
+            }
         }
         Ok(())
     }
@@ -776,6 +816,17 @@ mod tests {
     }
 
     #[test]
+    fn memory_must_hold_the_address_plan() {
+        let text = format!("{GOOD}[accelerator]\nmemory_bytes = 65536\n");
+        let e = PodFile::parse(&text, "p").unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("accelerator.memory_bytes"), "{e}");
+        assert_eq!(e.line, Some(6), "{e}");
+        let ok = crate::workload::ATOMIC_COUNTER_ADDR + 64;
+        let text = format!("{GOOD}[accelerator]\nmemory_bytes = {ok}\n");
+        assert!(PodFile::parse(&text, "p").is_ok());
+    }
+
+    #[test]
     fn workload_checks() {
         let text = format!("{GOOD}[[workloads]]\npattern = \"hotspot\"\n");
         let e = PodFile::parse(&text, "p").unwrap_err();
@@ -787,6 +838,16 @@ mod tests {
             .contains("must be 1"));
         let text = format!("{GOOD}[[workloads]]\npattern = \"sideways\"\n");
         assert!(PodFile::parse(&text, "p").is_err());
+        let text = format!("{GOOD}[[workloads]]\npattern = \"uniform\"\nvc = 4\n");
+        let e = PodFile::parse(&text, "p").unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("workloads.0.vc"), "{e}");
+        let text = format!("{GOOD}[[workloads]]\npattern = \"uniform\"\nsources = \"2-9\"\n");
+        let e = PodFile::parse(&text, "p").unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("workloads.0.sources"), "{e}");
+        let text =
+            format!("{GOOD}[[workloads]]\npattern = \"uniform\"\nvc = 2\nsources = \"0-3\"\n");
+        let w = &PodFile::parse(&text, "p").unwrap().workloads[0];
+        assert_eq!((w.vc, w.sources.as_deref()), (2, Some("0-3")));
     }
 
     #[test]

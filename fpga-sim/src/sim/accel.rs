@@ -60,7 +60,12 @@ pub(crate) struct Op {
     pub measured: bool,
     pub failed: bool,
     pub wid: u32,
-    /// Expected write ID of each 64 B line (reads).
+    /// Virtual channel of its requests.
+    pub vc: u8,
+    /// Bit k: a piece went out of the issuer's port k.
+    pub ports: u8,
+    /// Reads: the write ID each 64 B line must return. Writes: the write ID each line held
+    /// before (what a failed write may have left).
     pub expect: [u32; 64],
 }
 
@@ -177,7 +182,13 @@ impl Sim {
         };
         let addr = o.addr + u64::from(k) * 256;
         let len = (o.bytes - k * 256).min(256);
-        let port = pick_port(o.dst, addr, self.accels.nports[o.src as usize]);
+        let vc = Vc::from_bits_truncate(o.vc);
+        let fallback = pick_port(o.dst, addr, self.accels.nports[o.src as usize]);
+        let port = match &self.fault {
+            Some(f) => f.choose(o.src, o.dst, addr, fallback),
+            None => fallback,
+        };
+        let (src, dst_id) = (o.src, o.dst);
         let e = self.accels.end_of[o.src as usize] + port;
         let dst = AccelId::from_bits_truncate(o.dst as u16);
         let mut data = [0u8; 256];
@@ -208,13 +219,19 @@ impl Sim {
         };
         let req = Request {
             dst,
-            vc: Vc::default(),
+            vc,
             op: operation,
         };
         match ap.req.submit(Instant::from_ps(now), &req) {
             Ok(id) => {
                 ap.piece_of.insert(u64::from(id.0), piece);
                 self.note_accel_work(e);
+                if let Some(f) = self.fault.as_mut() {
+                    f.pin(src, dst_id, addr, port);
+                    if let Some(o) = self.accels.ops.get_mut(op as usize) {
+                        o.ports |= 1u8.checked_shl(port).unwrap_or(0);
+                    }
+                }
                 self.kick(e, now);
                 true
             }
@@ -248,7 +265,15 @@ impl Sim {
                     responded = true;
                     Some(x)
                 }
-                None => ap.req.poll_transmit(t, port),
+                None => match ap.req.poll_transmit(t, port) {
+                    Some(x) => Some(x),
+                    None => self.fault.as_mut().and_then(|f| {
+                        f.rogues
+                            .iter_mut()
+                            .filter(|r| r.end == e)
+                            .find_map(|r| r.req.poll_transmit(t, port))
+                    }),
+                },
             };
             let Some(item) = item else {
                 break;
@@ -330,10 +355,14 @@ impl Sim {
                 self.drain_completions(e, now);
             }
         }
+        self.sweep_rogues(now);
+        let rogues = self.fault.as_ref().is_some_and(|f| f.rogues_open());
         // Keep sweeping while operations are open or may still be issued (before the
         // workloads start, `inject_until` is 0: the traced read may be open then).
-        if self.accels.open() > 0 || self.inject_until == 0 || now < self.inject_until {
+        if self.accels.open() > 0 || self.inject_until == 0 || now < self.inject_until || rogues {
             self.schedule(now + self.sweep_ps, Ev::Sweep);
+        } else {
+            self.sweeping = false;
         }
     }
 
@@ -423,6 +452,25 @@ impl Sim {
             return;
         }
         o.left &= !bit;
+        let piece_addr = o.addr + u64::from(k) * 256;
+        if let Some(f) = self.fault.as_mut() {
+            f.unpin(o.src, o.dst, piece_addr);
+        }
+        if !ok {
+            match o.class {
+                OpClass::Write => {
+                    let lines = (o.bytes - k * 256).min(256).div_ceil(64);
+                    for l in 0..lines {
+                        let i = (k * 4 + l) as usize;
+                        let prev = o.expect.get(i).copied().unwrap_or(0);
+                        let a = piece_addr + u64::from(l) * 64;
+                        self.reference.write_failed(o.dst, a, o.wid, prev);
+                    }
+                }
+                OpClass::Atomic => self.reference.atomic_failed(o.dst),
+                OpClass::Read => {}
+            }
+        }
         if !ok && !o.failed {
             o.failed = true;
             self.reference.found.failed += 1;
@@ -440,6 +488,17 @@ impl Sim {
         }
         if let Some(t) = self.trace.as_mut() {
             t.mark(now, Mark::Done);
+        }
+        if self.fault.is_some() {
+            self.record_op(crate::sim::fault::OpRecord {
+                issued_ps: o.issued,
+                done_ps: now,
+                src: o.src,
+                dst: o.dst,
+                vc: o.vc,
+                ok: !o.failed,
+                ports: o.ports,
+            });
         }
         self.accels.completed += 1;
         if o.measured {

@@ -98,11 +98,7 @@ impl Sim {
         match self.owner[e as usize] {
             Owner::Switch { s, p } => self.switches[s as usize].fwd.backlog(p),
             Owner::Accel { .. } => {
-                debug_assert_eq!(
-                    h.accel_work,
-                    self.accels.port(e).is_some_and(|ap| ap.has_work()),
-                    "end {e}"
-                );
+                debug_assert_eq!(h.accel_work, self.accel_work_now(e), "end {e}");
                 h.accel_work
             }
         }
@@ -115,10 +111,18 @@ impl Sim {
         !tx.txq.is_empty() || !tx.tl.is_idle() || tx.link.tx_room() < super::LINK_TXQ
     }
 
-    /// Record whether accelerator end `e`'s requester or completer has something queued
-    /// (after either changed).
+    /// Whether accelerator end `e`'s requester or completer, or a rogue requester behind it
+    /// (a fault), has something queued (read from the structures; `EndHot::accel_work`
+    /// keeps the answer).
+    fn accel_work_now(&self, e: u32) -> bool {
+        self.accels.port(e).is_some_and(|ap| ap.has_work())
+            || self.fault.as_ref().is_some_and(|f| f.rogue_waiting(e))
+    }
+
+    /// Record whether accelerator end `e`'s requester or completer, or a rogue requester
+    /// behind it, has something queued (after any of them changed).
     pub(crate) fn note_accel_work(&mut self, e: u32) {
-        let work = self.accels.port(e).is_some_and(|ap| ap.has_work());
+        let work = self.accel_work_now(e);
         self.hot[e as usize].accel_work = work;
     }
 
@@ -360,8 +364,8 @@ impl Sim {
         );
         let port = &mut self.ports[r as usize];
         port.owed.give(flow, vc, 1, beats);
-        if !port.return_in_flight {
-            let c = std::mem::take(&mut port.owed);
+        if !port.return_in_flight && port.owes() {
+            let c = port.take_owed();
             port.return_in_flight = true;
             self.ctl_send(r, Ctl::Credits(c), now);
         }
@@ -371,8 +375,8 @@ impl Sim {
     /// (then they go with the next one).
     pub(crate) fn flush_credits(&mut self, r: u32, now: u64) {
         let port = &mut self.ports[r as usize];
-        if !port.return_in_flight && !port.owed.is_zero() {
-            let c = std::mem::take(&mut port.owed);
+        if !port.return_in_flight && port.owes() {
+            let c = port.take_owed();
             port.return_in_flight = true;
             self.ctl_send(r, Ctl::Credits(c), now);
         }
@@ -391,6 +395,17 @@ impl Sim {
 
     pub(crate) fn on_ctl(&mut self, r: u32, now: u64) {
         let ri = r as usize;
+        // A credit return travels in the link's flits: it waits while the link is down
+        // (the link-up schedules it again), and a stale event finds it not yet due.
+        match self.rxs[ri].ctl_out.front() {
+            None => return,
+            Some(_) if !self.hot[ri].phy_up => return,
+            Some(&(at, _)) if at > now => {
+                self.schedule(at, Ev::Ctl(r));
+                return;
+            }
+            Some(_) => {}
+        }
         let Some((_, msg)) = self.rxs[ri].ctl_out.pop_front() else {
             return;
         };
@@ -402,8 +417,8 @@ impl Sim {
         let Ctl::Credits(c) = msg;
         self.ports[ei].credits.add(&c);
         self.ports[ri].return_in_flight = false;
-        if !self.ports[ri].owed.is_zero() {
-            let c = std::mem::take(&mut self.ports[ri].owed);
+        if self.ports[ri].owes() {
+            let c = self.ports[ri].take_owed();
             self.ports[ri].return_in_flight = true;
             self.ctl_send(r, Ctl::Credits(c), now);
         }
@@ -432,14 +447,16 @@ impl Sim {
             errors: 0,
         };
         let wire = &mut self.wires[ei];
-        let Some((_, slot)) = wire.flight.front() else {
+        let Some(f) = wire.flight.front() else {
             return;
         };
         let link = &mut self.txs[ri].link;
-        link.handle_flit(Instant::from_ps(now), self.flits.get(slot), &mut sink);
-        while link.poll_event().is_some() {}
+        if !f.lost {
+            link.handle_flit(Instant::from_ps(now), self.flits.get(f.slot), &mut sink);
+            while link.poll_event().is_some() {}
+        }
         wire.flight.pop(&mut self.flits);
-        let next = wire.flight.front().map(|(at, _)| at);
+        let next = wire.flight.front().map(|n| n.at);
         rx.tl_delivered += sink.tl;
         rx.tl_errors += sink.errors;
         if let Some(at) = next {
@@ -509,7 +526,10 @@ impl Sim {
                 .fwd
                 .forward(Instant::from_ps(now), p, h, f, &mut self.ports[range]);
             let base = sw.base;
-            if let super::switch::Forwarder::Podlink(x) = &mut sw.fwd {
+            if self.fault.is_some() {
+                self.switch_events(s, now);
+            } else if let super::switch::Forwarder::Podlink(x) = &mut sw.fwd {
+                // Without faults nothing is flushed and no health changes: only drop events.
                 while x.poll_event().is_some() {}
             }
             match res {

@@ -36,6 +36,8 @@ impl Sim {
                 atomic: 0.0,
                 target: None,
                 trace: None,
+                vc: 0,
+                sources: None,
             });
         }
         let ids = self.partition_ids();
@@ -77,9 +79,16 @@ impl Sim {
                 Generator::new(w, &members, line_rate, self.opts.seed, g as u64).with_slots(slots);
             let mean = f64::from(w.message_bytes) / (line_rate * w.offered_load) * 1e6;
             let mut rng = crate::rng::Rng::new(self.opts.seed, 0x5000_0000 + g as u64);
+            let issuers = w
+                .sources
+                .as_deref()
+                .and_then(|r| crate::pod::config::parse_ranges(r, self.fabric.accels).ok());
             for (m, &a) in members.iter().enumerate() {
                 // A hotspot's target issues nothing (it would send to itself).
                 if w.pattern == crate::pod::config::Pattern::Hotspot && w.target == Some(a) {
+                    continue;
+                }
+                if issuers.as_ref().is_some_and(|v| !v.contains(&a)) {
                     continue;
                 }
                 self.sources.push((g as u32, m as u32));
@@ -108,6 +117,11 @@ impl Sim {
                 self.schedule(t, Ev::Replay(0));
             }
         }
+        if !self.sweeping {
+            self.sweeping = true;
+            self.schedule(at + self.sweep_ps, Ev::Sweep);
+        }
+        self.schedule_faults(at);
     }
 
     /// Issue every trace operation due now, from index `i`; schedule the next.
@@ -176,10 +190,16 @@ impl Sim {
             measured: now >= self.inject_from + self.opts.warmup_ps && now < self.inject_until,
             failed: false,
             wid: 0,
+            vc: spec.vc,
+            ports: 0,
             expect: [0; 64],
         };
         match spec.class {
-            OpClass::Write => op.wid = self.reference.write(spec.dst, spec.addr, bytes),
+            OpClass::Write => {
+                op.wid = self
+                    .reference
+                    .write_prev(spec.dst, spec.addr, bytes, &mut op.expect)
+            }
             OpClass::Read => self
                 .reference
                 .expect(spec.dst, spec.addr, bytes, &mut op.expect),

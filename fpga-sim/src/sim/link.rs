@@ -55,11 +55,23 @@ impl FlitPool {
     }
 }
 
-/// The flits in flight on one wire, oldest first: (arrival time in ps, slot in the
-/// [`FlitPool`]). Arrival times are non-decreasing.
+/// A DL flit on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InFlight {
+    /// Arrival time (decoded, at the receiver), ps.
+    pub at: u64,
+    /// The [`FlitPool`] slot holding its bytes as they arrive (bit errors applied).
+    pub slot: u32,
+    /// Lost (the link went down while it was on the wire): it never arrives.
+    pub lost: bool,
+}
+
+/// The flits in flight on one wire, oldest first. Arrival times are non-decreasing. Each
+/// holds a [`FlitPool`] slot until it is popped (a lost flit too: it is popped at its
+/// arrival time, unread).
 #[derive(Default)]
 pub struct Flight {
-    q: VecDeque<(u64, u32)>,
+    q: VecDeque<InFlight>,
 }
 
 impl Flight {
@@ -75,18 +87,30 @@ impl Flight {
 
     /// Put the flit in pool slot `slot` in flight, arriving at `at`.
     pub fn push(&mut self, at: u64, slot: u32) {
-        self.q.push_back((at, slot));
+        self.q.push_back(InFlight {
+            at,
+            slot,
+            lost: false,
+        });
     }
 
-    /// The oldest flit: (arrival time, slot).
-    pub fn front(&self) -> Option<(u64, u32)> {
+    /// The oldest flit.
+    pub fn front(&self) -> Option<InFlight> {
         self.q.front().copied()
+    }
+
+    /// Mark every flit in flight lost (the link went down); returns how many.
+    pub fn lose_all(&mut self) -> u64 {
+        for f in &mut self.q {
+            f.lost = true;
+        }
+        self.q.len() as u64
     }
 
     /// Remove the oldest flit and free its slot.
     pub fn pop(&mut self, pool: &mut FlitPool) {
-        if let Some((_, slot)) = self.q.pop_front() {
-            pool.put(slot);
+        if let Some(f) = self.q.pop_front() {
+            pool.put(f.slot);
         }
     }
 }
@@ -118,6 +142,12 @@ impl Wire {
         };
         w.gap = w.draw_gap();
         w
+    }
+
+    /// Change the bit error rate (from the next bit on).
+    pub fn set_ber(&mut self, ber: f64) {
+        self.ber = ber;
+        self.gap = self.draw_gap();
     }
 
     /// Bits before the next error: geometric with parameter `ber`.
@@ -180,6 +210,39 @@ mod tests {
     }
 
     #[test]
+    fn lost_flits_keep_their_slots_until_popped_and_new_error_rate() {
+        let mut pool = FlitPool::default();
+        let mut f = Flight::default();
+        for t in 0..5 {
+            let s = pool.take();
+            f.push(t, s);
+        }
+        f.pop(&mut pool);
+        assert_eq!(f.lose_all(), 4);
+        assert_eq!(pool.in_use(), 4);
+        let mut at = 1;
+        while let Some(x) = f.front() {
+            assert!(x.lost);
+            assert_eq!(x.at, at);
+            at += 1;
+            f.pop(&mut pool);
+        }
+        assert_eq!(pool.in_use(), 0);
+        let s = pool.take();
+        f.push(9, s);
+        assert!(!f.front().unwrap().lost);
+        let mut w = Wire::new(0.0, Rng::new(1, 0));
+        let mut b = [0u8; FLIT_LEN];
+        w.corrupt(&mut b);
+        assert_eq!(w.bits_flipped, 0);
+        w.set_ber(1e-3);
+        for _ in 0..10 {
+            w.corrupt(&mut b);
+        }
+        assert!(w.bits_flipped > 10, "{}", w.bits_flipped);
+    }
+
+    #[test]
     fn flights_keep_order_and_reuse_slots_last_in_first_out() {
         let mut pool = FlitPool::default();
         let mut f = Flight::default();
@@ -197,7 +260,7 @@ mod tests {
                 next += 1;
             }
             for _ in 0..(round % 5) {
-                if let Some((at, s)) = f.front() {
+                if let Some(InFlight { at, slot: s, .. }) = f.front() {
                     assert_eq!(at, expect);
                     assert_eq!(pool.get(s)[0], expect as u8);
                     expect += 1;
@@ -210,7 +273,7 @@ mod tests {
                 g.pop(&mut pool);
             }
         }
-        while let Some((at, s)) = f.front() {
+        while let Some(InFlight { at, slot: s, .. }) = f.front() {
             assert_eq!((at, pool.get(s)[0]), (expect, expect as u8));
             expect += 1;
             f.pop(&mut pool);

@@ -11,26 +11,31 @@
 
 mod accel;
 pub mod check;
+pub mod fault;
 mod flow;
 mod inject;
 pub mod link;
+mod outage;
 pub mod output;
 pub mod port;
 pub mod results;
+mod steer;
 mod summary;
 pub mod sweep;
 pub mod switch;
 pub mod trace;
 
 use self::check::{Reference, SparseMem};
+use self::fault::FaultPlan;
 use self::link::{FlitPool, Wire};
 use self::port::{Credits, FrameSlab, PortState};
+use self::steer::FaultState;
 use self::switch::Forwarder;
 use self::trace::Trace;
 use crate::engine::Calendar;
 use crate::pod::config::{Pattern, PodFile};
 use crate::pod::timing::{ns, LinkTiming, SwitchTiming};
-use crate::pod::topology::{Attach, Fabric};
+use crate::pod::topology::{check_routes, Attach, Fabric, RouteProblem};
 use crate::report::{Latency, OpClass};
 use crate::rng::Rng;
 use crate::workload::Generator;
@@ -57,6 +62,8 @@ pub struct Options {
     pub drain_ps: u64,
     /// Run the pod's workloads (false: an idle pod, for traced single operations).
     pub traffic: bool,
+    /// Timed faults and how the pod reacts to them (default: none).
+    pub faults: FaultPlan,
 }
 
 impl Default for Options {
@@ -70,6 +77,7 @@ impl Default for Options {
             // Past the link layer's 10.24 ms ack timeout, which recovers a lost last flit.
             drain_ps: 20_000_000_000,
             traffic: true,
+            faults: FaultPlan::default(),
         }
     }
 }
@@ -97,6 +105,44 @@ pub enum Ev {
     Sweep,
     /// Trace operations from index `i` are due.
     Replay(u32),
+    /// Fault `i` of the plan is due.
+    Fault(u32),
+    /// The link-down hold-off of the link whose switch end is `e` may have expired.
+    Holdoff(u32),
+    /// Endpoint notification `i` is due.
+    Notify(u32),
+    /// Switch `s`'s health window may have ended.
+    Health(u32),
+    /// Rogue requester `i` sends its next write.
+    Rogue(u32),
+}
+
+/// Why a pod cannot be run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SimError {
+    /// The pod's routes leave a destination unreachable, loop, or use a wrong port: refused
+    /// before the run. `entry` names the pod-file entry responsible (`routes.N`, or
+    /// `topology` when the topology's own routes are at fault).
+    #[error("{pod}: {entry}: {problem}")]
+    Route {
+        /// Pod name.
+        pod: String,
+        /// The responsible entry.
+        entry: String,
+        /// The problem.
+        problem: RouteProblem,
+    },
+    /// A workload could not be built (a trace file that cannot be read or parsed).
+    #[error("{0}")]
+    Workload(String),
+    /// A fault of the plan names something the pod does not have.
+    #[error("faults.{index}: {message}")]
+    Fault {
+        /// Index in the plan.
+        index: usize,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 /// What a link end belongs to.
@@ -196,6 +242,8 @@ pub(crate) struct EndHot {
     /// An accelerator end's requester or completer has something queued (kept up to date
     /// wherever either is changed: `Sim::note_accel_work`).
     pub accel_work: bool,
+    /// The PHY is up (false while a fault holds the link down).
+    pub phy_up: bool,
 }
 
 impl EndHot {
@@ -215,6 +263,7 @@ impl EndHot {
         tl_busy: false,
         link_queued: false,
         accel_work: false,
+        phy_up: true,
     };
 }
 
@@ -280,8 +329,12 @@ pub struct Sim {
     pub(crate) first_issue: Vec<u64>,
     /// Interval of the requester timeout sweep, ps.
     pub(crate) sweep_ps: u64,
+    /// A `Sweep` event is scheduled (the sweep stops while nothing is open).
+    pub(crate) sweeping: bool,
     /// Operations replayed from traces, by time from the start of injection.
     pub(crate) trace_ops: Vec<crate::workload::TraceOp>,
+    /// Fault schedule state (only when the options' fault plan is active).
+    pub(crate) fault: Option<Box<FaultState>>,
 }
 
 /// Credits each receiver grants per VC and class.
@@ -293,9 +346,19 @@ impl Sim {
     /// Build the pod model.
     ///
     /// # Errors
-    /// A workload trace that cannot be read or parsed.
-    pub fn new(pod: &PodFile, opts: &Options) -> Result<Sim, String> {
+    /// Routes with a missing destination, a loop or a wrong port ([`SimError::Route`],
+    /// naming the entry), a fault naming something the pod lacks, a workload trace that
+    /// cannot be read or parsed.
+    pub fn new(pod: &PodFile, opts: &Options) -> Result<Sim, SimError> {
         let fabric = Fabric::build(pod);
+        if let Some(problem) = check_routes(&fabric).into_iter().next() {
+            return Err(SimError::Route {
+                pod: pod.name.clone(),
+                entry: route_entry(pod, &problem),
+                problem,
+            });
+        }
+        steer::validate(&opts.faults, &fabric)?;
         let lt = LinkTiming::new(&pod.link);
         let st = SwitchTiming::new(&pod.switch);
         let t = Times {
@@ -414,7 +477,9 @@ impl Sim {
             first_issue: Vec::new(),
             trace_ops: Vec::new(),
             sweep_ps: (ns(pod.accelerator.timeout_us * 1000.0).as_ps() / 10).max(1),
+            sweeping: true,
             fabric,
+            fault: None,
         };
         for s in 0..sim.switches.len() {
             let sw = &mut sim.switches[s];
@@ -423,7 +488,11 @@ impl Sim {
                 sw.fwd.refresh(p, &sim.ports[range.clone()]);
             }
         }
-        sim.build_workloads()?;
+        sim.build_workloads().map_err(SimError::Workload)?;
+        if opts.faults.active() {
+            sim.fault = Some(Box::new(FaultState::new(&sim, &opts.faults)));
+            sim.start_health();
+        }
         let sweep = sim.sweep_ps;
         sim.schedule(sweep, Ev::Sweep);
         // Bring every link up: NOP flits both ways, then the DL control exchange.
@@ -500,7 +569,35 @@ impl Sim {
             Ev::Submit(i) => self.on_submit(i, now),
             Ev::Sweep => self.on_sweep(now),
             Ev::Replay(i) => self.on_replay(i, now),
+            Ev::Fault(i) => self.on_fault(i, now),
+            Ev::Holdoff(e) => self.on_holdoff(e, now),
+            Ev::Notify(i) => self.on_notify(i, now),
+            Ev::Health(s) => self.on_health(s, now),
+            Ev::Rogue(i) => self.on_rogue(i, now),
         }
+    }
+}
+
+/// The pod-file entry responsible for a route problem: the last route override at the
+/// problem's switch covering its destination, else the last override covering the
+/// destination anywhere (a loop runs through several switches), else the topology itself.
+fn route_entry(pod: &PodFile, p: &RouteProblem) -> String {
+    let (switch, dest) = match *p {
+        RouteProblem::Missing { switch, dest }
+        | RouteProblem::Loop { switch, dest }
+        | RouteProblem::BadPort { switch, dest, .. } => (switch, dest),
+    };
+    let n = pod.accelerators();
+    let covers = |r: &crate::pod::config::RouteOverride| {
+        crate::pod::config::parse_ranges(&r.dest, n).is_ok_and(|d| d.contains(&dest))
+    };
+    let at_switch = pod
+        .routes
+        .iter()
+        .rposition(|r| r.switch == switch && covers(r));
+    match at_switch.or_else(|| pod.routes.iter().rposition(covers)) {
+        Some(i) => format!("routes.{i}"),
+        None => "topology".to_string(),
     }
 }
 

@@ -104,8 +104,35 @@ pub struct PortState {
     pub owed: Credits,
     /// A credit return is travelling to the far end.
     pub return_in_flight: bool,
+    /// VCs (bit per VC) whose credits this end keeps instead of returning (a fault).
+    pub withheld: u8,
     /// Health counters for the switch (CRC errors and replays seen on this end).
     pub health: LinkStats,
+}
+
+impl PortState {
+    /// Take the owed credits that may be returned now (all but the withheld VCs').
+    pub fn take_owed(&mut self) -> Credits {
+        if self.withheld == 0 {
+            return std::mem::take(&mut self.owed);
+        }
+        let mut c = Credits::default();
+        for (vc, (out, owed)) in c.0.iter_mut().zip(self.owed.0.iter_mut()).enumerate() {
+            if self.withheld & (1 << vc) == 0 {
+                *out = std::mem::take(owed);
+            }
+        }
+        c
+    }
+
+    /// Whether owed credits could be returned now.
+    pub fn owes(&self) -> bool {
+        self.owed
+            .0
+            .iter()
+            .enumerate()
+            .any(|(vc, v)| self.withheld & (1 << vc) == 0 && v.iter().any(|&x| x != 0))
+    }
 }
 
 impl PortLink for PortState {
@@ -113,11 +140,15 @@ impl PortLink for PortState {
         self.up
     }
 
+    /// Command credits of either flow (an upper bound, as the firmware's `LinkPort` gives):
+    /// 0 only when no frame of the VC can go. (It was the minimum of the two, which let a
+    /// completer short of request credits block the responses its own requester waited for:
+    /// the pod deadlocked at high load.)
     fn tx_credits(&self, vc: Vc) -> u32 {
         self.credits
             .0
             .get(usize::from(vc.get()))
-            .map_or(0, |v| v[0].min(v[2]))
+            .map_or(0, |v| v[0].saturating_add(v[2]))
     }
 
     /// Reserves a command credit and the largest transfer's data credits (the header does

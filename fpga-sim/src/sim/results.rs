@@ -1,7 +1,7 @@
 //! Running a pod and collecting its results (`spec-notes/simulator.md#results`).
 
 use super::trace::{is_wait, TRACE_AT};
-use super::{Options, Sim};
+use super::{Options, Sim, SimError};
 use crate::pod::timing::Stage;
 use crate::pod::PodFile;
 use crate::report::{Latency, OpClass};
@@ -33,12 +33,13 @@ fn round3(v: f64) -> f64 {
 /// called with (simulated ps, injection end ps) as the run goes.
 ///
 /// # Errors
-/// A workload trace that cannot be read or parsed.
+/// As [`Sim::new`]: routes refused before the run, a fault naming something the pod lacks,
+/// a workload trace that cannot be read or parsed.
 pub fn run(
     pod: &PodFile,
     opts: &Options,
     mut progress: impl FnMut(u64, u64),
-) -> Result<Report, String> {
+) -> Result<Report, SimError> {
     let mut sim = Sim::new(pod, opts)?;
     // First the zero-load read on the idle pod, then the workloads from the next microsecond.
     let zero = sim.trace_read(TRACE_AT);
@@ -54,7 +55,7 @@ pub fn run(
         progress(t - start, opts.duration_ps);
     }
     let limit = end.saturating_add(opts.drain_ps);
-    while sim.accels.open() > 0 {
+    while sim.accels.open() > 0 || sim.fault.as_ref().is_some_and(|f| f.rogues_open()) {
         // Jump over idle time (a lost last flit waits for the link's ack timeout).
         match sim.next_event() {
             Some(t) if t <= limit => sim.run_to(t.max(sim.now() + step).min(limit)),
@@ -68,14 +69,23 @@ impl Sim {
     fn report(mut self, zero: Option<(Vec<Stage>, u64, u32)>) -> Report {
         let now = self.now().max(1);
         let drained = self.accels.open() == 0;
-        // Integrity: lost operations, atomics (only meaningful when drained).
+        // Integrity: lost operations, atomics (only meaningful when drained), reads that
+        // disagreed (excused only by failed writes).
         self.reference.found.lost = self.accels.open() as u64;
+        self.reference.resolve();
+        self.check_rogue_targets();
         if drained {
             let n = self.fabric.accels;
             let counters: Vec<u64> = (0..n).map(|d| self.counter(d)).collect();
             self.reference
                 .check_atomics(|d| counters.get(d as usize).copied().unwrap_or(0));
         }
+        // Every DL flit in flight (lost ones too, until their arrival time) holds one slot.
+        debug_assert_eq!(
+            self.flits.in_use(),
+            self.wires.iter().map(|w| w.flight.len()).sum::<usize>(),
+            "flit slots in use vs flits in flight"
+        );
         // Conservation.
         let mut c = Conservation::default();
         let mut links = LinkTotals::default();
@@ -226,6 +236,7 @@ impl Sim {
                 None => kinds.push((s.fwd.kind().to_string(), 1)),
             }
         }
+        let faults = self.fault_report();
         let (stages, rtt, hops) = zero.unwrap_or_default();
         let budgets = budgets(&self.pod, &stages, rtt, hops, &self.lat);
         let summary = Summary {
@@ -271,6 +282,7 @@ impl Sim {
             read_rtt_ns: ns_of(rtt),
             read_hops: hops,
             budgets,
+            faults,
         };
         Report {
             summary,
@@ -280,6 +292,32 @@ impl Sim {
             links: rows,
             breakdown: stages,
         }
+    }
+}
+
+impl Sim {
+    /// The fault report, completed with the switches' drop counters and the links' states.
+    fn fault_report(&mut self) -> Option<super::fault::FaultReport> {
+        let mut r = std::mem::take(&mut self.fault.as_mut()?.report);
+        let mut drops: Vec<(String, u64)> = Vec::new();
+        for s in &self.switches {
+            for (k, n) in s.fwd.drops() {
+                match drops.iter_mut().find(|(r, _)| r == k) {
+                    Some(d) => d.1 += n,
+                    None => drops.push((k.to_string(), n)),
+                }
+            }
+        }
+        r.switch_drops = drops;
+        for tx in &self.txs {
+            let st = tx.link.retry().stats();
+            r.link_downs += st.link_downs;
+            r.link_ups += st.link_ups;
+            if tx.link.state() != podlink_protocol::retry::LinkState::Up {
+                r.links_not_up += 1;
+            }
+        }
+        Some(r)
     }
 }
 

@@ -202,6 +202,9 @@ pub struct Summary {
     pub read_hops: u32,
     /// Budget verdicts.
     pub budgets: Vec<Verdict>,
+    /// What the run's fault plan did (only when it has one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub faults: Option<super::fault::FaultReport>,
 }
 
 impl Summary {

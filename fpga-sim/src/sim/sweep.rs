@@ -38,7 +38,7 @@ pub fn sweep(
     opts: &Options,
     loads: &[f64],
     mut progress: impl FnMut(usize, usize, &Report),
-) -> Result<Vec<SweepPoint>, String> {
+) -> Result<Vec<SweepPoint>, super::SimError> {
     let mut out = Vec::new();
     for (i, &load) in loads.iter().enumerate() {
         let o = Options {

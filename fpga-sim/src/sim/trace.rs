@@ -209,6 +209,7 @@ impl Sim {
                 class: OpClass::Read,
                 bytes: 64,
                 addr: window_base(0),
+                vc: 0,
             },
             t0,
         );

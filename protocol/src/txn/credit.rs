@@ -49,6 +49,9 @@ impl Pool {
 pub trait CreditGate {
     /// Take the credits for one item of `flow` on `vc` with `data_beats` beats, all or
     /// nothing. Returns the pool they came from, or `None` (nothing taken) when short.
+    ///
+    /// Callers rely on refusals being monotonic: until credits are returned, an item of the
+    /// same flow and VC with at least as many beats as a refused one is refused too.
     fn try_consume(&mut self, flow: Flow, vc: Vc, data_beats: u8) -> Option<Pool>;
 
     /// A received item of `flow` on `vc` has been consumed: return its credits to the peer.

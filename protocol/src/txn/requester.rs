@@ -286,6 +286,14 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
         let strict = self.config.ordering == OrderingMode::Strict;
         let mut stalled = false;
         let mut chosen = None;
+        // Keys of the pieces passed so far, as a 4096-bit filter: the exact (quadratic)
+        // search for an earlier piece of the same region runs only on a filter hit, so a long
+        // queue stalled on credit costs one pass, not a pass per piece.
+        let mut seen = [0u64; 64];
+        // Per VC, the fewest data beats refused credit in this pass: larger pieces of that VC
+        // are skipped without asking (refusals are monotonic), and the pass ends once every
+        // VC refused a piece without data.
+        let mut refused = [u8::MAX; 4];
         for pos in 0..self.queue.len() {
             if strict && pos > 0 {
                 break;
@@ -293,7 +301,18 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
             let Some(p) = self.queue.get(pos) else {
                 break;
             };
-            if self.blocked_by_earlier(pos, p) {
+            let h = region_filter_bit(p);
+            let word = seen.get_mut(h >> 6);
+            let bit = 1u64 << (h & 63);
+            let maybe = word.as_ref().is_some_and(|w| **w & bit != 0);
+            if let Some(w) = word {
+                *w |= bit;
+            }
+            if maybe && self.blocked_by_earlier(pos, p) {
+                continue;
+            }
+            let vc = usize::from(p.vc.get() & 3);
+            if refused.get(vc).is_some_and(|&r| p.data_beats >= r) {
                 continue;
             }
             match credits.try_consume(Flow::Request, p.vc, p.data_beats) {
@@ -301,7 +320,15 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
                     chosen = Some((pos, pool));
                     break;
                 }
-                None => stalled = true,
+                None => {
+                    stalled = true;
+                    if let Some(r) = refused.get_mut(vc) {
+                        *r = (*r).min(p.data_beats);
+                    }
+                    if refused == [0; 4] {
+                        break;
+                    }
+                }
             }
         }
         let Some((pos, pool)) = chosen else {
@@ -358,6 +385,7 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
     }
 
     /// An earlier queued request has the same (destination, VC, 256 B region).
+    /// Callers may skip it when no earlier piece has the same [`region_filter_bit`].
     fn blocked_by_earlier(&self, pos: usize, p: &Piece) -> bool {
         self.queue
             .iter()
@@ -638,6 +666,12 @@ fn read_slice<'a>(
         offset: u32::try_from(lo - op.addr).ok()?,
         data,
     })
+}
+
+/// A 12-bit hash of a piece's (destination, VC, 256 B region): equal keys give equal bits.
+fn region_filter_bit(p: &Piece) -> usize {
+    let k = (p.region() << 12) ^ (u64::from(p.dst.get()) << 2) ^ u64::from(p.vc.get());
+    (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize
 }
 
 #[cfg(test)]
@@ -985,6 +1019,42 @@ mod tests {
             }
             assert_eq!(order[..2], [(Opcode::Write, 0), (Opcode::Read, 128)]);
         }
+    }
+
+    /// Refuses everything, counting the questions.
+    struct Counting(u32);
+    impl CreditGate for Counting {
+        fn try_consume(&mut self, _f: Flow, _vc: Vc, _beats: u8) -> Option<Pool> {
+            self.0 += 1;
+            None
+        }
+        fn release(&mut self, _: Flow, _: Vc, _: Pool, _: u8) {}
+    }
+
+    #[test]
+    fn credit_stalled_queue_is_not_scanned_piece_by_piece() {
+        let mut r = Requester::<32, 32, 32>::new(RequesterConfig::new(id(1)));
+        for k in 0..24u64 {
+            r.submit_read(t(0), id(2), vc0(), k * 256, 64).unwrap();
+        }
+        // Every VC refused a piece without data: the pass stops there.
+        let vc = |v| Vc::new(v).unwrap();
+        for v in 1..4 {
+            r.submit_read(t(0), id(3), vc(v), 0, 64).unwrap();
+        }
+        let mut g = Counting(0);
+        assert!(r.poll_transmit(t(1), &mut g).is_none());
+        assert_eq!(g.0, 4, "one question per VC");
+        // A smaller piece behind a refused larger one of the same VC is still asked for.
+        let mut r = req();
+        r.submit_write(t(0), id(2), vc0(), 0, &[0; 64], None)
+            .unwrap();
+        r.submit_read(t(0), id(2), vc0(), 4096, 64).unwrap();
+        let it = r.poll_transmit(t(1), &mut NoData).expect("the read passes");
+        let TlField::UncompressedRequest(q) = it.field else {
+            unreachable!()
+        };
+        assert_eq!((q.cmd, q.addr << 2), (Opcode::Read, 4096));
     }
 
     #[test]

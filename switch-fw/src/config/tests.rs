@@ -12,7 +12,6 @@ fn sample() -> Tables {
     t.set_num_ports(6).unwrap();
     t.set_generation(42);
     t.set_adaptive(true);
-    t.set_order_hold(Duration::from_ns(1500));
     for p in 0..4u8 {
         t.set_port(
             p,
@@ -141,7 +140,6 @@ fn test_construct_layout() {
     let t = parse(&bytes).unwrap();
     assert_eq!(t.num_ports(), 1);
     assert_eq!(t.generation(), 1);
-    assert_eq!(t.order_hold(), Duration::from_ns(2000));
     assert!(t.adaptive());
     assert_eq!(t.port(0).unwrap().attach, Attachment::Accelerator(aid(5)));
 }

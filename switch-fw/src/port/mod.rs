@@ -50,7 +50,10 @@ pub struct LinkStats {
 pub trait PortLink {
     /// The link is up (DL state Up) and may carry frames.
     fn is_up(&self) -> bool;
-    /// Frames of virtual channel `vc` the far end can accept now.
+    /// Frames of virtual channel `vc` the far end can accept now, of either flow: an upper
+    /// bound used to compare ports. It must be nonzero whenever a frame of either flow could
+    /// go (the egress skips a VC at 0, so a bound that hid one flow's credits behind the
+    /// other's would block it).
     fn tx_credits(&self, vc: Vc) -> u32;
     /// Take the credit the frame `h` needs; `false` (and no change) when it is not there.
     fn try_consume_credit(&mut self, h: &Header) -> bool;

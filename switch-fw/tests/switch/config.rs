@@ -15,7 +15,6 @@ struct Pod {
     adaptive: bool,
     vw: [u8; 4],
     generation: u32,
-    hold_ns: u32,
 }
 
 fn pod() -> impl Strategy<Value = Pod> {
@@ -33,15 +32,13 @@ fn pod() -> impl Strategy<Value = Pod> {
         any::<bool>(),
         proptest::array::uniform4(1u8..=255),
         any::<u32>(),
-        any::<u32>(),
     )
-        .prop_map(|(ports, parts, adaptive, vw, generation, hold_ns)| Pod {
+        .prop_map(|(ports, parts, adaptive, vw, generation)| Pod {
             ports,
             parts,
             adaptive,
             vw,
             generation,
-            hold_ns,
         })
 }
 
@@ -52,7 +49,6 @@ fn build(p: &Pod, t: &mut Tables) -> Result<(), ConfigError> {
     t.set_adaptive(p.adaptive);
     t.set_vc_weights(p.vw)?;
     t.set_generation(p.generation);
-    t.set_order_hold(podlink_protocol::time::Duration::from_ns(p.hold_ns.into()));
     let mut trunks = Vec::new();
     let mut home = std::collections::HashMap::new();
     for (i, (plane, a)) in p.ports.iter().enumerate() {
@@ -126,7 +122,7 @@ proptest! {
         let (mut sw, mut ports) = new_switch(small_pod, 16);
         let before = sw.tables().clone();
         let h = Header::request(aid(0), aid(150), vc(1), 0x100);
-        let decision = sw.decide(t(1), 0, &h);
+        let decision = sw.decide(0, &h);
         // A valid configuration of another pod, then damaged.
         let mut other = Box::new(Tables::new());
         small_pod_with(&mut other, false, None).unwrap();
@@ -156,7 +152,7 @@ proptest! {
             }
             Err(error) => {
                 prop_assert_eq!(sw.tables(), &before);
-                prop_assert_eq!(sw.decide(t(1), 0, &h), decision);
+                prop_assert_eq!(sw.decide(0, &h), decision);
                 prop_assert_eq!(sw.poll_event(), Some(Event::ConfigRefused { error }));
                 prop_assert_eq!(sw.commit(), Err(podlink_switch::CommitError::NothingStaged));
                 let r = sw.forward(t(1), 0, frame(1, h), &mut ports);

@@ -11,11 +11,11 @@ proptest! {
         let (sw1, _) = new_switch(|t| small_pod_with(t, false, None), 8);
         let (sw2, _) = new_switch(|t| small_pod_with(t, false, None), 1000);
         let h = Header::request(aid(src), aid(dst), vc(v), region);
-        let a = sw1.decide(t(1), src as u8, &h);
+        let a = sw1.decide(src as u8, &h);
         prop_assert!(a.is_ok());
         // Independent of load (credits), same for the same key.
-        prop_assert_eq!(a, sw2.decide(t(1), src as u8, &h));
-        prop_assert_eq!(a, sw1.decide(t(5), src as u8, &h));
+        prop_assert_eq!(a, sw2.decide(src as u8, &h));
+        prop_assert_eq!(a, sw1.decide(src as u8, &h));
     }
 }
 
@@ -25,7 +25,7 @@ fn test_hash_mode_spreads_and_avoids_degraded() {
     let mut hits = [0u32; 8];
     for r in 0..400u64 {
         let h = Header::request(aid(0), aid(150), vc(0), r * 256);
-        hits[usize::from(sw.decide(t(1), 0, &h).unwrap())] += 1;
+        hits[usize::from(sw.decide(0, &h).unwrap())] += 1;
     }
     for p in TRUNKS {
         assert!(hits[usize::from(p)] > 50, "{hits:?}");
@@ -33,7 +33,7 @@ fn test_hash_mode_spreads_and_avoids_degraded() {
     sw.force_health(5, Health::Degraded);
     for r in 0..400u64 {
         let h = Header::request(aid(0), aid(150), vc(0), r * 256);
-        assert_ne!(sw.decide(t(1), 0, &h), Ok(5));
+        assert_ne!(sw.decide(0, &h), Ok(5));
     }
 }
 

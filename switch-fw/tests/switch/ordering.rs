@@ -8,8 +8,11 @@ use std::collections::HashMap;
 
 #[derive(Debug, Clone)]
 enum Op {
-    /// Request of flow `f` (0..6).
+    /// Request of flow `f` (0..12).
     Send(u8),
+    /// The response to the oldest unanswered request of flow `f`, entering on trunk `k`;
+    /// `split`: first a response field that is not the last.
+    Answer(u8, u8, bool),
     /// Grant `n` credits on trunk `k` (VC of flow).
     Grant(u8, u8),
     /// Take all credits of trunk `k`.
@@ -22,7 +25,8 @@ enum Op {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        4 => (0u8..6).prop_map(Op::Send),
+        4 => (0u8..12).prop_map(Op::Send),
+        3 => (0u8..12, 0u8..4, any::<bool>()).prop_map(|(f, k, s)| Op::Answer(f, k, s)),
         2 => (0u8..4, 1u8..8).prop_map(|(k, n)| Op::Grant(k, n)),
         1 => (0u8..4).prop_map(Op::Starve),
         2 => (1u8..8).prop_map(Op::Drain),
@@ -30,57 +34,65 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// Flow f: src 0 → dst 100 + f/2, VC f%2, region f%3.
+/// Flow f: src f%2 (ports 0 and 1) → dst 100 + f/4, VC (f/2)%2, region f%3.
 fn flow(f: u8) -> Header {
     Header::request(
-        aid(0),
-        aid(100 + u16::from(f / 2)),
-        vc(f % 2),
+        aid(u16::from(f % 2)),
+        aid(100 + u16::from(f / 4)),
+        vc((f / 2) % 2),
         u64::from(f % 3) * 256 + 17,
     )
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(128))]
+    #![proptest_config(ProptestConfig::with_cases(256))]
+    /// "In flight" = forwarded and not yet answered: while a flow has an unanswered request,
+    /// its next request leaves on the same port as its last one; queued frames of a flow
+    /// leave in arrival order.
     #[test]
-    fn prop_ordering_kept(ops in proptest::collection::vec(op(), 1..120)) {
+    fn prop_ordering_kept(ops in proptest::collection::vec(op(), 1..160)) {
         let (mut sw, mut ports) = new_switch(small_pod, 2);
-        let hold = sw.tables().order_hold();
-        let mut now = t(1);
+        let now = &mut t(1);
         let mut handle = 0u32;
-        // Model: per flow, frames in the switch (handles, in order) and their port; last send.
-        let mut inflight: HashMap<u8, (Vec<u32>, u8)> = HashMap::new();
-        let mut last_sent: HashMap<u8, (podlink_protocol::time::Instant, u8)> = HashMap::new();
-        let mut next_tx: HashMap<u8, u32> = HashMap::new();
-        let flow_of = |h: u32, map: &HashMap<u32, u8>| map[&h];
+        // Model, per flow: unanswered requests and the port of its last request.
+        let mut unanswered: HashMap<u8, u32> = HashMap::new();
+        let mut last_port: HashMap<u8, u8> = HashMap::new();
+        // Per flow, the handles queued in the switch, in arrival order.
+        let mut queued: HashMap<u8, Vec<u32>> = HashMap::new();
         let mut handle_flow: HashMap<u32, u8> = HashMap::new();
         for op in ops {
             match op {
                 Op::Send(f) => {
                     handle += 1;
-                    handle_flow.insert(handle, f);
-                    let r = sw.forward(now, 0, frame(handle, flow(f)), &mut ports);
+                    let h = flow(f);
+                    let r = sw.forward(*now, f % 2, frame(handle, h), &mut ports);
                     let got = r.map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
-                    let pinned = match inflight.get(&f) {
-                        Some((q, p)) if !q.is_empty() => Some(*p),
-                        _ => last_sent.get(&f).filter(|(at, _)| now < *at + hold).map(|x| x.1),
-                    };
-                    if let Some(p) = pinned {
-                        prop_assert_eq!(got.port(), p, "flow {} left its port while in flight", f);
+                    if unanswered.get(&f).copied().unwrap_or(0) > 0 {
+                        prop_assert_eq!(Some(got.port()), last_port.get(&f).copied(),
+                            "flow {} left its port with a request unanswered", f);
+                        prop_assert_eq!(sw.flow_pin(&h), Some(got.port()));
                     }
-                    match got {
-                        Forwarded::CutThrough { port } => {
-                            prop_assert!(inflight.get(&f).is_none_or(|(q, _)| q.is_empty()));
-                            last_sent.insert(f, (now, port));
-                            prop_assert!(next_tx.get(&f).is_none_or(|&n| n < handle));
-                            next_tx.insert(f, handle);
-                        }
-                        Forwarded::Queued { port } => {
-                            let e = inflight.entry(f).or_insert((Vec::new(), port));
-                            e.0.push(handle);
-                            e.1 = port;
-                        }
+                    *unanswered.entry(f).or_default() += 1;
+                    last_port.insert(f, got.port());
+                    if let Forwarded::Queued { .. } = got {
+                        handle_flow.insert(handle, f);
+                        queued.entry(f).or_default().push(handle);
                     }
+                }
+                Op::Answer(f, k, split) => {
+                    let Some(n) = unanswered.get_mut(&f).filter(|n| **n > 0) else { continue };
+                    let req = flow(f);
+                    let resp = Header::response(Some(req.dst), req.src.unwrap(), req.vc);
+                    let trunk = TRUNKS[usize::from(k)];
+                    if split {
+                        handle += 1;
+                        sw.forward(*now, trunk, frame(handle, resp.with_last(false)), &mut ports)
+                            .map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
+                    }
+                    handle += 1;
+                    sw.forward(*now, trunk, frame(handle, resp), &mut ports)
+                        .map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
+                    *n -= 1;
                 }
                 Op::Grant(k, n) => {
                     let p = TRUNKS[usize::from(k)];
@@ -94,20 +106,86 @@ proptest! {
                 }
                 Op::Drain(n) => {
                     for _ in 0..n {
-                        let Some(tx) = sw.poll_transmit(now, &mut ports) else { break };
-                        let f = flow_of(tx.handle, &handle_flow);
-                        let (q, p) = inflight.get_mut(&f).expect("transmitted frame was queued");
-                        prop_assert_eq!(tx.port, *p);
+                        let Some(tx) = sw.poll_transmit(*now, &mut ports) else { break };
+                        let Some(&f) = handle_flow.get(&tx.handle) else { continue };
+                        let q = queued.get_mut(&f).expect("queued flow");
                         prop_assert_eq!(q.first().copied(), Some(tx.handle), "flow {} out of order", f);
                         q.remove(0);
-                        last_sent.insert(f, (now, tx.port));
-                        next_tx.insert(f, tx.handle);
                     }
                 }
-                Op::Wait(ns) => now += podlink_protocol::time::Duration::from_ns(ns.into()),
+                Op::Wait(ns) => *now += podlink_protocol::time::Duration::from_ns(ns.into()),
             }
         }
+        // The switch's count agrees with the model.
+        for src in 0..2u16 {
+            let model: u32 = unanswered.iter().filter(|(f, _)| u16::from(**f % 2) == src).map(|(_, n)| n).sum();
+            prop_assert_eq!(sw.unanswered(aid(src)), model);
+        }
     }
+}
+
+/// Once every request of a source is answered its pins are free: a flow whose port is now the
+/// busiest moves to a less loaded one (adaptivity is regained), while one unanswered request
+/// keeps it in place however long it waits.
+#[test]
+fn test_pin_released_by_last_response_only() {
+    let (mut sw, mut ports) = new_switch(small_pod, 0);
+    let h = Header::request(aid(0), aid(150), vc(0), 0x1000);
+    let p = sw.forward(t(1), 0, frame(1, h), &mut ports).unwrap().port();
+    // Load every other way less than p: queue frames of other flows elsewhere is not needed,
+    // p already has one queued; a long wait does not release the pin.
+    let q = sw
+        .forward(t(1_000_000), 0, frame(2, h), &mut ports)
+        .unwrap()
+        .port();
+    assert_eq!(q, p, "pinned while unanswered, even a millisecond later");
+    assert_eq!(sw.unanswered(aid(0)), 2);
+    let resp = Header::response(Some(aid(150)), aid(0), vc(0));
+    // A non-last response field and a response to the other source change nothing.
+    sw.forward(t(2), 4, frame(3, resp.with_last(false)), &mut ports)
+        .unwrap();
+    sw.forward(
+        t(2),
+        4,
+        frame(4, Header::response(Some(aid(150)), aid(1), vc(0))),
+        &mut ports,
+    )
+    .unwrap();
+    assert_eq!(sw.unanswered(aid(0)), 2);
+    sw.forward(t(2), 4, frame(5, resp), &mut ports).unwrap();
+    assert_eq!(sw.flow_pin(&h), Some(p), "one request still unanswered");
+    assert_eq!(
+        sw.forward(t(3), 0, frame(6, h), &mut ports).unwrap().port(),
+        p
+    );
+    sw.forward(t(4), 4, frame(7, resp), &mut ports).unwrap();
+    sw.forward(t(4), 4, frame(8, resp), &mut ports).unwrap();
+    assert_eq!(sw.unanswered(aid(0)), 0);
+    assert_eq!(sw.flow_pin(&h), None, "all answered: pin free");
+    // p holds three queued frames, the other ways none: the flow now moves.
+    assert_ne!(
+        sw.forward(t(5), 0, frame(9, h), &mut ports).unwrap().port(),
+        p
+    );
+}
+
+/// Requests from a trunk (sources attached elsewhere, whose answers need not pass here) go by
+/// their flow's hash: same flow, same port, whatever the load.
+#[test]
+fn test_trunk_requests_hashed() {
+    // 110 and 120 are both remote (routed over the four trunks), as at a spine.
+    let (mut sw, mut ports) = new_switch(small_pod, 0);
+    let h = Header::request(aid(110), aid(120), vc(0), 0x40);
+    let p = sw.forward(t(1), 4, frame(1, h), &mut ports).unwrap().port();
+    for i in 0..20 {
+        assert_eq!(
+            sw.forward(t(1), 4, frame(2 + i, h), &mut ports)
+                .unwrap()
+                .port(),
+            p
+        );
+    }
+    assert_eq!(sw.flow_pin(&h), None, "no pin state for trunk sources");
 }
 
 #[test]
@@ -130,11 +208,12 @@ fn test_adaptive_spreads_new_flows() {
     );
 }
 
-/// Flows hash into shared buckets; a pin left by a flow to another destination must never send
-/// a frame to a port that does not reach its own destination (found by podlink-sim: requests
-/// for one accelerator were executed by another).
+/// The pin table is direct-mapped with exact keys: a flow whose slot is held by another live
+/// flow goes by hash on its own ways (never the other flow's port, found by podlink-sim:
+/// requests for one accelerator were executed by another), and so does every unpinned flow of
+/// that source until all its requests are answered.
 #[test]
-fn test_colliding_pin_never_misroutes() {
+fn test_colliding_flows_keep_order() {
     let (mut sw, mut ports) = new_switch(small_pod, 0);
     let h1 = Header::request(aid(0), aid(1), vc(0), 0);
     assert_eq!(
@@ -143,20 +222,34 @@ fn test_colliding_pin_never_misroutes() {
             .port(),
         1
     );
-    let mut collisions = 0;
-    for dst in 100u16..200 {
-        for r in 0..64u64 {
-            let h2 = Header::request(aid(0), aid(dst), vc(0), r * 256);
-            if sw.flow_pin(&h2).0 == 0 {
-                continue;
-            }
-            collisions += 1;
-            let p = sw.decide(t(1), 0, &h2).unwrap();
-            assert!(
-                TRUNKS.contains(&p),
-                "dst {dst} region {r}: sent to port {p}"
-            );
-        }
+    let slot = sw.flow_slot(&h1);
+    let h2 = (100u16..200)
+        .flat_map(|d| (0..64u64).map(move |r| Header::request(aid(0), aid(d), vc(0), r * 256)))
+        .find(|h| sw.flow_slot(h) == slot)
+        .expect("a colliding flow");
+    // Its decision is a hash over its own ways, stable whatever the load.
+    let p = sw.decide(0, &h2).unwrap();
+    assert!(TRUNKS.contains(&p));
+    for i in 0..6 {
+        assert_eq!(
+            sw.forward(t(2), 0, frame(10 + i, h2), &mut ports)
+                .unwrap()
+                .port(),
+            p
+        );
     }
-    assert!(collisions > 0, "no bucket collision found");
+    assert_eq!(sw.flow_pin(&h1), Some(1), "the first flow keeps its pin");
+    assert_eq!(sw.flow_pin(&h2), None);
+    // Another flow of the same source, slot free, also goes by hash in this epoch.
+    let h3 = Header::request(aid(0), aid(160), vc(1), 0x7700);
+    assert_ne!(sw.flow_slot(&h3), slot);
+    let p3 = sw.decide(0, &h3).unwrap();
+    for i in 0..4 {
+        assert_eq!(
+            sw.forward(t(3), 0, frame(20 + i, h3), &mut ports)
+                .unwrap()
+                .port(),
+            p3
+        );
+    }
 }

@@ -1,0 +1,408 @@
+//! Applying a fault plan (`spec-notes/validation.md#conformance-scenarios`): links going down
+//! and up, the hold-off before a switch is told, failed ports and planes, bit error rates,
+//! switch health windows and events, credit withholding, and the notifications that tell
+//! endpoints what changed. See [`super::fault`] for the plan and what each fault means.
+
+use super::fault::{Entry, FaultKind, Happening, PortRef};
+use super::steer::Known;
+use super::switch::Forwarder;
+use super::{Ev, Owner, Sim};
+use podlink_protocol::time::{Duration, Instant};
+use podlink_switch::health::TransceiverReading;
+use podlink_switch::{DropReason, Event, Health, HealthPolicy};
+
+fn health_name(h: Health) -> String {
+    h.to_string()
+}
+
+/// A transceiver reading within every limit except, possibly, its error counter: 40 °C,
+/// 3.3 V, 500 µW received.
+fn healthy_module(errors: u32) -> TransceiverReading {
+    TransceiverReading {
+        temp_c256: 40 * 256,
+        vcc_100uv: 33_000,
+        rx_power_min_01uw: 5_000,
+        errors,
+    }
+}
+
+impl Sim {
+    /// Schedule the plan's faults from `at` (the start of injection).
+    pub(crate) fn schedule_faults(&mut self, at: u64) {
+        let Some(f) = self.fault.as_mut() else {
+            return;
+        };
+        f.report.inject_from_ps = at;
+        let times: Vec<u64> = f.plan.faults.iter().map(|x| x.at_ps).collect();
+        for (i, t) in times.into_iter().enumerate() {
+            self.schedule(at.saturating_add(t), Ev::Fault(i as u32));
+        }
+    }
+
+    /// Set the health policy of every podlink switch and start their windows.
+    pub(crate) fn start_health(&mut self) {
+        let Some(w) = self.fault.as_ref().and_then(|f| f.plan.health_window_ps) else {
+            return;
+        };
+        for s in 0..self.switches.len() {
+            if let Forwarder::Podlink(sw) = &mut self.switches[s].fwd {
+                sw.set_health_policy(HealthPolicy {
+                    window: Duration::from_ps(w.max(1)),
+                    ..HealthPolicy::default()
+                });
+                self.schedule(w.max(1), Ev::Health(s as u32));
+            }
+        }
+    }
+
+    /// The switch end and the other end of the link named by `p`.
+    fn ends_of(&self, p: PortRef) -> (u32, u32) {
+        let e = self.switches[p.switch as usize].base + p.port;
+        (e, self.peer[e as usize])
+    }
+
+    fn log(&mut self, t: u64, what: Happening, switch: Option<u32>) {
+        let tx = switch
+            .and_then(|s| match &self.switches.get(s as usize)?.fwd {
+                Forwarder::Podlink(sw) => Some(
+                    (0..self.switches[s as usize].n as usize)
+                        .map(|p| u64::from(sw.counters().ports.get(p).map_or(0, |c| c.tx_frames)))
+                        .collect(),
+                ),
+                Forwarder::Wide(_) => None,
+            })
+            .unwrap_or_default();
+        if let Some(f) = self.fault.as_mut() {
+            f.report.timeline.push(Entry {
+                t_ps: t,
+                what,
+                switch: switch.unwrap_or(u32::MAX),
+                tx_frames: tx,
+            });
+        }
+    }
+
+    pub(crate) fn on_fault(&mut self, i: u32, now: u64) {
+        let Some(f) = self.fault.as_mut() else {
+            return;
+        };
+        let Some(fault) = f.plan.faults.get(i as usize).copied() else {
+            return;
+        };
+        if let Some(o) = f.report.open_at_fault.get_mut(i as usize) {
+            *o = (self.accels.open()) as u64;
+        }
+        let sw = match fault.what {
+            FaultKind::LinkDown(p)
+            | FaultKind::LinkUp(p)
+            | FaultKind::PortFail(p)
+            | FaultKind::SetBer { link: p, .. }
+            | FaultKind::ModuleErrors { link: p, .. } => Some(p.switch),
+            FaultKind::PlaneFail { switch } | FaultKind::Mark { switch } => Some(switch),
+            _ => None,
+        };
+        self.log(now, Happening::Applied { index: i as usize }, sw);
+        match fault.what {
+            FaultKind::LinkDown(p) => self.phy_down(p, now),
+            FaultKind::LinkUp(p) => self.phy_up(p, now),
+            FaultKind::PortFail(p) => self.port_fail(p, now),
+            FaultKind::PlaneFail { switch } => {
+                for port in 0..self.switches[switch as usize].n {
+                    self.port_fail(PortRef { switch, port }, now);
+                }
+            }
+            FaultKind::SetBer { link, ber } => {
+                let (a, b) = self.ends_of(link);
+                self.wires[a as usize].set_ber(ber);
+                self.wires[b as usize].set_ber(ber);
+            }
+            FaultKind::ModuleErrors { link, per_window } => {
+                let (a, b) = self.ends_of(link);
+                for x in [a, b] {
+                    if matches!(self.owner[x as usize], Owner::Switch { .. }) {
+                        if let Some(f) = self.fault.as_mut() {
+                            f.module_errors.retain(|m| m.0 != x);
+                            f.module_errors.push((x, per_window, 0));
+                        }
+                    }
+                }
+            }
+            FaultKind::Inject { .. } => self.start_rogue(fault.what, now),
+            FaultKind::Withhold { accel, vc } | FaultKind::Release { accel, vc } => {
+                let keep = matches!(fault.what, FaultKind::Withhold { .. });
+                let e0 = self.accels.end_of[accel as usize];
+                for e in e0..e0 + self.accels.nports[accel as usize] {
+                    let p = &mut self.ports[e as usize];
+                    if keep {
+                        p.withheld |= 1 << vc;
+                    } else {
+                        p.withheld &= !(1 << vc);
+                        self.flush_credits(e, now);
+                    }
+                }
+            }
+            FaultKind::Mark { .. } => {}
+        }
+    }
+
+    /// Both ends' PHY go down; what is on the wire is lost. The switch and the endpoints are
+    /// told only if the link stays down for the hold-off.
+    fn phy_down(&mut self, p: PortRef, now: u64) {
+        let (a, b) = self.ends_of(p);
+        let mut lost = 0;
+        for x in [a, b] {
+            let h = &mut self.hot[x as usize];
+            if !h.phy_up {
+                continue;
+            }
+            h.phy_up = false;
+            let tx = &mut self.txs[x as usize];
+            tx.link.handle_link_down(Instant::from_ps(now));
+            while tx.link.poll_event().is_some() {}
+            lost += self.wires[x as usize].flight.lose_all();
+        }
+        let Some(f) = self.fault.as_mut() else {
+            return;
+        };
+        f.report.flits_lost += lost;
+        f.down_at[a as usize] = Some(now);
+        let at = now.saturating_add(f.plan.holdoff_ps);
+        self.schedule(at, Ev::Holdoff(a));
+    }
+
+    /// Both ends' PHY come up: bring-up, then retry replays what was not acknowledged.
+    fn phy_up(&mut self, p: PortRef, now: u64) {
+        let (a, b) = self.ends_of(p);
+        let Some(f) = self.fault.as_mut() else {
+            return;
+        };
+        if f.failed[a as usize] {
+            return;
+        }
+        f.down_at[a as usize] = None;
+        let declared = f.declared[a as usize];
+        for x in [a, b] {
+            let h = &mut self.hot[x as usize];
+            if h.phy_up {
+                continue;
+            }
+            h.phy_up = true;
+            let tx = &mut self.txs[x as usize];
+            tx.link.handle_link_up(Instant::from_ps(now));
+            while tx.link.poll_event().is_some() {}
+            if let Some(&(at, _)) = self.rxs[x as usize].ctl_out.front() {
+                self.schedule(at.max(now), Ev::Ctl(x));
+            }
+            self.kick(x, now);
+            self.arm_timer(x, now);
+        }
+        if declared {
+            self.declare(p, true, now);
+        }
+    }
+
+    pub(crate) fn on_holdoff(&mut self, a: u32, now: u64) {
+        let Some(f) = self.fault.as_ref() else {
+            return;
+        };
+        let due = f.down_at[a as usize].is_some_and(|t| t.saturating_add(f.plan.holdoff_ps) <= now)
+            && !f.declared[a as usize];
+        if due {
+            if let Owner::Switch { s, p } = self.owner[a as usize] {
+                self.declare(PortRef { switch: s, port: p }, false, now);
+            }
+        }
+    }
+
+    /// An alarm: the switch port is Failed at once and its link goes down for good.
+    fn port_fail(&mut self, p: PortRef, now: u64) {
+        let (a, _) = self.ends_of(p);
+        if let Some(f) = self.fault.as_mut() {
+            if f.failed[a as usize] {
+                return;
+            }
+            f.failed[a as usize] = true;
+        }
+        let mut from = None;
+        if let Forwarder::Podlink(sw) = &mut self.switches[p.switch as usize].fwd {
+            let h = sw.health(p.port as u8);
+            sw.force_health(p.port as u8, Health::Failed);
+            from = Some(h);
+        }
+        self.switch_events(p.switch, now);
+        if let Some(h) = from.filter(|&h| h != Health::Failed) {
+            self.log(
+                now,
+                Happening::Health {
+                    at: p,
+                    from: health_name(h),
+                    to: health_name(Health::Failed),
+                },
+                Some(p.switch),
+            );
+        }
+        self.phy_down(p, now);
+        self.declare(p, false, now);
+    }
+
+    /// Tell the switch(es) of link `p` that it is down (or up again), and the endpoints.
+    fn declare(&mut self, p: PortRef, up: bool, now: u64) {
+        let (a, b) = self.ends_of(p);
+        if let Some(f) = self.fault.as_mut() {
+            f.declared[a as usize] = !up;
+            f.declared[b as usize] = !up;
+        }
+        for x in [a, b] {
+            if let Owner::Switch { s, p } = self.owner[x as usize] {
+                self.ports[x as usize].up = up;
+                let sw = &mut self.switches[s as usize];
+                let range = sw.base as usize..(sw.base + sw.n) as usize;
+                sw.fwd.refresh(p, &self.ports[range]);
+                self.switch_events(s, now);
+                if up {
+                    self.kick(x, now);
+                }
+            }
+        }
+        self.log(now, Happening::Declared { at: p, up }, Some(p.switch));
+        if let Some(e) = self.accel_end_at(p) {
+            if let Some(f) = self.fault.as_mut() {
+                let i = (e - f.accel_base) as usize;
+                f.local_ok[i] = up;
+            }
+            let state = if up { self.known_of(p) } else { Known::Down };
+            self.notify(e, state, p, now);
+        }
+    }
+
+    /// What endpoints should know of switch port `p` now.
+    fn known_of(&self, p: PortRef) -> Known {
+        let (a, _) = self.ends_of(p);
+        if self.fault.as_ref().is_some_and(|f| f.declared[a as usize]) {
+            return Known::Down;
+        }
+        match &self.switches[p.switch as usize].fwd {
+            Forwarder::Podlink(sw) => match sw.health(p.port as u8) {
+                Health::Healthy => Known::Up,
+                Health::Degraded => Known::Degraded,
+                Health::Failed => Known::Down,
+            },
+            Forwarder::Wide(_) => Known::Up,
+        }
+    }
+
+    fn notify(&mut self, e: u32, state: Known, p: PortRef, now: u64) {
+        let Some(f) = self.fault.as_mut() else {
+            return;
+        };
+        f.notes.push((e, state, p));
+        let i = (f.notes.len() - 1) as u32;
+        let at = now.saturating_add(f.plan.notify_ps);
+        self.schedule(at, Ev::Notify(i));
+    }
+
+    pub(crate) fn on_notify(&mut self, i: u32, now: u64) {
+        let Some(f) = self.fault.as_mut() else {
+            return;
+        };
+        let Some(&(e, state, p)) = f.notes.get(i as usize) else {
+            return;
+        };
+        let ai = (e - f.accel_base) as usize;
+        f.known[ai] = state;
+        self.log(
+            now,
+            Happening::Notified {
+                at: p,
+                state: state.name().to_string(),
+            },
+            Some(p.switch),
+        );
+        if let Owner::Accel { a, .. } = self.owner[e as usize] {
+            self.drain_backlog(a, now);
+        }
+    }
+
+    /// Close switch `s`'s health window: feed each port's link counters to its monitor.
+    pub(crate) fn on_health(&mut self, s: u32, now: u64) {
+        let (base, n) = {
+            let sw = &self.switches[s as usize];
+            (sw.base as usize, sw.n as usize)
+        };
+        for e in base..base + n {
+            let rs = self.txs[e].link.retry().stats();
+            let h = &mut self.ports[e].health;
+            h.crc_errors = rs.crc_errors as u32;
+            h.replays = rs.replays as u32;
+            h.flaps = rs.link_downs as u32;
+        }
+        let mut readings = Vec::new();
+        if let Some(f) = self.fault.as_mut() {
+            for m in &mut f.module_errors {
+                if (base..base + n).contains(&(m.0 as usize)) {
+                    m.2 = m.2.wrapping_add(m.1);
+                    readings.push((m.0 as usize - base, m.2));
+                }
+            }
+        }
+        let next = match &mut self.switches[s as usize].fwd {
+            Forwarder::Podlink(sw) => {
+                for (p, errors) in readings {
+                    sw.set_transceiver(p as u8, healthy_module(errors));
+                }
+                sw.handle_timeout(Instant::from_ps(now), &self.ports[base..base + n]);
+                sw.poll_timeout().as_ps().max(now + 1)
+            }
+            Forwarder::Wide(_) => return,
+        };
+        self.switch_events(s, now);
+        self.schedule(next, Ev::Health(s));
+    }
+
+    /// Drain switch `s`'s events: free the frames it flushed (their credits go back to the
+    /// sender), log health changes and tell endpoints about them.
+    pub(crate) fn switch_events(&mut self, s: u32, now: u64) {
+        let mut changes = Vec::new();
+        let mut flushed = Vec::new();
+        if let Forwarder::Podlink(sw) = &mut self.switches[s as usize].fwd {
+            while let Some(ev) = sw.poll_event() {
+                match ev {
+                    Event::HealthChanged { port, from, to } => changes.push((port, from, to)),
+                    Event::Flushed { .. } => {
+                        while let Some(h) = sw.poll_discarded() {
+                            flushed.push(h);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            while let Some(h) = sw.poll_discarded() {
+                flushed.push(h);
+            }
+        }
+        for h in flushed {
+            self.stats.note_drop(DropReason::Flushed);
+            self.release_frame(h, now);
+            self.frames.free(h);
+        }
+        for (port, from, to) in changes {
+            let p = PortRef {
+                switch: s,
+                port: u32::from(port),
+            };
+            self.log(
+                now,
+                Happening::Health {
+                    at: p,
+                    from: health_name(from),
+                    to: health_name(to),
+                },
+                Some(s),
+            );
+            if let Some(e) = self.accel_end_at(p) {
+                let state = self.known_of(p);
+                self.notify(e, state, p, now);
+            }
+        }
+    }
+}

@@ -1,0 +1,512 @@
+//! What endpoints know about the fabric under faults, and how they steer requests
+//! (`spec-notes/validation.md#conformance-scenarios`): per accelerator port, what its own PHY
+//! says and what the fabric manager told every endpoint; the choice of port for a new request;
+//! the per-region pins that keep a moved region in order; the record of finished operations;
+//! rogue requesters.
+
+use super::check::{pattern, IntMap};
+use super::fault::{FaultKind, FaultPlan, FaultReport, OpRecord, PortRef, RogueResult};
+use super::{Ev, Owner, Sim, SimError};
+use crate::pod::topology::{Attach, Fabric};
+use podlink_protocol::time::{Duration, Instant};
+use podlink_protocol::txn::{Operation, Request, Requester, RequesterConfig};
+use podlink_protocol::wire::{AccelId, PartitionId, Vc};
+
+/// A rogue requester: small tables, it sends at most a few dozen writes.
+pub(crate) type RogueRequester = Requester<64, 64, 16>;
+
+/// Write ID whose pattern rogue writes carry (the reference never reaches it).
+const ROGUE_WID: u32 = u32::MAX;
+
+/// What every endpoint knows about an accelerator port (after notification).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Known {
+    Up,
+    Degraded,
+    Down,
+}
+
+impl Known {
+    pub fn name(self) -> &'static str {
+        match self {
+            Known::Up => "up",
+            Known::Degraded => "degraded",
+            Known::Down => "down",
+        }
+    }
+}
+
+/// A rogue requester and where it sends.
+pub(crate) struct Rogue {
+    pub end: u32,
+    pub req: Box<RogueRequester>,
+    pub dst: u32,
+    pub addr: u64,
+    pub count: u32,
+    pub gap_ps: u64,
+    pub result: RogueResult,
+}
+
+/// Fault-run state.
+pub(crate) struct FaultState {
+    pub plan: FaultPlan,
+    pub report: FaultReport,
+    /// First accelerator link end.
+    pub accel_base: u32,
+    /// Per link end: the PHY went down at this time (None: up).
+    pub down_at: Vec<Option<u64>>,
+    /// Per link end: reported down to its switch / endpoint.
+    pub declared: Vec<bool>,
+    /// Per link end: failed for good (never comes up).
+    pub failed: Vec<bool>,
+    /// Per accelerator end: its own PHY is usable (immediate knowledge).
+    pub local_ok: Vec<bool>,
+    /// Per accelerator end: what every endpoint has been told.
+    pub known: Vec<Known>,
+    /// Per accelerator end: the switch it attaches to.
+    pub switch_of: Vec<u32>,
+    /// First end and port count of each accelerator.
+    pub end_of: Vec<u32>,
+    pub nports: Vec<u32>,
+    /// Pending notifications: (accelerator end, state, the switch port it concerns).
+    pub notes: Vec<(u32, Known, PortRef)>,
+    /// (source, destination, region) → (port, requests in flight).
+    pub pins: IntMap<(u32, u32)>,
+    pub rogues: Vec<Rogue>,
+    /// Switch ends whose transceiver counts errors: (end, per window, counter).
+    pub module_errors: Vec<(u32, u32, u32)>,
+}
+
+/// Check that every fault names things the pod has.
+///
+/// # Errors
+/// [`SimError::Fault`] naming the fault and what is missing.
+pub(crate) fn validate(plan: &FaultPlan, f: &Fabric) -> Result<(), SimError> {
+    for (index, fault) in plan.faults.iter().enumerate() {
+        let err = |message: String| SimError::Fault { index, message };
+        let port = |p: &PortRef| -> Result<(), SimError> {
+            let sw = f
+                .switches
+                .get(p.switch as usize)
+                .ok_or_else(|| err(format!("no switch {}", p.switch)))?;
+            if p.port as usize >= sw.ports.len() {
+                return Err(err(format!("switch {} has no port {}", p.switch, p.port)));
+            }
+            Ok(())
+        };
+        let accel = |a: u32| -> Result<(), SimError> {
+            if a >= f.accels {
+                return Err(err(format!("no accelerator {a}")));
+            }
+            Ok(())
+        };
+        match fault.what {
+            FaultKind::LinkDown(p) | FaultKind::LinkUp(p) | FaultKind::PortFail(p) => port(&p)?,
+            FaultKind::ModuleErrors { link, .. } => {
+                port(&link)?;
+                if plan.health_window_ps.is_none() {
+                    return Err(err("module errors need a health window".into()));
+                }
+            }
+            FaultKind::SetBer { link, ber } => {
+                port(&link)?;
+                if !(ber.is_finite() && (0.0..1e-2).contains(&ber)) {
+                    return Err(err(format!("bit error rate {ber}: must be in [0, 0.01)")));
+                }
+            }
+            FaultKind::PlaneFail { switch } => {
+                if switch as usize >= f.switches.len() {
+                    return Err(err(format!("no switch {switch}")));
+                }
+            }
+            FaultKind::Inject {
+                from,
+                port: k,
+                claim,
+                dst,
+                count,
+                ..
+            } => {
+                accel(from)?;
+                accel(claim)?;
+                accel(dst)?;
+                if k as usize >= f.accel_ports[from as usize].len() {
+                    return Err(err(format!("accelerator {from} has no port {k}")));
+                }
+                if count > 64 {
+                    return Err(err(format!("{count} writes: at most 64")));
+                }
+            }
+            FaultKind::Withhold { accel: a, vc } | FaultKind::Release { accel: a, vc } => {
+                accel(a)?;
+                if vc > 3 {
+                    return Err(err(format!("virtual channel {vc}: must be 0..=3")));
+                }
+            }
+            FaultKind::Mark { switch } => {
+                if switch as usize >= f.switches.len() {
+                    return Err(err(format!("no switch {switch}")));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+impl FaultState {
+    pub fn new(sim: &Sim, plan: &FaultPlan) -> FaultState {
+        let n = sim.ends();
+        let accel_base = sim.accels.end_of.first().copied().unwrap_or(n as u32);
+        let switch_of = (accel_base as usize..n)
+            .map(|e| match sim.owner[sim.peer[e] as usize] {
+                Owner::Switch { s, .. } => s,
+                Owner::Accel { .. } => u32::MAX,
+            })
+            .collect();
+        let na = n - accel_base as usize;
+        let mut plan = plan.clone();
+        plan.faults.sort_by_key(|f| f.at_ps);
+        FaultState {
+            report: FaultReport {
+                plan: plan.faults.clone(),
+                open_at_fault: vec![0; plan.faults.len()],
+                ..FaultReport::default()
+            },
+            plan,
+            accel_base,
+            down_at: vec![None; n],
+            declared: vec![false; n],
+            failed: vec![false; n],
+            local_ok: vec![true; na],
+            known: vec![Known::Up; na],
+            switch_of,
+            end_of: sim.accels.end_of.clone(),
+            nports: sim.accels.nports.clone(),
+            notes: Vec::new(),
+            pins: IntMap::default(),
+            rogues: Vec::new(),
+            module_errors: Vec::new(),
+        }
+    }
+
+    fn ai(&self, e: u32) -> usize {
+        e.saturating_sub(self.accel_base) as usize
+    }
+
+    /// Whether `src` may send to `dst` out of its port `k`, and whether that way is healthy.
+    fn way(&self, src: u32, dst: u32, k: u32) -> (bool, bool) {
+        let e = self.end_of[src as usize] + k;
+        let i = self.ai(e);
+        let sw = self.switch_of[i];
+        let own = self.known[i];
+        if !self.local_ok[i] || own == Known::Down {
+            return (false, false);
+        }
+        let mut usable = false;
+        let mut healthy = false;
+        let d0 = self.end_of[dst as usize];
+        for j in 0..self.nports[dst as usize] {
+            let di = self.ai(d0 + j);
+            if self.switch_of[di] != sw {
+                continue;
+            }
+            match self.known[di] {
+                Known::Up => {
+                    usable = true;
+                    healthy = true;
+                }
+                Known::Degraded => usable = true,
+                Known::Down => {}
+            }
+        }
+        (usable, usable && healthy && own == Known::Up)
+    }
+
+    /// The port of `src` for a request to `dst` at `addr`: the region's pinned port while
+    /// requests of it are in flight there and it is still usable; otherwise a healthy way,
+    /// else a usable (degraded) one, else any (the request will fail and be reported).
+    /// With every way healthy this is `fallback` (the fault-free choice).
+    pub fn choose(&self, src: u32, dst: u32, addr: u64, fallback: u32) -> u32 {
+        let n = self.nports[src as usize];
+        if let Some(&(p, inflight)) = self.pins.get(&pin_key(src, dst, addr)) {
+            if inflight > 0 && self.way(src, dst, p).0 {
+                return p;
+            }
+        }
+        let mut healthy = [0u32; 32];
+        let mut usable = [0u32; 32];
+        let (mut nh, mut nu) = (0, 0);
+        for k in 0..n.min(32) {
+            let (u, h) = self.way(src, dst, k);
+            if h {
+                healthy[nh] = k;
+                nh += 1;
+            }
+            if u {
+                usable[nu] = k;
+                nu += 1;
+            }
+        }
+        if nh == n as usize {
+            return fallback;
+        }
+        let x = (u64::from(dst) << 32 ^ (addr >> 8)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+        let pick = |set: &[u32]| set[(x % set.len() as u64) as usize];
+        if nh > 0 {
+            pick(&healthy[..nh])
+        } else if nu > 0 {
+            pick(&usable[..nu])
+        } else {
+            fallback
+        }
+    }
+
+    /// A request of (`src`, `dst`, `addr`'s region) went out of port `port`.
+    pub fn pin(&mut self, src: u32, dst: u32, addr: u64, port: u32) {
+        let e = self
+            .pins
+            .entry(pin_key(src, dst, addr))
+            .or_insert((port, 0));
+        if e.1 == 0 {
+            e.0 = port;
+        }
+        e.1 += 1;
+    }
+
+    /// A request of (`src`, `dst`, `addr`'s region) finished.
+    pub fn unpin(&mut self, src: u32, dst: u32, addr: u64) {
+        let k = pin_key(src, dst, addr);
+        if let Some(e) = self.pins.get_mut(&k) {
+            e.1 = e.1.saturating_sub(1);
+            if e.1 == 0 {
+                self.pins.remove(&k);
+            }
+        }
+    }
+
+    /// Whether a rogue requester on end `e` has requests waiting.
+    pub fn rogue_waiting(&self, e: u32) -> bool {
+        self.rogues.iter().any(|r| r.end == e && r.req.queued() > 0)
+    }
+
+    /// Whether any rogue requester has operations open.
+    pub fn rogues_open(&self) -> bool {
+        self.rogues.iter().any(|r| r.req.ops_open() > 0)
+    }
+}
+
+fn pin_key(src: u32, dst: u32, addr: u64) -> u64 {
+    (u64::from(src) << 54) ^ (u64::from(dst) << 44) ^ (addr >> 8)
+}
+
+impl Sim {
+    /// Record a finished operation (fault runs).
+    pub(crate) fn record_op(&mut self, r: OpRecord) {
+        if let Some(f) = self.fault.as_mut() {
+            f.report.ops.push(r);
+        }
+    }
+
+    /// Start a rogue requester (fault `index`).
+    pub(crate) fn start_rogue(&mut self, what: FaultKind, now: u64) {
+        let FaultKind::Inject {
+            from,
+            port,
+            claim,
+            dst,
+            addr,
+            count,
+            gap_ps,
+        } = what
+        else {
+            return;
+        };
+        let end = self.accels.end_of[from as usize] + port;
+        let mut rc = RequesterConfig::new(AccelId::from_bits_truncate(claim as u16));
+        rc.partition = PartitionId::from_bits_truncate(self.fabric.partition_of[claim as usize]);
+        let timeout = crate::pod::timing::ns(self.pod.accelerator.timeout_us * 1000.0);
+        rc.request_timeout = timeout;
+        rc.queue_timeout = timeout;
+        rc.tag_quarantine = Duration::ZERO;
+        let Some(f) = self.fault.as_mut() else {
+            return;
+        };
+        f.rogues.push(Rogue {
+            end,
+            req: Box::new(Requester::new(rc)),
+            dst,
+            addr,
+            count,
+            gap_ps,
+            result: RogueResult::default(),
+        });
+        let i = (f.rogues.len() - 1) as u32;
+        self.schedule(now, Ev::Rogue(i));
+    }
+
+    /// Rogue requester `i` submits its next write.
+    pub(crate) fn on_rogue(&mut self, i: u32, now: u64) {
+        let Some(f) = self.fault.as_mut() else {
+            return;
+        };
+        let Some(r) = f.rogues.get_mut(i as usize) else {
+            return;
+        };
+        let k = r.result.sent;
+        if k >= u64::from(r.count) {
+            return;
+        }
+        let addr = r.addr + k * 256;
+        let mut data = [0u8; 256];
+        for (l, chunk) in data.chunks_mut(64).enumerate() {
+            pattern(ROGUE_WID, r.dst, addr + l as u64 * 64, chunk);
+        }
+        let req = Request {
+            dst: AccelId::from_bits_truncate(r.dst as u16),
+            vc: Vc::default(),
+            op: Operation::WriteFull { addr, data: &data },
+        };
+        if r.req.submit(Instant::from_ps(now), &req).is_ok() {
+            r.result.sent += 1;
+        }
+        let (end, gap, more) = (r.end, r.gap_ps, r.result.sent < u64::from(r.count));
+        self.note_accel_work(end);
+        self.kick(end, now);
+        if more {
+            self.schedule(now + gap.max(1), Ev::Rogue(i));
+        }
+    }
+
+    /// Rogue requesters' timeouts and completions (from the requester sweep).
+    pub(crate) fn sweep_rogues(&mut self, now: u64) {
+        let Some(f) = self.fault.as_mut() else {
+            return;
+        };
+        let t = Instant::from_ps(now);
+        let mut timed_out = Vec::new();
+        for r in &mut f.rogues {
+            if r.req.poll_timeout().is_some_and(|d| d <= t) {
+                r.req.handle_timeout(t);
+                // A queue timeout may have emptied its queue.
+                timed_out.push(r.end);
+            }
+            while r.req.poll_event().is_some() {}
+            while let Some(c) = r.req.poll_completion() {
+                match c.result {
+                    Ok(_) => r.result.answered += 1,
+                    Err(_) => r.result.failed += 1,
+                }
+            }
+        }
+        for e in timed_out {
+            self.note_accel_work(e);
+        }
+    }
+
+    /// After the run: compare every line rogue writes targeted with what the legitimate
+    /// operations left there.
+    pub(crate) fn check_rogue_targets(&mut self) {
+        use podlink_protocol::txn::MemoryTarget;
+        let Some(mut f) = self.fault.take() else {
+            return;
+        };
+        for r in &mut f.rogues {
+            for l in 0..u64::from(r.count) * 4 {
+                let a = r.addr + l * 64;
+                let mut wid = [0u32; 1];
+                self.reference.expect(r.dst, a, 64, &mut wid);
+                let mut want = [0u8; 64];
+                pattern(wid[0], r.dst, a, &mut want);
+                let mut got = [0u8; 64];
+                let _ = self.mem.of(r.dst).read(a, &mut got);
+                r.result.lines_checked += 1;
+                if got != want {
+                    r.result.lines_changed += 1;
+                }
+            }
+        }
+        f.report.rogues = f.rogues.iter().map(|r| r.result.clone()).collect();
+        self.fault = Some(f);
+    }
+
+    /// The accelerator end attached to switch port `p`, if any.
+    pub(crate) fn accel_end_at(&self, p: PortRef) -> Option<u32> {
+        match self
+            .fabric
+            .switches
+            .get(p.switch as usize)?
+            .ports
+            .get(p.port as usize)?
+        {
+            Attach::Accel { accel, port } => Some(self.accels.end_of[*accel as usize] + port),
+            Attach::Switch { .. } => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pod::presets;
+    use crate::sim::Options;
+
+    fn state() -> FaultState {
+        let mut pod = presets::load("ualink-64x4").unwrap();
+        pod.topology = crate::pod::config::Topology::MultiPlane {
+            accelerators: 4,
+            planes: 4,
+            ports_per_plane: 1,
+        };
+        let opts = Options {
+            faults: FaultPlan {
+                record_ops: true,
+                ..FaultPlan::default()
+            },
+            ..Options::default()
+        };
+        let sim = Sim::new(&pod, &opts).unwrap();
+        FaultState::new(&sim, &opts.faults)
+    }
+
+    #[test]
+    fn ports_are_chosen_away_from_what_is_down_or_degraded() {
+        let mut f = state();
+        // Everything healthy: the fault-free choice.
+        assert_eq!(f.choose(0, 1, 0x1000, 2), 2);
+        // Accelerator 1's port on plane 2 is down: another plane, never 2.
+        f.known[(f.end_of[1] + 2 - f.accel_base) as usize] = Known::Down;
+        let picks: Vec<u32> = (0..64).map(|r| f.choose(0, 1, r << 8, 2)).collect();
+        assert!(picks.iter().all(|&p| p != 2), "{picks:?}");
+        assert!(picks.iter().any(|&p| p != picks[0]), "spread: {picks:?}");
+        // Plane 0 degraded at the source: healthy planes 1 and 3 only.
+        f.known[(f.end_of[0] - f.accel_base) as usize] = Known::Degraded;
+        assert!((0..64).all(|r| matches!(f.choose(0, 1, r << 8, 2), 1 | 3)));
+        // Only degraded ways left: they are used.
+        for p in [1, 3] {
+            f.local_ok[(f.end_of[0] + p - f.accel_base) as usize] = false;
+        }
+        assert_eq!(f.choose(0, 1, 0, 2), 0);
+        // Nothing usable: the fault-free choice (the request will fail and be reported).
+        f.local_ok[(f.end_of[0] - f.accel_base) as usize] = false;
+        assert_eq!(f.choose(0, 1, 0, 2), 2);
+    }
+
+    #[test]
+    fn a_region_stays_on_its_port_while_in_flight() {
+        let mut f = state();
+        f.pin(0, 1, 0x300, 2);
+        f.pin(0, 1, 0x3c0, 2);
+        // Plane 2 is degraded but still usable: the region stays there.
+        f.known[(f.end_of[0] + 2 - f.accel_base) as usize] = Known::Degraded;
+        assert_eq!(f.choose(0, 1, 0x340, 0), 2);
+        f.unpin(0, 1, 0x300);
+        assert_eq!(f.choose(0, 1, 0x300, 0), 2);
+        f.unpin(0, 1, 0x300);
+        // Drained: a healthy way.
+        assert_ne!(f.choose(0, 1, 0x300, 2), 2);
+        // Down: the pin no longer holds.
+        f.pin(0, 1, 0x300, 2);
+        f.known[(f.end_of[0] + 2 - f.accel_base) as usize] = Known::Down;
+        assert_ne!(f.choose(0, 1, 0x300, 2), 2);
+    }
+}
