@@ -279,15 +279,20 @@ fn key_src(key: u64) -> usize {
 /// # Ordering rule
 /// Requests of one (source, destination, VC, 256 B region) leave on the same port while any is
 /// in flight, where "in flight" means *not yet answered*: the switch counts, per attached
-/// source, the requests it forwarded and the last responses it forwarded back to that source.
-/// A flow's pin (an exact-keyed entry of a [`FLOW_BUCKETS`]-entry direct-mapped table) is
-/// taken in the source's current *epoch*; the epoch ends when the source's count returns to
-/// zero, which frees every pin taken in it. A flow whose slot is held by another live flow
-/// goes by deterministic hash (and so does every unpinned flow of that source until its epoch
-/// ends). Requests arriving on trunks (sources not attached here, whose responses need not pass
-/// here) always go by deterministic hash. Counting assumes what UALink routing gives: an
-/// accelerator's responses return through the switch its requests entered by
-/// (`spec-notes/switch.md#ordering-rule`); lost requests only keep pins longer.
+/// source, the requests it forwarded in two *generations* (each request's tag remembers its
+/// generation; the last response with that tag uncounts it), and starts a new generation when
+/// the previous one is fully answered. A flow's pin (an exact-keyed entry of a
+/// [`FLOW_BUCKETS`]-entry direct-mapped table) is re-stamped by each of its requests and holds
+/// while the generation it was stamped in may still have requests in flight, so pins expire
+/// about one round trip after a flow's last request even when its source is never idle. A flow
+/// whose slot is held by another live flow goes by deterministic hash (health below Failed is
+/// ignored, so it never moves while in flight), and marks the slot for its source until that
+/// generation is answered. Requests arriving on trunks (sources not attached here, whose
+/// responses need not pass here) always go by deterministic hash. Counting assumes what UALink
+/// routing gives: an accelerator's responses return through the switch its requests entered
+/// by, and its tags are unique among its unanswered requests through one switch
+/// (`spec-notes/switch.md#ordering-rule`); lost requests only keep pins longer (until their
+/// tag is reused).
 pub struct Switch {
     banks: [Tables; 2],
     active: u8,
@@ -1157,6 +1162,26 @@ impl Switch {
             }
         }
         None
+    }
+
+    /// [`Switch::poll_transmit`] for one egress port: the next frame `port` may send now,
+    /// if any. The same choice, and the same round-robin update, as `poll_transmit` when
+    /// every other port is unavailable, without visiting them: for a caller whose transmitters
+    /// pull frames one port at a time (e.g. as each packs a DL flit).
+    #[must_use]
+    pub fn poll_transmit_port<P: PortLink>(
+        &mut self,
+        now: Instant,
+        port: u8,
+        link: &mut P,
+    ) -> Option<Transmit> {
+        let bit = 1u64.checked_shl(u32::from(port))?;
+        if usize::from(port) >= MAX_PORTS || self.egress.backlogged_ports() & bit == 0 {
+            return None;
+        }
+        let tx = self.try_port(now, port, link)?;
+        self.tx_rr = port.wrapping_add(1) & 63;
+        Some(tx)
     }
 
     fn try_port<P: PortLink>(&mut self, now: Instant, p: u8, link: &mut P) -> Option<Transmit> {

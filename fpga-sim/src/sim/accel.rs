@@ -15,7 +15,7 @@ use podlink_protocol::txn::{
     Request, Requester, RequesterConfig, SubmitError,
 };
 use podlink_protocol::wire::PartitionId;
-use podlink_protocol::wire::{AccelId, Vc};
+use podlink_protocol::wire::{AccelId, TlItem, TlPushError, Vc};
 use std::collections::VecDeque;
 
 /// Tags per accelerator port.
@@ -225,6 +225,7 @@ impl Sim {
         match ap.req.submit(Instant::from_ps(now), &req) {
             Ok(id) => {
                 ap.piece_of.insert(u64::from(id.0), piece);
+                self.note_accel_work(e);
                 if let Some(f) = self.fault.as_mut() {
                     f.pin(src, dst_id, addr, port);
                     if let Some(o) = self.accels.ops.get_mut(op as usize) {
@@ -277,11 +278,23 @@ impl Sim {
             let Some(item) = item else {
                 break;
             };
-            let h = self.frames.alloc_transfer(&item, e);
-            if !self.push_frame(e, h, now) {
-                break;
+            // Straight into the TL packer; only an item that does not fit now is kept as a
+            // frame in the overflow queue (as `push_frame` would keep it).
+            match self.txs[ei].tl.push(&TlItem::Transfer(item)) {
+                Ok(()) => {
+                    if let Some(tr) = self.trace.as_mut() {
+                        tr.mark(now, Mark::Pull(e));
+                    }
+                }
+                Err(TlPushError::Full) => {
+                    let h = self.frames.alloc_transfer(&item, e);
+                    self.txs[ei].txq.push_front(h);
+                    break;
+                }
+                Err(TlPushError::Invalid(_)) => self.stats.invalid_frames += 1,
             }
         }
+        self.note_accel_work(e);
         // Responses sent release the requests' credits and free completer slots.
         self.flush_credits(e, now);
         if responded {
@@ -320,6 +333,7 @@ impl Sim {
                     self.reference.check_read(o.dst, addr, d.data, exp);
                 }
             }
+            self.note_accel_work(r);
         }
         self.frames.free(h);
         self.flush_credits(r, now);
@@ -337,6 +351,7 @@ impl Sim {
             if ap.req.poll_timeout().is_some_and(|d| d <= t) {
                 ap.req.handle_timeout(t);
                 while ap.req.poll_event().is_some() {}
+                self.note_accel_work(e);
                 self.drain_completions(e, now);
             }
         }
@@ -406,6 +421,7 @@ impl Sim {
             handled = true;
         }
         if handled {
+            self.note_accel_work(r);
             self.flush_credits(r, now);
             self.kick(r, now);
         }

@@ -77,7 +77,7 @@ impl Sim {
         if self.hot[e as usize].pending {
             return;
         }
-        if self.txs[e as usize].link.has_transmit() || self.source_waiting(e) {
+        if self.source_waiting(e) || self.txs[e as usize].link.has_transmit() {
             self.kick(e, now);
             return;
         }
@@ -93,17 +93,40 @@ impl Sim {
     /// Whether end `e` has TL data waiting to be sent: in its link's queue, its TL packer,
     /// its overflow queue, or its source (switch queue, requester, completer).
     pub(crate) fn source_waiting(&self, e: u32) -> bool {
-        let tx = &self.txs[e as usize];
-        if !tx.txq.is_empty() || !tx.tl.is_idle() || tx.link.tx_room() < super::LINK_TXQ {
+        let h = &self.hot[e as usize];
+        debug_assert_eq!(h.tx_backlog, self.tx_backlog_now(e), "end {e}");
+        if h.tx_backlog {
             return true;
         }
         match self.owner[e as usize] {
             Owner::Switch { s, p } => self.switches[s as usize].fwd.backlog(p),
             Owner::Accel { .. } => {
-                self.accels.port(e).is_some_and(|ap| ap.has_work())
-                    || self.fault.as_ref().is_some_and(|f| f.rogue_waiting(e))
+                debug_assert_eq!(h.accel_work, self.accel_work_now(e), "end {e}");
+                h.accel_work
             }
         }
+    }
+
+    /// Whether end `e`'s overflow queue, TL packer or link queue holds TL data (read from
+    /// the structures; `EndHot::tx_backlog` keeps the answer).
+    fn tx_backlog_now(&self, e: u32) -> bool {
+        let tx = &self.txs[e as usize];
+        !tx.txq.is_empty() || !tx.tl.is_idle() || tx.link.tx_room() < super::LINK_TXQ
+    }
+
+    /// Whether accelerator end `e`'s requester or completer, or a rogue requester behind it
+    /// (a fault), has something queued (read from the structures; `EndHot::accel_work`
+    /// keeps the answer).
+    fn accel_work_now(&self, e: u32) -> bool {
+        self.accels.port(e).is_some_and(|ap| ap.has_work())
+            || self.fault.as_ref().is_some_and(|f| f.rogue_waiting(e))
+    }
+
+    /// Record whether accelerator end `e`'s requester or completer, or a rogue requester
+    /// behind it, has something queued (after any of them changed).
+    pub(crate) fn note_accel_work(&mut self, e: u32) {
+        let work = self.accel_work_now(e);
+        self.hot[e as usize].accel_work = work;
     }
 
     pub(crate) fn on_tx(&mut self, e: u32, now: u64) {
@@ -113,23 +136,40 @@ impl Sim {
             self.kick(e, now);
             return;
         }
-        self.prefill(e, now);
-        self.feed_link(e);
+        // The source, overflow queue and TL packer are looked at only if they may hold
+        // something (flags in EndHot), so that a transmitter with nothing but link work to do
+        // does not touch them.
+        let filled = self.prefill(e, now);
+        let fed = filled || self.hot[ei].tl_busy;
+        if fed {
+            self.feed_link(e);
+        }
         let to_accel = matches!(self.owner[self.peer[ei] as usize], Owner::Accel { .. });
         let at = now + self.t.link + if to_accel { self.t.endpoint } else { 0 };
         let tx = &mut self.txs[ei];
         let wire = &mut self.wires[ei];
         let packed_before = tx.link.stats().tl_packed;
-        let slot = wire.flight.next_slot();
+        let slot = self.flits.take();
+        let bytes = self.flits.get_mut(slot);
         let sent = tx
             .link
-            .poll_transmit(Instant::from_ps(now), &mut slot.bytes)
+            .poll_transmit(Instant::from_ps(now), bytes)
             .is_some();
-        slot.at = at;
-        slot.lost = false;
         if sent {
-            wire.corrupt_last();
+            wire.corrupt(bytes);
+        } else {
+            self.flits.put(slot);
         }
+        let tx = &self.txs[ei];
+        let h = &mut self.hot[ei];
+        if filled {
+            h.overflow = !tx.txq.is_empty();
+        }
+        if fed {
+            h.tl_busy = !tx.tl.is_idle();
+        }
+        h.link_queued = tx.link.tx_room() < super::LINK_TXQ;
+        h.tx_backlog = h.overflow || h.tl_busy || h.link_queued;
         self.arm_timer(e, now);
         if !sent {
             if self.hot[ei].stall_since.is_none() && self.source_waiting(e) {
@@ -145,7 +185,7 @@ impl Sim {
             h.stall_ps += now - s;
         }
         let first = wire.flight.is_empty();
-        wire.flight.commit();
+        wire.flight.push(at, slot);
         h.busy_until = now + ser;
         h.busy_ps += ser;
         let packed = tx.link.stats().tl_packed - packed_before;
@@ -216,11 +256,28 @@ impl Sim {
     }
 
     /// Move frames from end `e`'s source into its TL packer, about one DL flit's worth.
-    fn prefill(&mut self, e: u32, now: u64) {
+    /// Returns false when there was nothing to move (the overflow queue and TL packer were
+    /// not touched).
+    fn prefill(&mut self, e: u32, now: u64) -> bool {
+        let overflow = self.hot[e as usize].overflow;
         match self.owner[e as usize] {
-            Owner::Switch { s, p } => self.prefill_switch(e, s, p, now),
-            Owner::Accel { .. } => self.prefill_accel(e, now),
+            Owner::Switch { s, p } => {
+                if !overflow && !self.switches[s as usize].fwd.backlog(p) {
+                    return false;
+                }
+                self.prefill_switch(e, s, p, now);
+            }
+            Owner::Accel { .. } => {
+                if !overflow && !self.hot[e as usize].accel_work {
+                    // Nothing to send; owed credits are returned as they are released, so
+                    // this returns nothing either (kept for the invariant's sake).
+                    self.flush_credits(e, now);
+                    return false;
+                }
+                self.prefill_accel(e, now);
+            }
         }
+        true
     }
 
     fn prefill_switch(&mut self, e: u32, s: u32, p: u32, now: u64) {
@@ -407,10 +464,10 @@ impl Sim {
         };
         let link = &mut self.txs[ri].link;
         if !f.lost {
-            link.handle_flit(Instant::from_ps(now), &f.bytes, &mut sink);
+            link.handle_flit(Instant::from_ps(now), self.flits.get(f.slot), &mut sink);
             while link.poll_event().is_some() {}
         }
-        wire.flight.pop();
+        wire.flight.pop(&mut self.flits);
         let next = wire.flight.front().map(|n| n.at);
         rx.tl_delivered += sink.tl;
         rx.tl_errors += sink.errors;

@@ -7,83 +7,110 @@
 
 use crate::rng::Rng;
 use podlink_protocol::wire::dl_flit::FLIT_LEN;
+use std::collections::VecDeque;
 
 /// Bits of one DL flit exposed to bit errors (the 640 B flit; FEC parity is not modelled).
 pub const FLIT_BITS: u64 = FLIT_LEN as u64 * 8;
 
+/// Storage for the DL flits in flight on every wire: 640-byte slots with stable indices. A
+/// freed slot is the next one handed out (last in, first out), so a flit is written into
+/// memory that a receiver has just read (still in cache) rather than into a per-wire ring
+/// that has gone cold; no allocation once the pool has reached the pod's high-water mark.
+#[derive(Default)]
+pub struct FlitPool {
+    slots: Vec<[u8; FLIT_LEN]>,
+    free: Vec<u32>,
+}
+
+impl FlitPool {
+    /// A free slot (its bytes are whatever it held last).
+    pub fn take(&mut self) -> u32 {
+        match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.slots.push([0; FLIT_LEN]);
+                (self.slots.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Give a slot back.
+    pub fn put(&mut self, i: u32) {
+        self.free.push(i);
+    }
+
+    /// The bytes of slot `i`.
+    pub fn get(&self, i: u32) -> &[u8; FLIT_LEN] {
+        &self.slots[i as usize]
+    }
+
+    /// The bytes of slot `i`, mutable.
+    pub fn get_mut(&mut self, i: u32) -> &mut [u8; FLIT_LEN] {
+        &mut self.slots[i as usize]
+    }
+
+    /// Slots in use.
+    pub fn in_use(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+}
+
 /// A DL flit on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InFlight {
     /// Arrival time (decoded, at the receiver), ps.
     pub at: u64,
-    /// The bytes as they arrive (bit errors applied).
-    pub bytes: [u8; FLIT_LEN],
+    /// The [`FlitPool`] slot holding its bytes as they arrive (bit errors applied).
+    pub slot: u32,
     /// Lost (the link went down while it was on the wire): it never arrives.
     pub lost: bool,
 }
 
-/// Flits in flight, in order: a ring of reusable slots (no allocation or zeroing per flit
-/// once it has grown to the link's high-water mark).
+/// The flits in flight on one wire, oldest first. Arrival times are non-decreasing. Each
+/// holds a [`FlitPool`] slot until it is popped (a lost flit too: it is popped at its
+/// arrival time, unread).
 #[derive(Default)]
 pub struct Flight {
-    slots: Vec<InFlight>,
-    head: usize,
-    len: usize,
+    q: VecDeque<InFlight>,
 }
 
 impl Flight {
     /// Nothing in flight.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.q.is_empty()
     }
 
     /// Flits in flight.
     pub fn len(&self) -> usize {
-        self.len
+        self.q.len()
     }
 
-    /// The slot the next flit goes into (not yet in flight until [`Flight::commit`]).
-    pub fn next_slot(&mut self) -> &mut InFlight {
-        if self.len == self.slots.len() {
-            // Grow: unroll the ring so that the order stays head..head+len.
-            self.slots.rotate_left(self.head);
-            self.head = 0;
-            let n = self.slots.len().max(4);
-            self.slots.extend((0..n).map(|_| InFlight {
-                at: 0,
-                bytes: [0; FLIT_LEN],
-                lost: false,
-            }));
-        }
-        let i = (self.head + self.len) % self.slots.len();
-        &mut self.slots[i]
-    }
-
-    /// Put the slot [`Flight::next_slot`] returned in flight.
-    pub fn commit(&mut self) {
-        self.len += 1;
+    /// Put the flit in pool slot `slot` in flight, arriving at `at`.
+    pub fn push(&mut self, at: u64, slot: u32) {
+        self.q.push_back(InFlight {
+            at,
+            slot,
+            lost: false,
+        });
     }
 
     /// The oldest flit.
-    pub fn front(&self) -> Option<&InFlight> {
-        (self.len > 0).then(|| &self.slots[self.head])
+    pub fn front(&self) -> Option<InFlight> {
+        self.q.front().copied()
     }
 
     /// Mark every flit in flight lost (the link went down); returns how many.
     pub fn lose_all(&mut self) -> u64 {
-        let n = self.slots.len();
-        for k in 0..self.len {
-            if let Some(s) = self.slots.get_mut((self.head + k) % n.max(1)) {
-                s.lost = true;
-            }
+        for f in &mut self.q {
+            f.lost = true;
         }
-        self.len as u64
+        self.q.len() as u64
     }
 
-    /// Remove the oldest flit (read it with [`Flight::front`] first).
-    pub fn pop(&mut self) {
-        if self.len > 0 {
-            self.head = (self.head + 1) % self.slots.len();
-            self.len -= 1;
+    /// Remove the oldest flit and free its slot.
+    pub fn pop(&mut self, pool: &mut FlitPool) {
+        if let Some(f) = self.q.pop_front() {
+            pool.put(f.slot);
         }
     }
 }
@@ -137,17 +164,6 @@ impl Wire {
         }
     }
 
-    /// Apply the error process to the flit in the ring's next slot (about to be committed).
-    pub fn corrupt_last(&mut self) {
-        if self.gap >= FLIT_BITS {
-            self.gap = self.gap.saturating_sub(FLIT_BITS);
-            return;
-        }
-        let mut bytes = std::mem::replace(&mut self.flight.next_slot().bytes, [0; FLIT_LEN]);
-        self.corrupt(&mut bytes);
-        self.flight.next_slot().bytes = bytes;
-    }
-
     /// Flip the bits the error process puts in this flit.
     pub fn corrupt(&mut self, bytes: &mut [u8; FLIT_LEN]) {
         if self.gap >= FLIT_BITS {
@@ -194,23 +210,26 @@ mod tests {
     }
 
     #[test]
-    fn lost_flits_and_new_error_rate() {
+    fn lost_flits_keep_their_slots_until_popped_and_new_error_rate() {
+        let mut pool = FlitPool::default();
         let mut f = Flight::default();
         for t in 0..5 {
-            let s = f.next_slot();
-            s.at = t;
-            s.lost = false;
-            f.commit();
+            let s = pool.take();
+            f.push(t, s);
         }
-        f.pop();
+        f.pop(&mut pool);
         assert_eq!(f.lose_all(), 4);
+        assert_eq!(pool.in_use(), 4);
+        let mut at = 1;
         while let Some(x) = f.front() {
             assert!(x.lost);
-            f.pop();
+            assert_eq!(x.at, at);
+            at += 1;
+            f.pop(&mut pool);
         }
-        let s = f.next_slot();
-        s.lost = false;
-        f.commit();
+        assert_eq!(pool.in_use(), 0);
+        let s = pool.take();
+        f.push(9, s);
         assert!(!f.front().unwrap().lost);
         let mut w = Wire::new(0.0, Rng::new(1, 0));
         let mut b = [0u8; FLIT_LEN];
@@ -224,30 +243,43 @@ mod tests {
     }
 
     #[test]
-    fn flight_ring_keeps_order_while_growing() {
+    fn flights_keep_order_and_reuse_slots_last_in_first_out() {
+        let mut pool = FlitPool::default();
         let mut f = Flight::default();
+        let mut g = Flight::default();
         let mut next = 0u64;
         let mut expect = 0u64;
         for round in 0..50 {
             for _ in 0..(round % 7 + 1) {
-                f.next_slot().at = next;
-                f.commit();
+                let s = pool.take();
+                pool.get_mut(s)[0] = next as u8;
+                f.push(next, s);
+                // Another wire shares the pool.
+                let t = pool.take();
+                g.push(next, t);
                 next += 1;
             }
             for _ in 0..(round % 5) {
-                if let Some(x) = f.front() {
-                    assert_eq!(x.at, expect);
+                if let Some(InFlight { at, slot: s, .. }) = f.front() {
+                    assert_eq!(at, expect);
+                    assert_eq!(pool.get(s)[0], expect as u8);
                     expect += 1;
-                    f.pop();
+                    f.pop(&mut pool);
+                    // The slot just freed is the next one taken.
+                    let again = pool.take();
+                    assert_eq!(again, s);
+                    pool.put(again);
                 }
+                g.pop(&mut pool);
             }
         }
-        while let Some(x) = f.front() {
-            assert_eq!(x.at, expect);
+        while let Some(InFlight { at, slot: s, .. }) = f.front() {
+            assert_eq!((at, pool.get(s)[0]), (expect, expect as u8));
             expect += 1;
-            f.pop();
+            f.pop(&mut pool);
         }
         assert_eq!(expect, next);
         assert!(f.is_empty());
+        assert_eq!(pool.in_use(), g.len());
     }
 }

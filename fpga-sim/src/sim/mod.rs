@@ -27,7 +27,7 @@ pub mod trace;
 
 use self::check::{Reference, SparseMem};
 use self::fault::FaultPlan;
-use self::link::Wire;
+use self::link::{FlitPool, Wire};
 use self::port::{Credits, FrameSlab, PortState};
 use self::steer::FaultState;
 use self::switch::Forwarder;
@@ -231,6 +231,17 @@ pub(crate) struct EndHot {
     pub tl_window: u64,
     pub stall_since: Option<u64>,
     pub stall_ps: u64,
+    /// TL data waits in the end's overflow queue, TL packer or link queue (only the end's
+    /// own `Tx` event changes those; kept up to date there).
+    pub tx_backlog: bool,
+    /// The parts of `tx_backlog`: frames in the overflow queue, data in the TL packer, TL
+    /// flits in the link's queue.
+    pub overflow: bool,
+    pub tl_busy: bool,
+    pub link_queued: bool,
+    /// An accelerator end's requester or completer has something queued (kept up to date
+    /// wherever either is changed: `Sim::note_accel_work`).
+    pub accel_work: bool,
     /// The PHY is up (false while a fault holds the link down).
     pub phy_up: bool,
 }
@@ -247,6 +258,11 @@ impl EndHot {
         tl_window: 0,
         stall_since: None,
         stall_ps: 0,
+        tx_backlog: false,
+        overflow: false,
+        tl_busy: false,
+        link_queued: false,
+        accel_work: false,
         phy_up: true,
     };
 }
@@ -293,6 +309,8 @@ pub struct Sim {
     pub(crate) hot: Vec<EndHot>,
     /// The wire of each link end's transmit direction.
     pub(crate) wires: Vec<Wire>,
+    /// The bytes of every DL flit in flight.
+    pub(crate) flits: FlitPool,
     pub(crate) rxs: Vec<EndRx>,
     pub(crate) frames: FrameSlab,
     pub(crate) switches: Vec<SwitchModel>,
@@ -448,6 +466,7 @@ impl Sim {
             txs,
             hot: vec![EndHot::IDLE; n],
             wires,
+            flits: FlitPool::default(),
             rxs,
             frames: FrameSlab::default(),
             switches,
@@ -475,11 +494,6 @@ impl Sim {
         for s in 0..sim.switches.len() {
             let sw = &mut sim.switches[s];
             let range = sw.base as usize..(sw.base + sw.n) as usize;
-            let gate = std::rc::Rc::new(std::cell::Cell::new(u32::MAX));
-            for (i, p) in sim.ports[range.clone()].iter_mut().enumerate() {
-                p.index = i as u32;
-                p.puller = Some(gate.clone());
-            }
             for p in 0..sw.n {
                 sw.fwd.refresh(p, &sim.ports[range.clone()]);
             }

@@ -5,8 +5,6 @@ use podlink_protocol::txn::{CreditGate, Flow, Pool};
 use podlink_protocol::wire::{TlField, TlTransfer, Vc};
 use podlink_switch::header::{FrameKind, Header};
 use podlink_switch::port::{LinkStats, PortLink};
-use std::cell::Cell;
-use std::rc::Rc;
 
 /// Credit classes: command and data (64 B beats) for each flow.
 pub const CLASSES: usize = 4;
@@ -110,12 +108,6 @@ pub struct PortState {
     pub withheld: u8,
     /// Health counters for the switch (CRC errors and replays seen on this end).
     pub health: LinkStats,
-    /// This port's number on its switch.
-    pub index: u32,
-    /// The port of this switch pulling a frame right now (`u32::MAX`: none), shared by all
-    /// its ports: while one port pulls, the others report themselves unavailable so the
-    /// switch library's round robin skips them at once.
-    pub puller: Option<Rc<Cell<u32>>>,
 }
 
 impl PortState {
@@ -146,10 +138,6 @@ impl PortState {
 impl PortLink for PortState {
     fn is_up(&self) -> bool {
         self.up
-            && self
-                .puller
-                .as_ref()
-                .is_none_or(|c| c.get() == u32::MAX || c.get() == self.index)
     }
 
     /// Command credits of either flow (an upper bound, as the firmware's `LinkPort` gives):

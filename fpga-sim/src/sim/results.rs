@@ -80,6 +80,12 @@ impl Sim {
             self.reference
                 .check_atomics(|d| counters.get(d as usize).copied().unwrap_or(0));
         }
+        // Every DL flit in flight (lost ones too, until their arrival time) holds one slot.
+        debug_assert_eq!(
+            self.flits.in_use(),
+            self.wires.iter().map(|w| w.flight.len()).sum::<usize>(),
+            "flit slots in use vs flits in flight"
+        );
         // Conservation.
         let mut c = Conservation::default();
         let mut links = LinkTotals::default();

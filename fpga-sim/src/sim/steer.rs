@@ -370,6 +370,7 @@ impl Sim {
             r.result.sent += 1;
         }
         let (end, gap, more) = (r.end, r.gap_ps, r.result.sent < u64::from(r.count));
+        self.note_accel_work(end);
         self.kick(end, now);
         if more {
             self.schedule(now + gap.max(1), Ev::Rogue(i));
@@ -382,9 +383,12 @@ impl Sim {
             return;
         };
         let t = Instant::from_ps(now);
+        let mut timed_out = Vec::new();
         for r in &mut f.rogues {
             if r.req.poll_timeout().is_some_and(|d| d <= t) {
                 r.req.handle_timeout(t);
+                // A queue timeout may have emptied its queue.
+                timed_out.push(r.end);
             }
             while r.req.poll_event().is_some() {}
             while let Some(c) = r.req.poll_completion() {
@@ -393,6 +397,9 @@ impl Sim {
                     Err(_) => r.result.failed += 1,
                 }
             }
+        }
+        for e in timed_out {
+            self.note_accel_work(e);
         }
     }
 

@@ -14,14 +14,12 @@
 use super::port::{flow_of, Frame, PortState};
 use crate::pod::config::PodFile;
 use crate::pod::topology::{Attach, Fabric};
-use podlink_protocol::time::{Duration, Instant};
+use podlink_protocol::time::Instant;
 use podlink_protocol::txn::Flow;
 use podlink_switch::header::{FrameKind, Header};
 use podlink_switch::{DropReason, Forwarded, Switch, Tables, MAX_PARTITIONS, MAX_PORTS};
 use std::collections::VecDeque;
 
-/// How long a flow stays pinned to its port after its last frame left.
-pub const ORDER_HOLD: Duration = Duration::from_ns(2_000);
 /// Frames one switch buffers (the library's egress queue capacity; also used for [`Wide`]).
 pub const QUEUE_CAPACITY: usize = podlink_switch::QUEUE_SLOTS;
 
@@ -115,7 +113,7 @@ impl Forwarder {
                 s.forward(now, ingress as u8, frame, ports)
                     .map(|r: Forwarded| u32::from(r.port()))
             }
-            Forwarder::Wide(w) => w.forward(now, ingress, handle, header, f.beats(), ports),
+            Forwarder::Wide(w) => w.forward(ingress, handle, header, f.beats(), ports),
         }
     }
 
@@ -130,19 +128,12 @@ impl Forwarder {
     ) -> Option<u32> {
         match self {
             Forwarder::Podlink(s) => {
+                // The library's choice for this port alone (as its `poll_transmit` with every
+                // other port unavailable).
                 let p = ports.get_mut(port as usize)?;
                 p.accepting = true;
-                let gate = p.puller.clone();
-                if let Some(g) = &gate {
-                    g.set(port);
-                }
-                let tx = s.poll_transmit(now, ports);
-                if let Some(g) = &gate {
-                    g.set(u32::MAX);
-                }
-                if let Some(p) = ports.get_mut(port as usize) {
-                    p.accepting = false;
-                }
+                let tx = s.poll_transmit_port(now, port as u8, p);
+                p.accepting = false;
                 let tx = tx?;
                 debug_assert_eq!(u32::from(tx.port), port, "frame pulled for another port");
                 let (flow, beats) = beats_of(tx.handle);
@@ -154,7 +145,7 @@ impl Forwarder {
                 }
                 Some(tx.handle)
             }
-            Forwarder::Wide(w) => w.pull(now, port, ports),
+            Forwarder::Wide(w) => w.pull(port, ports),
         }
     }
 
@@ -191,28 +182,21 @@ fn podlink(pod: &PodFile, fabric: &Fabric, s: usize) -> Option<Box<Switch>> {
     Some(sw)
 }
 
-/// One bucket of the flow table: frames of its flows queued, their port, pin deadline.
-#[derive(Debug, Clone, Copy, Default)]
-struct FlowPin {
-    queued: u32,
-    port: u32,
-    hold_until: u64,
-}
-
-const FLOW_BUCKETS: usize = 4096;
-
 #[derive(Debug, Clone, Copy)]
 struct Queued {
     handle: u32,
     flow: Flow,
     beats: u32,
-    bucket: u32,
 }
 
-/// The forwarder of switches too large for the library: the same rules (route lookup, source
-/// check on accelerator ports, partition check, ordering pin, adaptive least-loaded way or
-/// hashing), per-(port, VC) FIFOs served round robin over VCs, each two lanes (responses
-/// first, then requests) with the library's request share of the queue capacity.
+/// The forwarder of switches too large for the library: the same route lookup, source check
+/// on accelerator ports and partition check; requests go by deterministic hash over their
+/// destination's usable ways (it keeps no answer counts, so it cannot prove a pin free, and a
+/// time-based pin is unsound under back-pressure: `spec-notes/switch.md#ordering-rule`);
+/// responses take the least-loaded way when adaptive. Per-(port, VC) FIFOs served round robin
+/// over VCs, each two lanes (responses first, then requests) with the library's request share
+/// of the queue capacity. (The presets that use it, `nvl72-like` and `ualink-1024`, have one
+/// way per destination on each plane, so there is no choice to make.)
 pub struct Wide {
     routes: Vec<Vec<u32>>,
     attach: Vec<Option<u32>>,
@@ -221,7 +205,6 @@ pub struct Wide {
     queues: Vec<VecDeque<Queued>>,
     backlog: Vec<u32>,
     rr: Vec<u8>,
-    flows: Vec<FlowPin>,
     queued: usize,
     /// Requests queued (at most `QUEUE_CAPACITY - RESPONSE_RESERVE`).
     requests: usize,
@@ -259,7 +242,6 @@ impl Wide {
             queues: (0..n * 8).map(|_| VecDeque::new()).collect(),
             backlog: vec![0; n],
             rr: vec![0; n],
-            flows: vec![FlowPin::default(); FLOW_BUCKETS],
             queued: 0,
             requests: 0,
             drops: [
@@ -297,13 +279,7 @@ impl Wide {
         r
     }
 
-    fn decide(
-        &self,
-        now: Instant,
-        ingress: u32,
-        h: &Header,
-        ports: &[PortState],
-    ) -> Result<(u32, u32), DropReason> {
+    fn decide(&self, ingress: u32, h: &Header, ports: &[PortState]) -> Result<u32, DropReason> {
         let d = u32::from(h.dst.get());
         let ways = self.routes.get(d as usize).ok_or(DropReason::NoRoute)?;
         let src = match (self.attach.get(ingress as usize), h.src) {
@@ -322,17 +298,9 @@ impl Wide {
             return Err(DropReason::NoRoute);
         }
         let hash = flow_hash(h);
-        let bucket = (hash >> 20) % FLOW_BUCKETS as u32;
-        if h.kind == FrameKind::Request {
-            if let Some(b) = self.flows.get(bucket as usize) {
-                if (b.queued > 0 || now.as_ps() < b.hold_until) && ways.contains(&b.port) {
-                    return Ok((b.port, bucket));
-                }
-            }
-        }
         let vc = usize::from(h.vc.get());
         let usable = |p: u32| ports.get(p as usize).is_some_and(|s| s.up);
-        let port = if self.adaptive {
+        let port = if self.adaptive && h.kind != FrameKind::Request {
             let score = |p: u32| {
                 let c = ports.get(p as usize).map_or(0, |s| {
                     use podlink_switch::port::PortLink;
@@ -354,12 +322,11 @@ impl Wide {
             let start = ((u64::from(hash) * n as u64) >> 32) as usize;
             (0..n).map(|k| ways[(start + k) % n]).find(|&p| usable(p))
         };
-        port.map(|p| (p, bucket)).ok_or(DropReason::Unreachable)
+        port.ok_or(DropReason::Unreachable)
     }
 
     fn forward(
         &mut self,
-        now: Instant,
         ingress: u32,
         handle: u32,
         h: Header,
@@ -369,7 +336,7 @@ impl Wide {
         if h.kind == FrameKind::LinkLocal {
             return Err(DropReason::LinkLocal);
         }
-        let (port, bucket) = match self.decide(now, ingress, &h, ports) {
+        let port = match self.decide(ingress, &h, ports) {
             Ok(x) => x,
             Err(r) => return Err(self.drop(r)),
         };
@@ -381,15 +348,6 @@ impl Wide {
         } else {
             Flow::Response
         };
-        let bucket = if flow == Flow::Request {
-            if let Some(b) = self.flows.get_mut(bucket as usize) {
-                b.queued += 1;
-                b.port = port;
-            }
-            bucket
-        } else {
-            u32::MAX
-        };
         let vc = usize::from(h.vc.get());
         if flow == Flow::Request {
             self.requests += 1;
@@ -399,7 +357,6 @@ impl Wide {
                 handle,
                 flow,
                 beats,
-                bucket,
             });
         }
         if let Some(b) = self.backlog.get_mut(port as usize) {
@@ -409,7 +366,7 @@ impl Wide {
         Ok(port)
     }
 
-    fn pull(&mut self, now: Instant, port: u32, ports: &mut [PortState]) -> Option<u32> {
+    fn pull(&mut self, port: u32, ports: &mut [PortState]) -> Option<u32> {
         if self.backlog.get(port as usize).is_none_or(|&b| b == 0) {
             return None;
         }
@@ -447,10 +404,6 @@ impl Wide {
                 *b -= 1;
             }
             self.queued -= 1;
-            if let Some(b) = self.flows.get_mut(head.bucket as usize) {
-                b.queued = b.queued.saturating_sub(1);
-                b.hold_until = (now + ORDER_HOLD).as_ps();
-            }
             return Some(head.handle);
         }
         None
@@ -479,5 +432,59 @@ mod tests {
             let f = Fabric::build(&pod);
             assert_eq!(Forwarder::build(&pod, &f, 0).kind(), kind, "{name}");
         }
+    }
+
+    /// A switch over 64 ports with two ways per destination: requests of one flow go the
+    /// same way whatever the load (deterministic hash, no time-based pin); responses take
+    /// the least-loaded way; a down way is avoided.
+    #[test]
+    fn wide_hashes_requests_and_balances_responses() {
+        use crate::pod::config::Topology;
+        let mut pod = presets::load("single-switch-16").unwrap();
+        pod.topology = Topology::SingleSwitch {
+            accelerators: 40,
+            ports_per_accel: 2,
+        };
+        let fabric = Fabric::build(&pod);
+        let mut fwd = Forwarder::build(&pod, &fabric, 0);
+        assert_eq!(fwd.kind(), "wide");
+        let Forwarder::Wide(w) = &mut fwd else {
+            unreachable!()
+        };
+        let n = fabric.switches[0].ports.len();
+        let mut ports: Vec<PortState> = (0..n)
+            .map(|_| PortState {
+                up: true,
+                credits: crate::sim::port::Credits::all(8),
+                ..PortState::default()
+            })
+            .collect();
+        let ways = fabric.switches[0].routes[7].clone();
+        assert_eq!(ways.len(), 2);
+        // Source 3 on its first port, requests of one flow to 7.
+        let ingress = fabric.accel_ports[3][0].1;
+        let req = Header::request(
+            podlink_protocol::wire::AccelId::new(3).unwrap(),
+            podlink_protocol::wire::AccelId::new(7).unwrap(),
+            podlink_protocol::wire::Vc::new(0).unwrap(),
+            0x4000,
+        );
+        let first = w.forward(ingress, 1, req, 1, &ports).unwrap();
+        for k in 0..20 {
+            // Load the chosen way heavily: the flow still goes there.
+            assert_eq!(w.forward(ingress, 2 + k, req, 1, &ports), Ok(first));
+        }
+        // Responses to 7 avoid the loaded way.
+        let rsp = Header::response(
+            Some(podlink_protocol::wire::AccelId::new(3).unwrap()),
+            podlink_protocol::wire::AccelId::new(7).unwrap(),
+            podlink_protocol::wire::Vc::new(0).unwrap(),
+        );
+        let other = w.forward(ingress, 100, rsp, 1, &ports).unwrap();
+        assert_ne!(other, first);
+        assert!(ways.contains(&other));
+        // The hashed way goes down: the flow moves to the usable one.
+        ports[first as usize].up = false;
+        assert_eq!(w.forward(ingress, 101, req, 1, &ports), Ok(other));
     }
 }

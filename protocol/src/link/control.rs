@@ -223,22 +223,25 @@ pub const OUT_QUEUE: usize = 16;
 /// The DL control machine. The composed link feeds it received messages
 /// ([`Control::handle_message`]) and drains [`Control::peek_message`] /
 /// [`Control::pop_message`] into DL flits.
+// Memory layout (`repr(C)`: declaration order): the small state first, the outgoing message
+// queue (2 KiB of message storage) last.
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct Control {
-    cfg: ControlConfig,
-    out: Deque<DlMessage, OUT_QUEUE>,
-    timers: TimerTable<3>,
-    events: Deque<ControlEvent, 8>,
-    stats: ControlStats,
     id_pending: bool,
     port_pending: bool,
     rate_pending: bool,
     identity_tries: u8,
+    timers: TimerTable<3>,
+    events: Deque<ControlEvent, 8>,
+    stats: ControlStats,
     peer_device: Option<DeviceId>,
     peer_port: Option<PortNumber>,
     peer_rate: Option<u16>,
     ours: Option<OurRequest>,
     theirs: Option<(u8, ChannelCommand, bool)>,
+    cfg: ControlConfig,
+    out: Deque<DlMessage, OUT_QUEUE>,
 }
 
 impl Control {

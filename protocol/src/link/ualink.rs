@@ -97,15 +97,19 @@ impl core::error::Error for TxError {}
 /// ([`UaLink::poll_transmit`] one DL flit per call, [`UaLink::poll_timeout`],
 /// [`UaLink::poll_event`]). `now` never decreases. A DL flit is packed only when retry has
 /// nothing else to send, so TL flits that arrive meanwhile share it (less NOP padding).
+// Memory layout (`repr(C)`: declaration order): the small state every flit touches first and
+// together, the buffers (TL flit queue, replay buffer, DL message queue) after it, each behind
+// its own small state, so that a flit sent or received touches few cache lines.
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct UaLink<const CAP: usize, const TXQ: usize> {
-    retry: LinkRetry<CAP>,
-    control: Control,
-    packer: DlPacker,
-    unpacker: DlUnpacker,
-    txq: Deque<[u8; TL_FLIT_LEN], TXQ>,
     state: LinkState,
     stats: UaLinkStats,
+    packer: DlPacker,
+    unpacker: DlUnpacker,
+    control: Control,
+    txq: Deque<[u8; TL_FLIT_LEN], TXQ>,
+    retry: LinkRetry<CAP>,
 }
 
 struct Source<'a, const TXQ: usize> {

@@ -339,20 +339,23 @@ fn inc(c: &mut u64) {
 
 /// Link-level retry and bring-up for one end of a DL link; `CAP` (1..=255) flits of replay
 /// buffer. See the [module docs](self) for the states and the polling contract.
+// Memory layout (`repr(C)`: declaration order): the small state first, the transmit side last
+// (its replay buffer is the tail), so that the state a flit touches shares few cache lines.
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct LinkRetry<const CAP: usize> {
-    cfg: Config,
     state: LinkState,
-    tx: Tx<CAP>,
-    rx: Rx,
-    timers: TimerTable<{ Timer::COUNT }>,
-    events: Deque<Event, EVENT_CAP>,
-    stats: Stats,
     nop_pending: bool,
     reply_pending: bool,
     ack_timeouts_in_row: u16,
     /// Tail-loss probes since the last ack progress (the probe wait's back-off).
     probes_in_row: u16,
+    rx: Rx,
+    timers: TimerTable<{ Timer::COUNT }>,
+    stats: Stats,
+    events: Deque<Event, EVENT_CAP>,
+    cfg: Config,
+    tx: Tx<CAP>,
 }
 
 mod machine;

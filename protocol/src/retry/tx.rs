@@ -52,9 +52,11 @@ pub(crate) struct Outgoing<'a> {
 }
 
 /// The replay buffer and the transmit side of the sequence window.
+// Memory layout (`repr(C)`: declaration order): the window state first, the replay buffer
+// last.
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub(crate) struct Tx<const CAP: usize> {
-    slots: [Flit; CAP],
     /// Ring index of the oldest buffered flit.
     head: u16,
     /// Flits buffered (submitted and not yet acknowledged).
@@ -71,6 +73,7 @@ pub(crate) struct Tx<const CAP: usize> {
     ignore_left: u16,
     /// Replays since the window last moved forward.
     replays_since_progress: u16,
+    slots: [Flit; CAP],
 }
 
 impl<const CAP: usize> Tx<CAP> {

@@ -180,3 +180,114 @@ fn refused_pick_falls_through_to_the_other_classes() {
     assert!(sw.poll_transmit(t(2), &mut ports).is_none());
     assert_eq!(sw.queue_depth(4, vc(0)), 1);
 }
+
+/// A port whose transmitter may be closed: while closed it reports the link down (as the pod
+/// simulator does for every port but the one pulling a frame).
+struct Gated {
+    port: SimPort,
+    open: bool,
+}
+
+impl PortLink for Gated {
+    fn is_up(&self) -> bool {
+        self.open && self.port.is_up()
+    }
+    fn tx_credits(&self, vc: Vc) -> u32 {
+        self.port.tx_credits(vc)
+    }
+    fn try_consume_credit(&mut self, h: &Header) -> bool {
+        self.open && self.port.try_consume_credit(h)
+    }
+    fn stats(&self) -> podlink_switch::port::LinkStats {
+        self.port.stats()
+    }
+}
+
+/// `poll_transmit_port(p)` makes exactly the choices of `poll_transmit` with every port but
+/// `p` closed: same frames, in the same order, on every port, across VCs, partitions and
+/// credit shortages, and leaves the round robin where it would be (checked by full
+/// `poll_transmit` calls in between).
+#[test]
+fn poll_transmit_port_is_poll_transmit_with_the_other_ports_closed() {
+    let build = || {
+        let mut sw = Box::new(Switch::new());
+        sw.stage_with(small_pod).unwrap();
+        sw.commit().unwrap();
+        let ports: Vec<Gated> = (0..PORTS)
+            .map(|_| Gated {
+                port: SimPort::up_with_credits(3),
+                open: true,
+            })
+            .collect();
+        for (p, l) in ports.iter().enumerate() {
+            sw.refresh_port(p as u8, l);
+        }
+        (sw, ports)
+    };
+    let (mut a, mut pa) = build();
+    let (mut b, mut pb) = build();
+    let mut x = 0x9e37_79b9u32;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        x
+    };
+    let mut sent = 0;
+    for i in 0..2000u32 {
+        let now = t(u64::from(i) * 10);
+        let r = next();
+        if r % 3 != 0 {
+            // A frame between accelerators of one partition, or to a remote ID over trunks.
+            let (src, dst) = match r % 5 {
+                0 => (0u16, 1u16),
+                1 => (1, 0),
+                2 => (2, 3),
+                3 => (0, 150),
+                _ => (3, 250),
+            };
+            let h = if r & 64 == 0 {
+                Header::request(
+                    aid(src),
+                    aid(dst),
+                    vc((r >> 8) as u8 % 4),
+                    u64::from(r >> 4),
+                )
+            } else {
+                Header::response(Some(aid(src)), aid(dst), vc((r >> 8) as u8 % 4))
+            };
+            let fa = a.forward(now, src as u8, frame(i, h), &mut pa);
+            let fb = b.forward(now, src as u8, frame(i, h), &mut pb);
+            assert_eq!(fa, fb);
+        }
+        if r % 7 == 0 {
+            // Credits come back on some port and VC.
+            let (p, v) = ((r >> 12) as usize % PORTS, vc((r >> 16) as u8 % 4));
+            pa[p].port.set_credits(v, 3);
+            pb[p].port.set_credits(v, 3);
+            a.refresh_port(p as u8, &pa[p]);
+            b.refresh_port(p as u8, &pb[p]);
+        }
+        if r % 11 == 0 {
+            // Now and then every port open on both: the round-robin state must agree too.
+            assert_eq!(a.poll_transmit(now, &mut pa), b.poll_transmit(now, &mut pb));
+        }
+        let p = (next() as usize) % PORTS;
+        for (q, l) in pa.iter_mut().enumerate() {
+            l.open = q == p;
+        }
+        let ta = a.poll_transmit(now, &mut pa);
+        for l in pa.iter_mut() {
+            l.open = true;
+        }
+        let tb = b.poll_transmit_port(now, p as u8, &mut pb[p]);
+        assert_eq!(ta, tb, "step {i} port {p}");
+        sent += usize::from(ta.is_some());
+        for q in 0..PORTS as u8 {
+            for v in 0..4 {
+                assert_eq!(a.queue_depth(q, vc(v)), b.queue_depth(q, vc(v)));
+            }
+        }
+    }
+    assert!(sent > 300, "{sent}");
+}
