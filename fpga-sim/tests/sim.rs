@@ -356,3 +356,35 @@ fn heavy_load_does_not_deadlock_requests_and_responses() {
         );
     }
 }
+
+/// Several ports of one accelerator into one switch: a response comes back on whichever of
+/// the destination's ports the switch picks, and is handed to the requester that owns its
+/// tag (ports into one switch take disjoint tag ranges). Before, half the operations failed
+/// by timeout and reads returned other operations' data (simulator.md, finding 8).
+#[test]
+fn several_ports_per_accelerator_into_one_switch() {
+    use podlink_sim::pod::config::Topology;
+    for topology in [
+        Topology::SingleSwitch {
+            accelerators: 8,
+            ports_per_accel: 2,
+        },
+        Topology::MultiPlane {
+            accelerators: 8,
+            planes: 2,
+            ports_per_plane: 2,
+        },
+    ] {
+        let mut pod = presets::load("single-switch-16").unwrap();
+        pod.topology = topology.clone();
+        pod.accelerator.timeout_us = 10.0;
+        for w in &mut pod.workloads {
+            w.offered_load = 0.3;
+        }
+        let r = run(&pod, &short(1500), |_, _| {}).unwrap();
+        let s = &r.summary;
+        assert_eq!(s.integrity.failed, 0, "{topology:?}: {:?}", s.integrity);
+        assert!(s.integrity.ok() && s.conservation.ok, "{topology:?}: {s:?}");
+        assert!(s.integrity.lines_checked > 100, "{topology:?}");
+    }
+}

@@ -501,10 +501,11 @@ impl PodFile {
             Topology::SingleSwitch {
                 ports_per_accel, ..
             } => {
-                if !(1..=16).contains(&ports_per_accel) {
+                // An accelerator's 2048 tags are split 512 per port into one switch.
+                if !(1..=4).contains(&ports_per_accel) {
                     return e(
                         "topology.ports_per_accel",
-                        format!("{ports_per_accel}: must be 1..=16"),
+                        format!("{ports_per_accel}: must be 1..=4 (512 of the 2048 tags per port)"),
                     );
                 }
             }
@@ -516,10 +517,10 @@ impl PodFile {
                 if !(1..=32).contains(&planes) {
                     return e("topology.planes", format!("{planes}: must be 1..=32"));
                 }
-                if !(1..=8).contains(&ports_per_plane) {
+                if !(1..=4).contains(&ports_per_plane) {
                     return e(
                         "topology.ports_per_plane",
-                        format!("{ports_per_plane}: must be 1..=8"),
+                        format!("{ports_per_plane}: must be 1..=4 (512 of the 2048 tags per port)"),
                     );
                 }
             }

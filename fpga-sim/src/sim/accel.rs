@@ -100,11 +100,15 @@ impl Accels {
         for (a, p) in fabric.accel_ports.iter().enumerate() {
             nports.push(p.len() as u32);
             let id = AccelId::from_bits_truncate(a as u16);
-            for _ in p {
+            for (k, &(sw, _)) in p.iter().enumerate() {
                 let mut rc = RequesterConfig::new(id);
                 rc.partition = part(a);
                 rc.request_timeout = timeout;
                 rc.queue_timeout = timeout;
+                // Ports of this accelerator into the same switch take disjoint tag ranges: a
+                // response may come back on any of them (the switch routes by destination).
+                let same = p[..k].iter().filter(|&&(s, _)| s == sw).count();
+                rc.tag_base = (same * TAGS) as u16;
                 let mut cc = CompleterConfig::new(id);
                 cc.partition = part(a);
                 ports.push(AccelPort {
@@ -317,7 +321,16 @@ impl Sim {
             return;
         }
         let t = Instant::from_ps(now);
-        if let Some(ap) = self.accels.ports.get_mut((r - self.accels.base) as usize) {
+        // The requester that owns the response's tag: this port's, or (several ports of the
+        // accelerator into one switch, which routes by destination only) another port's.
+        let tag = f.field.tag().unwrap_or_default();
+        let owner = self.tag_owner(r, tag);
+        if let Some(ap) = self
+            .accels
+            .ports
+            .get_mut((owner - self.accels.base) as usize)
+        {
+            // The credits are the arrival link's.
             let gate = &mut self.ports[r as usize];
             if let Some(d) = ap.req.handle_response(t, &f.transfer(), gate) {
                 let piece = ap
@@ -333,11 +346,37 @@ impl Sim {
                     self.reference.check_read(o.dst, addr, d.data, exp);
                 }
             }
-            self.note_accel_work(r);
+            self.note_accel_work(owner);
         }
         self.frames.free(h);
         self.flush_credits(r, now);
-        self.drain_completions(r, now);
+        self.drain_completions(owner, now);
+        if owner != r {
+            // The owner's requester may send again (a tag came free).
+            self.kick(owner, now);
+        }
+    }
+
+    /// The accelerator end whose requester owns `tag`, for a response that arrived at end `r`
+    /// (`r` itself unless another port of the same accelerator owns it).
+    fn tag_owner(&self, r: u32, tag: podlink_protocol::wire::Tag) -> u32 {
+        if self.accels.port(r).is_none_or(|ap| ap.req.owns_tag(tag)) {
+            return r;
+        }
+        let Owner::Accel { a, .. } = self.owner[r as usize] else {
+            return r;
+        };
+        // Only ports into the same switch share a tag space.
+        let switch_of = |e: u32| match self.owner[self.peer[e as usize] as usize] {
+            Owner::Switch { s, .. } => Some(s),
+            Owner::Accel { .. } => None,
+        };
+        let sw = switch_of(r);
+        let first = self.accels.end_of[a as usize];
+        (first..first + self.accels.nports[a as usize])
+            .filter(|&e| switch_of(e) == sw)
+            .find(|&e| self.accels.port(e).is_some_and(|ap| ap.req.owns_tag(tag)))
+            .unwrap_or(r)
     }
 
     /// Requester timeouts: every accelerator port's requester is swept at a tenth of the

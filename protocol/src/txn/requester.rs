@@ -150,8 +150,32 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
         self.tags.in_flight()
     }
 
-    /// The operation a tag in flight belongs to (for tracing).
+    /// The first wire tag of this requester ([`RequesterConfig::tag_base`], moved down so
+    /// that all `TAGS` fit in 11 bits).
+    pub fn tag_base(&self) -> u16 {
+        let max = (1usize << Tag::BITS).saturating_sub(TAGS);
+        self.config.tag_base.min(max as u16)
+    }
+
+    /// Whether wire tag `tag` is one of this requester's.
+    pub fn owns_tag(&self, tag: Tag) -> bool {
+        self.local_tag(tag).is_some()
+    }
+
+    /// The pool index of wire tag `tag`, if it is one of this requester's.
+    fn local_tag(&self, tag: Tag) -> Option<Tag> {
+        let i = tag.get().checked_sub(self.tag_base())?;
+        (usize::from(i) < TAGS).then(|| Tag::new(i)).flatten()
+    }
+
+    /// The wire tag of pool index `tag`.
+    fn wire_tag(&self, tag: Tag) -> Tag {
+        Tag::from_bits_truncate(tag.get().saturating_add(self.tag_base()))
+    }
+
+    /// The operation a tag in flight (a wire tag) belongs to (for tracing).
     pub fn in_flight_op(&self, tag: Tag) -> Option<OpId> {
+        let tag = self.local_tag(tag)?;
         if self.tags.state(tag) != Some(TagState::InFlight) {
             return None;
         }
@@ -360,7 +384,7 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
             op.in_flight = op.in_flight.saturating_add(1);
         }
         self.stats.requests_sent += 1;
-        let req = piece.request(self.config.local, tag, pool);
+        let req = piece.request(self.config.local, self.wire_tag(tag), pool);
         self.staged = piece;
         let be = self.staged.enables.as_ref().map(|b| &b.0);
         self.staged_field = if self.config.compress_requests {
@@ -404,11 +428,14 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
         t: &TlTransfer<'a>,
         credits: &mut impl CreditGate,
     ) -> Option<ReadData<'a>> {
-        let tag = t.field.tag().unwrap_or_default();
+        let wire = t.field.tag().unwrap_or_default();
+        let local = self.local_tag(wire);
         // Compressed responses do not name the completer: it is the request's destination.
-        let expected_src = self.outstanding.get(usize::from(tag.get())).map(|o| o.dst);
-        let Ok(rsp) = decode_response(&t.field, expected_src.unwrap_or_default()) else {
-            self.drop_response(DropReason::NotAResponse, tag, None);
+        let expected_src = local
+            .and_then(|l| self.outstanding.get(usize::from(l.get())))
+            .map(|o| o.dst);
+        let Ok(mut rsp) = decode_response(&t.field, expected_src.unwrap_or_default()) else {
+            self.drop_response(DropReason::NotAResponse, wire, None);
             return None;
         };
         let shape = t.check();
@@ -417,16 +444,22 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
         let reason = if rsp.dstaccid != self.config.local {
             Some(DropReason::WrongDestination)
         } else {
-            match self.tags.state(rsp.tag) {
+            match local.and_then(|l| self.tags.state(l)) {
                 None | Some(TagState::Free) => Some(DropReason::UnknownTag),
                 Some(TagState::Quarantined) => Some(DropReason::Late),
                 Some(TagState::InFlight) => None,
             }
         };
-        if let Some(r) = reason {
-            self.drop_response(r, rsp.tag, Some(rsp.srcaccid));
+        let Some(local) = local.filter(|_| reason.is_none()) else {
+            self.drop_response(
+                reason.unwrap_or(DropReason::UnknownTag),
+                wire,
+                Some(rsp.srcaccid),
+            );
             return None;
-        }
+        };
+        // From here on the tag is the pool index; events report wire tags.
+        rsp.tag = local;
         let ti = usize::from(rsp.tag.get());
         let out = *self.outstanding.get(ti)?;
         let status = Status::from_raw(rsp.status);
@@ -446,7 +479,7 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
             (out.received & mask != 0).then_some(DropReason::Duplicate)
         };
         if let Some(r) = reason {
-            self.drop_response(r, rsp.tag, Some(rsp.srcaccid));
+            self.drop_response(r, wire, Some(rsp.srcaccid));
             return None;
         }
         self.stats.responses_accepted += 1;
@@ -500,9 +533,10 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
             }
             self.stats.request_timeouts += 1;
             let id = self.ops.get(usize::from(op)).map_or(OpId(0), |o| o.id);
+            let wire = self.wire_tag(tag);
             self.push_event(RequesterEvent::TimedOut {
                 op: id,
-                tag: Some(tag),
+                tag: Some(wire),
             });
             if let Some(o) = self.ops.get_mut(usize::from(op)) {
                 o.in_flight = o.in_flight.saturating_sub(1);
@@ -928,6 +962,55 @@ mod tests {
         assert!(give(&mut r, &rsp(&q, Status::OK, 0, 1)).is_none());
         assert_eq!(r.stats().dropped_unknown_tag, 1);
         assert_eq!(r.stats().request_timeouts, 1);
+    }
+
+    /// A requester with a tag base sends its tags from the base and takes back only
+    /// responses with its own tags; timeouts report wire tags; a base too high is moved down.
+    #[test]
+    fn tag_base_offsets_wire_tags() {
+        let mut cfg = RequesterConfig::new(id(1));
+        cfg.tag_base = 512;
+        cfg.request_timeout = Duration::from_ns(100);
+        let mut r = Req::new(cfg);
+        assert_eq!(r.tag_base(), 512);
+        let op = r.submit_read(t(0), id(2), vc0(), 0, 64).unwrap();
+        let op2 = r.submit_read(t(0), id(2), vc0(), 4096, 64).unwrap();
+        let (a, b) = (sent(&mut r, t(0)), sent(&mut r, t(0)));
+        assert!((512..516).contains(&a.tag.get()) && (512..516).contains(&b.tag.get()));
+        assert_ne!(a.tag, b.tag);
+        assert!(r.owns_tag(a.tag) && !r.owns_tag(Tag::new(3).unwrap()));
+        assert_eq!(r.in_flight_op(a.tag), Some(op));
+        // The same response with a tag below the base is not ours.
+        let mut other = rsp(&a, Status::OK, 0, 1);
+        if let TlField::UncompressedResponse(f) = &mut other.field {
+            f.tag = Tag::new(a.tag.get() - 512).unwrap();
+        }
+        assert!(give(&mut r, &other).is_none());
+        assert_eq!(r.stats().dropped_unknown_tag, 1);
+        assert_eq!(
+            give(&mut r, &rsp(&a, Status::OK, 0, 1)).map(|x| x.0),
+            Some(op)
+        );
+        assert_eq!(r.poll_completion().map(|c| c.id), Some(op));
+        r.handle_timeout(t(100));
+        assert_eq!(
+            r.poll_event(),
+            Some(RequesterEvent::ResponseDropped {
+                reason: DropReason::UnknownTag,
+                tag: Tag::new(a.tag.get() - 512).unwrap(),
+                src: Some(id(2)),
+            })
+        );
+        assert_eq!(
+            r.poll_event(),
+            Some(RequesterEvent::TimedOut {
+                op: op2,
+                tag: Some(b.tag)
+            })
+        );
+        let mut high = RequesterConfig::new(id(1));
+        high.tag_base = 2047;
+        assert_eq!(Req::new(high).tag_base(), 2044);
     }
 
     #[test]

@@ -27,6 +27,12 @@ pub struct RequesterConfig {
     /// Compress eligible requests with the address-compression cache (the completer at the
     /// other end of the link must see every request, in order).
     pub compress_requests: bool,
+    /// The first tag on the wire: the requester's tags are `tag_base..tag_base + TAGS`
+    /// (moved down so that they fit in 11 bits). Requesters of one accelerator whose
+    /// responses can arrive at each other's ports (several ports into one switch) use
+    /// disjoint ranges, so a response can be handed to its requester by tag and a switch sees
+    /// an accelerator's tags unique (`spec-notes/transactions.md#tags`).
+    pub tag_base: u16,
 }
 
 impl RequesterConfig {
@@ -40,6 +46,7 @@ impl RequesterConfig {
             queue_timeout: Duration::from_ms(1),
             tag_quarantine: Duration::from_ms(1),
             compress_requests: false,
+            tag_base: 0,
         }
     }
 }
