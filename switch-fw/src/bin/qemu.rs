@@ -119,7 +119,6 @@ mod fw {
     /// the source's partition.
     fn measure_decisions(sw: &Switch) -> (u32, u32) {
         let ovh = overhead();
-        let now = Instant::from_ps(1_000_000);
         let (mut max, mut total, mut n) = (0u32, 0u32, 0u32);
         for dst in 0..MAX_IDS as u16 {
             if partition_index(dst) != 0 || dst == 1 {
