@@ -253,6 +253,9 @@ pub struct IqRouter {
     in_flit: Vec<Flit>,
     in_mask: Vec<u64>,
     in_any: bool,
+    /// A flit with a nonzero priority has arrived (until then every priority is 0 and the
+    /// switch bids need not read the front flits).
+    pri_seen: bool,
 
     route_q: Stage<StageItem>,
     va_q: Stage<StageItem>,
@@ -344,6 +347,7 @@ impl IqRouter {
             in_flit: vec![Flit::default(); n_in],
             in_mask: vec![0; n_in.div_ceil(64)],
             in_any: false,
+            pri_seen: false,
             route_q: Stage::with_capacity(ivcs),
             va_q: Stage::with_capacity(ivcs),
             sa_q: Stage::with_capacity(ivcs),
@@ -466,6 +470,7 @@ impl IqRouter {
         self.in_mask[w] |= bit;
         self.in_flit[input] = flit;
         self.in_any = true;
+        self.pri_seen |= flit.pri != 0;
         self.active = true;
         self.stats.flits_in += 1;
         Ok(())
@@ -946,8 +951,10 @@ impl IqRouter {
             speculative,
             spec_check_elig,
             spec_check_cred,
+            pri_seen,
             ..
         } = self;
+        let pri_seen = *pri_seen;
         let (vcs, next_buf, bufs, sw_rr_offset) =
             (&vcs[..], &next_buf[..], &bufs[..], &sw_rr_offset[..]);
         let (out_limit, speculative) = (*out_limit, *speculative);
@@ -995,7 +1002,9 @@ impl IqRouter {
                 }
             }
             let exp_out = port as u32 * os + u32::from(st.out_off);
-            prio += i32::from(bufs[st.head as usize * n_ivc + ivc].pri);
+            if pri_seen {
+                prio += i32::from(bufs[st.head as usize * n_ivc + ivc].pri);
+            }
             sw_alloc.bid(
                 st.exp_in,
                 exp_out,
