@@ -326,7 +326,12 @@ impl DenseSeparable {
         self.req[i] |= bit;
         self.in_any |= 1u64 << i;
         self.label[i][o] = label as u8;
-        self.set_pri(i, o, pri);
+        // A new request's `explicit` bit is clear (`clear` empties the word of every input
+        // that bid).
+        if pri != self.first_pri {
+            self.explicit[i] |= bit;
+            self.pri[i][o] = pri;
+        }
     }
 
     /// Priority of the request from input `i` to output `o`.

@@ -191,24 +191,36 @@ impl<T: Copy + Default> PortQueues<T> {
         if self.pending == 0 {
             return;
         }
-        for w in 0..self.mask.len() {
-            let mut m = self.mask[w];
-            while m != 0 {
-                let b = m.trailing_zeros() as usize;
-                m &= m - 1;
+        let words = self.mask.iter_mut().zip(self.more.iter_mut());
+        for (w, (mask, more)) in words.enumerate() {
+            let m = *mask;
+            if m == 0 {
+                continue;
+            }
+            let front = self.front.get(w * 64..).unwrap_or_default();
+            let mut bits = m;
+            while bits != 0 {
+                let b = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if let Some(&v) = front.get(b) {
+                    f(w * 64 + b, v);
+                }
+            }
+            // Every front left; the queues with more entries move their next one up.
+            let refill = m & *more;
+            *mask = refill;
+            self.pending -= (m & !refill).count_ones() as usize;
+            let mut bits = refill;
+            while bits != 0 {
+                let b = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
                 let p = w * 64 + b;
-                f(p, self.front[p]);
-                if self.more[w] & (1u64 << b) == 0 {
-                    self.mask[w] &= !(1u64 << b);
-                    self.pending -= 1;
-                } else {
-                    let q = &mut self.rest[p];
-                    if let Some(v) = q.pop_front() {
-                        self.front[p] = v;
-                    }
-                    if q.is_empty() {
-                        self.more[w] &= !(1u64 << b);
-                    }
+                let q = &mut self.rest[p];
+                if let Some(v) = q.pop_front() {
+                    self.front[p] = v;
+                }
+                if q.is_empty() {
+                    *more &= !(1u64 << b);
                 }
             }
         }
