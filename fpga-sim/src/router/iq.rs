@@ -271,6 +271,9 @@ pub struct IqRouter {
     credit_q: PortQueues<Credit>,
     step_credit: Vec<u64>,
     step_credit_inputs: Vec<u32>,
+    /// One switch input per input (`input_speedup == 1`): at most one flit leaves an input
+    /// per internal step, so its credit goes straight to the credit queue.
+    credit_direct: bool,
 
     /// Expanded switch output -> output port.
     exp_out_port: Vec<u32>,
@@ -358,6 +361,7 @@ impl IqRouter {
             credit_q: PortQueues::new(n_in, 4),
             step_credit: vec![0; n_in],
             step_credit_inputs: Vec::with_capacity(n_in),
+            credit_direct: cfg.input_speedup == 1,
             exp_out_port: (0..exp_out)
                 .map(|e| (e / cfg.output_speedup) as u32)
                 .collect(),
@@ -800,6 +804,7 @@ impl IqRouter {
                 va_taken,
                 va_taken_ports,
                 alloc_iters,
+                vc_alloc_delay: alloc_delay,
                 ..
             } = self;
             let (vcs, va_out) = (&mut vcs[..], &mut va_out[..]);
@@ -821,7 +826,10 @@ impl IqRouter {
                     if iter == 0 {
                         st.va_in_ptr = if ov + 1 == n_ov { 0 } else { ov + 1 };
                     }
-                    va_granted.push(win);
+                    if *alloc_delay > 1 {
+                        // (One-cycle allocation: the update clears the grant.)
+                        va_granted.push(win);
+                    }
                     if *alloc_iters > 1 {
                         let port = (packed >> 6) as usize;
                         if va_taken[port] == 0 {
@@ -867,7 +875,8 @@ impl IqRouter {
         for &it in batch.iter() {
             let st = &mut vcs[it.ivc as usize];
             let result = if one_cycle {
-                match st.va_grant {
+                // Read and clear this step's grant (nothing reads it after the update).
+                match std::mem::replace(&mut st.va_grant, NONE) {
                     NONE => STALL,
                     g => g as i32,
                 }
@@ -1065,6 +1074,8 @@ impl IqRouter {
             stats,
             step_credit,
             step_credit_inputs,
+            credit_direct,
+            credit_q,
             sa_q,
             va_q,
             route_q,
@@ -1076,6 +1087,7 @@ impl IqRouter {
         } = self;
         let (vcs, bufs, exp_out_port) = (&mut vcs[..], &bufs[..], &exp_out_port[..]);
         let (next_buf, step_credit) = (&mut next_buf[..], &mut step_credit[..]);
+        let credit_direct = *credit_direct;
         let sw_rr_offset = &mut sw_rr_offset[..];
         let n_ivc = vcs.len();
         sa_q.q.drain_front_into(n, batch);
@@ -1125,11 +1137,15 @@ impl IqRouter {
                 out: output as u32,
             });
             stats.flits_switched += 1;
-            let credit = &mut step_credit[input];
-            if *credit == 0 {
-                step_credit_inputs.push(input as u32);
+            if credit_direct {
+                credit_q.push(input, Credit(1u64 << vcn));
+            } else {
+                let credit = &mut step_credit[input];
+                if *credit == 0 {
+                    step_credit_inputs.push(input as u32);
+                }
+                *credit |= 1u64 << vcn;
             }
-            *credit |= 1u64 << vcn;
 
             if len == 0 {
                 if f.is_tail() {
