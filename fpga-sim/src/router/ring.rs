@@ -154,7 +154,7 @@ impl<T: Copy + Default> PortQueues<T> {
     }
 
     /// Append `v` to port `p`'s queue.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, p: usize, v: T) {
         let (w, bit) = (p / 64, 1u64 << (p % 64));
         if self.mask[w] & bit == 0 {
