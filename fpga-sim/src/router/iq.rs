@@ -685,8 +685,7 @@ impl IqRouter {
         let (vcs, bufs) = (&mut vcs[..], &bufs[..]);
         let n_ivc = vcs.len();
         // In place: the route stage never rejoins itself.
-        let (qa, qb) = route_q.q.front_slices_mut(n);
-        for &it in qa.iter().chain(qb.iter()) {
+        for &it in route_q.q.front_mut(n).iter() {
             let ivc = it.ivc as usize;
             let st = &mut vcs[ivc];
             let f = bufs[st.head as usize * n_ivc + ivc];
@@ -754,9 +753,8 @@ impl IqRouter {
             } = self;
             let (vcs, next_buf) = (&vcs[..], &next_buf[..]);
             let (va_taken, va_out) = (&va_taken[..], &mut va_out[..]);
-            let (qa, qb) = va_q.q.front_slices_mut(n);
             let mut any = false;
-            for it in qa.iter_mut().chain(qb.iter_mut()) {
+            for it in va_q.q.front_mut(n).iter_mut() {
                 let ivc = it.ivc as usize;
                 let st = vcs[ivc];
                 if iter > 0 && (st.va_grant != NONE || it.result < UNDECIDED) {
@@ -968,8 +966,7 @@ impl IqRouter {
             (&vcs[..], &next_buf[..], &bufs[..], &sw_rr_offset[..]);
         let (out_limit, speculative) = (*out_limit, *speculative);
         let (spec_check_elig, spec_check_cred) = (*spec_check_elig, *spec_check_cred);
-        let (qa, qb) = sa_q.q.front_slices_mut(n);
-        for it in qa.iter_mut().chain(qb.iter_mut()) {
+        for it in sa_q.q.front_mut(n).iter_mut() {
             let ivc = it.ivc as usize;
             let st = vcs[ivc];
             let port;

@@ -89,6 +89,21 @@ impl<T: Copy + Default> Ring<T> {
         (a, b)
     }
 
+    /// The first `n` values (`n <= len`) as one contiguous slice, in order: when they wrap
+    /// around the end of the storage, the storage is rotated first so that the ring starts
+    /// at its beginning (it wraps once per capacity's worth of values passing through).
+    #[inline]
+    pub fn front_mut(&mut self, n: usize) -> &mut [T] {
+        let n = n.min(self.len);
+        if self.head + n > self.buf.len() {
+            self.buf.rotate_left(self.head);
+            self.head = 0;
+        }
+        let (_, hi) = self.buf.split_at_mut(self.head);
+        let (a, _) = hi.split_at_mut(n);
+        a
+    }
+
     /// Drop the first `n` values (at most `len`).
     #[inline]
     pub fn advance(&mut self, n: usize) {
@@ -258,6 +273,19 @@ mod tests {
         for i in 3..6 {
             r.push_back(i);
         }
+        let mut c: Ring<u32> = Ring::with_capacity(4);
+        for i in 0..4 {
+            c.push_back(i);
+        }
+        c.pop_front();
+        c.pop_front();
+        c.push_back(4);
+        c.push_back(5);
+        assert_eq!(c.front_mut(4), &[2, 3, 4, 5][..]);
+        c.front_mut(3)[2] = 7;
+        c.push_back(6);
+        let got: Vec<u32> = std::iter::from_fn(|| c.pop_front()).collect();
+        assert_eq!(got, vec![2, 3, 7, 5, 6]);
         let (a, b) = r.front_slices_mut(3);
         assert_eq!((&*a, &*b), (&[2, 3][..], &[4][..]));
         let (a, b) = r.front_slices_mut(4);
