@@ -235,7 +235,7 @@ const FRAC: u64 = (1u64 << 52) - 1;
 pub struct KnuthFloat {
     /// The window of the last `KK` values (not yet reduced modulo 2^52).
     u: [u64; KK],
-    /// The numbers being handed out: the first `USED` of the current cycle.
+    /// The numbers being handed out: the first `USED` of the current cycle, reduced.
     out: [u64; USED],
     next: usize,
 }
@@ -310,18 +310,34 @@ impl KnuthFloat {
         let i = self.next;
         if i < USED {
             self.next = i + 1;
-            return self.out[i] & FRAC;
+            return self.out[i];
         }
         self.refill()
+    }
+
+    /// The next `n` fractions (as [`KnuthFloat::next_raw`] would return them one by one) when
+    /// they are all in the current quality buffer; `None`, drawing nothing, when a refill
+    /// would be needed on the way.
+    #[inline]
+    pub fn take(&mut self, n: usize) -> Option<&[u64]> {
+        let i = self.next;
+        let end = i + n;
+        if end > USED {
+            return None;
+        }
+        self.next = end;
+        self.out.get(i..end)
     }
 
     #[cold]
     #[inline(never)]
     fn refill(&mut self) -> u64 {
-        self.out.copy_from_slice(&self.u);
+        for (o, &u) in self.out.iter_mut().zip(self.u.iter()) {
+            *o = u & FRAC;
+        }
         Self::array(&mut self.u, QUALITY);
         self.next = 1;
-        self.out[0] & FRAC
+        self.out[0]
     }
 
     /// The next fraction in `[0, 1)` (BookSim's `RandomFloat()`).
@@ -439,6 +455,35 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn batches_are_the_same_numbers_as_single_draws() {
+        let (mut a, mut b) = (KnuthFloat::new(3), KnuthFloat::new(3));
+        let mut drawn = 0usize;
+        for n in [0usize, 1, 7, 64, 31, 5, 100, 63, 2, 50, 90, 13]
+            .iter()
+            .cycle()
+            .take(200)
+        {
+            match a.take(*n) {
+                Some(vals) => {
+                    assert_eq!(vals.len(), *n);
+                    for &v in vals {
+                        assert_eq!(v, b.next_raw(), "draw {drawn}");
+                        drawn += 1;
+                    }
+                }
+                None => {
+                    // Nothing drawn: the batch would cross a refill.
+                    for _ in 0..*n {
+                        assert_eq!(a.next_raw(), b.next_raw(), "draw {drawn}");
+                        drawn += 1;
+                    }
+                }
+            }
+        }
+        assert!(drawn > 1000);
     }
 
     #[test]

@@ -296,6 +296,10 @@ struct Sources {
     busy: Vec<u64>,
     /// Scratch of [`Sim::generate`]: bit per source whose trial succeeded this cycle.
     born: Vec<u64>,
+    /// Bit per source whose clock `qtime` is stored: busy sources, and idle ones behind
+    /// the simulation's clock. Every other source is idle with `qtime == time` at
+    /// generation, and its stored `qtime` is stale.
+    lag: Vec<u64>,
 }
 
 impl Sources {
@@ -469,6 +473,7 @@ impl Sim {
                 .collect(),
             busy: vec![0; chunks],
             born: vec![0; chunks],
+            lag: vec![0; chunks],
         };
         let mut sched = Scheduler::new();
         sched.at(Instant::ZERO, ());
@@ -764,34 +769,73 @@ impl Sim {
         let draining = state == State::Draining;
         // BookSim's RandomInt(nodes - 1): the raw value modulo `nodes`.
         let dest_mod = FastMod::new(nodes as u32);
+        // Sources caught up with their clock (`qtime == time`; no `lag` bit) make exactly one
+        // trial, and their clocks are implied, not stored: a run of them takes its numbers
+        // from the generator's buffer in one batch. A lagging source catches up trial by
+        // trial, in node order between the runs.
+        let drained_now = draining && time + 1 > drain_time;
         let words = sources.busy.iter().zip(sources.born.iter_mut());
-        for (w, ((&busy, born_w), chunk)) in words.zip(sources.term.iter_mut()).enumerate() {
+        let words = words.zip(sources.lag.iter_mut());
+        for (w, (((&busy, born_w), lag_w), chunk)) in words.zip(sources.term.iter_mut()).enumerate()
+        {
             let valid = if (w + 1) * 64 <= nodes {
                 !0u64
             } else {
                 (1u64 << (nodes % 64)) - 1
             };
-            let mut idle = !busy & valid;
+            let idle = !busy & valid;
+            let mut fast = idle & !*lag_w;
+            let mut slow = idle & *lag_w;
+            if drained_now {
+                let mut m = fast;
+                while m != 0 {
+                    chunk[m.trailing_zeros() as usize].qdrained = true;
+                    m &= m - 1;
+                }
+            }
             let mut born = 0u64;
-            while idle != 0 {
-                let b = idle.trailing_zeros() as usize;
-                idle &= idle - 1;
-                let t = &mut chunk[b];
-                if t.qtime == time {
-                    // Caught up: exactly one trial.
-                    t.qtime += 1;
-                    born |= u64::from(rng.float.below(threshold)) << b;
-                    t.born_ctime = time;
+            loop {
+                // The caught-up sources before the next lagging one.
+                let run = if slow == 0 {
+                    fast
                 } else {
-                    while t.qtime <= time {
-                        let q = t.qtime;
-                        t.qtime += 1;
-                        if rng.float.below(threshold) {
-                            born |= 1u64 << b;
-                            t.born_ctime = if include_queuing { q } else { time };
-                            break;
+                    fast & ((slow & slow.wrapping_neg()) - 1)
+                };
+                if run != 0 {
+                    fast &= !run;
+                    let mut m = run;
+                    if let Some(vals) = rng.float.take(run.count_ones() as usize) {
+                        for &v in vals {
+                            let b = m.trailing_zeros();
+                            m &= m - 1;
+                            born |= u64::from(v < threshold) << b;
+                        }
+                    } else {
+                        while m != 0 {
+                            let b = m.trailing_zeros();
+                            m &= m - 1;
+                            born |= u64::from(rng.float.below(threshold)) << b;
                         }
                     }
+                }
+                if slow == 0 {
+                    break;
+                }
+                let b = slow.trailing_zeros() as usize;
+                slow &= slow - 1;
+                let t = &mut chunk[b];
+                while t.qtime <= time {
+                    let q = t.qtime;
+                    t.qtime += 1;
+                    if rng.float.below(threshold) {
+                        born |= 1u64 << b;
+                        t.born_ctime = if include_queuing { q } else { time };
+                        break;
+                    }
+                }
+                if t.qtime == time + 1 && born & (1u64 << b) == 0 {
+                    // Caught up without a packet: from now on one trial per cycle.
+                    *lag_w &= !(1u64 << b);
                 }
                 if draining && t.qtime > drain_time {
                     t.qdrained = true;
@@ -800,15 +844,25 @@ impl Sim {
             *born_w = born;
         }
         let words = sources.busy.iter_mut().zip(sources.born.iter_mut());
-        for (w, ((busy, born_w), chunk)) in words.zip(sources.term.iter_mut()).enumerate() {
+        let words = words.zip(sources.lag.iter_mut());
+        for (w, (((busy, born_w), lag_w), chunk)) in words.zip(sources.term.iter_mut()).enumerate()
+        {
             let mut born = std::mem::take(born_w);
             *busy |= born;
+            let lagged = *lag_w;
+            // A busy source's clock is stored.
+            *lag_w |= born;
             while born != 0 {
                 let b = born.trailing_zeros() as usize;
                 let n = w * 64 + b;
                 born &= born - 1;
                 let t = &mut chunk[b];
-                let ctime = t.born_ctime;
+                let ctime = if lagged & (1u64 << b) != 0 {
+                    t.born_ctime
+                } else {
+                    t.qtime = time + 1;
+                    time
+                };
                 let dest = rng.int.int_below(dest_mod);
                 let _subnet = rng.int.int(0);
                 let record = match state {
@@ -868,7 +922,8 @@ impl Sim {
         } = self;
         let sent = flits.list(slot);
         let chunks = sources.term.iter_mut().zip(sources.buf.iter_mut());
-        for (w, (busy_w, (tchunk, bchunk))) in sources.busy.iter_mut().zip(chunks).enumerate() {
+        let words = sources.busy.iter_mut().zip(sources.lag.iter_mut());
+        for (w, ((busy_w, lag_w), (tchunk, bchunk))) in words.zip(chunks).enumerate() {
             let mut busy = *busy_w;
             while busy != 0 {
                 let b = busy.trailing_zeros() as usize;
@@ -933,6 +988,10 @@ impl Sim {
                 if tail {
                     *p = Partial::NONE;
                     *busy_w &= !(1u64 << b);
+                    if t.qtime == time + 1 {
+                        // Idle and caught up at the next cycle's generation.
+                        *lag_w &= !(1u64 << b);
+                    }
                 }
                 if counting {
                     t.sent_flits += 1;
@@ -1086,6 +1145,8 @@ impl Sim {
             for t in self.sources.all() {
                 (t.qtime, t.qdrained) = (0, false);
             }
+            // The network is empty: every source is idle, and caught up at time 0.
+            self.sources.lag.fill(0);
             self.state = State::WarmingUp;
             self.clear_stats();
             if let Err(reason) = self.single_sim()? {

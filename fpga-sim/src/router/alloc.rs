@@ -238,6 +238,8 @@ pub(crate) struct DenseSeparable {
     out_any: u64,
     /// No request has a priority other than `first_pri` (the first request's).
     uniform: bool,
+    /// `allocate` (one pass) zeroed `req` and `explicit` as it read them.
+    req_consumed: bool,
     first_pri: i32,
     req: [u64; 64],
     /// Per input: requests whose priority differs from `first_pri` (kept in `pri`); the
@@ -276,6 +278,7 @@ impl DenseSeparable {
             out_matched: 0,
             out_any: 0,
             uniform: true,
+            req_consumed: false,
             first_pri: 0,
             req: [0; 64],
             explicit: [0; 64],
@@ -291,7 +294,9 @@ impl DenseSeparable {
 
     #[inline]
     fn clear(&mut self) {
-        let mut m = self.in_any;
+        // A one-pass allocation has already emptied the request words it read.
+        let mut m = if self.req_consumed { 0 } else { self.in_any };
+        self.req_consumed = false;
         while m != 0 {
             let i = m.trailing_zeros() as usize & 63;
             m &= m - 1;
@@ -326,7 +331,12 @@ impl DenseSeparable {
         self.req[i] |= bit;
         self.in_any |= 1u64 << i;
         self.label[i][o] = label as u8;
-        self.set_pri(i, o, pri);
+        // A new request's `explicit` bit is clear (`clear` empties the word of every input
+        // that bid).
+        if pri != self.first_pri {
+            self.explicit[i] |= bit;
+            self.pri[i][o] = pri;
+        }
     }
 
     /// Priority of the request from input `i` to output `o`.
@@ -350,6 +360,27 @@ impl DenseSeparable {
     }
 
     fn allocate(&mut self) {
+        if self.iters == 1 && self.uniform {
+            // One pass with equal priorities (the common case): each requesting input reads
+            // its request word once, so it empties it on the way (`clear` has nothing left
+            // to do).
+            let mut inputs = self.in_any & !self.in_matched;
+            while inputs != 0 {
+                let i = inputs.trailing_zeros() as usize & 63;
+                inputs &= inputs - 1;
+                let m = std::mem::take(&mut self.req[i]) & !self.out_matched;
+                self.explicit[i] = 0;
+                if m == 0 {
+                    continue;
+                }
+                let o = rr_pick(m, self.in_ptr[i]) as usize & 63;
+                self.bidders[o] |= 1u64 << i;
+                self.out_any |= 1u64 << o;
+            }
+            self.req_consumed = true;
+            self.match_outputs(0);
+            return;
+        }
         for iter in 0..self.iters {
             let mut inputs = self.in_any & !self.in_matched;
             while inputs != 0 {
@@ -402,22 +433,28 @@ impl DenseSeparable {
             if self.out_any == 0 {
                 break;
             }
-            let mut outs = self.out_any;
-            self.out_any = 0;
-            while outs != 0 {
-                let o = outs.trailing_zeros();
-                outs &= outs - 1;
-                let ou = o as usize & 63;
-                let w = rr_pick(self.bidders[ou], self.out_ptr[ou]);
-                self.bidders[ou] = 0;
-                let wu = w as usize & 63;
-                self.grant[wu] = o as u8;
-                self.in_matched |= 1u64 << wu;
-                self.out_matched |= 1u64 << ou;
-                if iter == 0 {
-                    self.in_ptr[wu] = if o + 1 == self.n_out { 0 } else { o + 1 };
-                    self.out_ptr[ou] = if w + 1 == self.n_in { 0 } else { w + 1 };
-                }
+            self.match_outputs(iter);
+        }
+    }
+
+    /// Output stage of pass `iter`: every output with bidders grants one (round-robin).
+    #[inline]
+    fn match_outputs(&mut self, iter: usize) {
+        let mut outs = self.out_any;
+        self.out_any = 0;
+        while outs != 0 {
+            let o = outs.trailing_zeros();
+            outs &= outs - 1;
+            let ou = o as usize & 63;
+            let w = rr_pick(self.bidders[ou], self.out_ptr[ou]);
+            self.bidders[ou] = 0;
+            let wu = w as usize & 63;
+            self.grant[wu] = o as u8;
+            self.in_matched |= 1u64 << wu;
+            self.out_matched |= 1u64 << ou;
+            if iter == 0 {
+                self.in_ptr[wu] = if o + 1 == self.n_out { 0 } else { o + 1 };
+                self.out_ptr[ou] = if w + 1 == self.n_in { 0 } else { w + 1 };
             }
         }
     }

@@ -253,6 +253,9 @@ pub struct IqRouter {
     in_flit: Vec<Flit>,
     in_mask: Vec<u64>,
     in_any: bool,
+    /// A flit with a nonzero priority has arrived (until then every priority is 0 and the
+    /// switch bids need not read the front flits).
+    pri_seen: bool,
 
     route_q: Stage<StageItem>,
     va_q: Stage<StageItem>,
@@ -268,6 +271,9 @@ pub struct IqRouter {
     credit_q: PortQueues<Credit>,
     step_credit: Vec<u64>,
     step_credit_inputs: Vec<u32>,
+    /// One switch input per input (`input_speedup == 1`): at most one flit leaves an input
+    /// per internal step, so its credit goes straight to the credit queue.
+    credit_direct: bool,
 
     /// Expanded switch output -> output port.
     exp_out_port: Vec<u32>,
@@ -344,6 +350,7 @@ impl IqRouter {
             in_flit: vec![Flit::default(); n_in],
             in_mask: vec![0; n_in.div_ceil(64)],
             in_any: false,
+            pri_seen: false,
             route_q: Stage::with_capacity(ivcs),
             va_q: Stage::with_capacity(ivcs),
             sa_q: Stage::with_capacity(ivcs),
@@ -354,6 +361,7 @@ impl IqRouter {
             credit_q: PortQueues::new(n_in, 4),
             step_credit: vec![0; n_in],
             step_credit_inputs: Vec::with_capacity(n_in),
+            credit_direct: cfg.input_speedup == 1,
             exp_out_port: (0..exp_out)
                 .map(|e| (e / cfg.output_speedup) as u32)
                 .collect(),
@@ -466,6 +474,7 @@ impl IqRouter {
         self.in_mask[w] |= bit;
         self.in_flit[input] = flit;
         self.in_any = true;
+        self.pri_seen |= flit.pri != 0;
         self.active = true;
         self.stats.flits_in += 1;
         Ok(())
@@ -676,8 +685,7 @@ impl IqRouter {
         let (vcs, bufs) = (&mut vcs[..], &bufs[..]);
         let n_ivc = vcs.len();
         // In place: the route stage never rejoins itself.
-        let (qa, qb) = route_q.q.front_slices_mut(n);
-        for &it in qa.iter().chain(qb.iter()) {
+        for &it in route_q.q.front_mut(n).iter() {
             let ivc = it.ivc as usize;
             let st = &mut vcs[ivc];
             let f = bufs[st.head as usize * n_ivc + ivc];
@@ -745,9 +753,8 @@ impl IqRouter {
             } = self;
             let (vcs, next_buf) = (&vcs[..], &next_buf[..]);
             let (va_taken, va_out) = (&va_taken[..], &mut va_out[..]);
-            let (qa, qb) = va_q.q.front_slices_mut(n);
             let mut any = false;
-            for it in qa.iter_mut().chain(qb.iter_mut()) {
+            for it in va_q.q.front_mut(n).iter_mut() {
                 let ivc = it.ivc as usize;
                 let st = vcs[ivc];
                 if iter > 0 && (st.va_grant != NONE || it.result < UNDECIDED) {
@@ -795,6 +802,7 @@ impl IqRouter {
                 va_taken,
                 va_taken_ports,
                 alloc_iters,
+                vc_alloc_delay: alloc_delay,
                 ..
             } = self;
             let (vcs, va_out) = (&mut vcs[..], &mut va_out[..]);
@@ -816,7 +824,10 @@ impl IqRouter {
                     if iter == 0 {
                         st.va_in_ptr = if ov + 1 == n_ov { 0 } else { ov + 1 };
                     }
-                    va_granted.push(win);
+                    if *alloc_delay > 1 {
+                        // (One-cycle allocation: the update clears the grant.)
+                        va_granted.push(win);
+                    }
                     if *alloc_iters > 1 {
                         let port = (packed >> 6) as usize;
                         if va_taken[port] == 0 {
@@ -862,7 +873,8 @@ impl IqRouter {
         for &it in batch.iter() {
             let st = &mut vcs[it.ivc as usize];
             let result = if one_cycle {
-                match st.va_grant {
+                // Read and clear this step's grant (nothing reads it after the update).
+                match std::mem::replace(&mut st.va_grant, NONE) {
                     NONE => STALL,
                     g => g as i32,
                 }
@@ -946,14 +958,15 @@ impl IqRouter {
             speculative,
             spec_check_elig,
             spec_check_cred,
+            pri_seen,
             ..
         } = self;
+        let pri_seen = *pri_seen;
         let (vcs, next_buf, bufs, sw_rr_offset) =
             (&vcs[..], &next_buf[..], &bufs[..], &sw_rr_offset[..]);
         let (out_limit, speculative) = (*out_limit, *speculative);
         let (spec_check_elig, spec_check_cred) = (*spec_check_elig, *spec_check_cred);
-        let (qa, qb) = sa_q.q.front_slices_mut(n);
-        for it in qa.iter_mut().chain(qb.iter_mut()) {
+        for it in sa_q.q.front_mut(n).iter_mut() {
             let ivc = it.ivc as usize;
             let st = vcs[ivc];
             let port;
@@ -995,7 +1008,9 @@ impl IqRouter {
                 }
             }
             let exp_out = port as u32 * os + u32::from(st.out_off);
-            prio += i32::from(bufs[st.head as usize * n_ivc + ivc].pri);
+            if pri_seen {
+                prio += i32::from(bufs[st.head as usize * n_ivc + ivc].pri);
+            }
             sw_alloc.bid(
                 st.exp_in,
                 exp_out,
@@ -1056,6 +1071,8 @@ impl IqRouter {
             stats,
             step_credit,
             step_credit_inputs,
+            credit_direct,
+            credit_q,
             sa_q,
             va_q,
             route_q,
@@ -1067,6 +1084,7 @@ impl IqRouter {
         } = self;
         let (vcs, bufs, exp_out_port) = (&mut vcs[..], &bufs[..], &exp_out_port[..]);
         let (next_buf, step_credit) = (&mut next_buf[..], &mut step_credit[..]);
+        let credit_direct = *credit_direct;
         let sw_rr_offset = &mut sw_rr_offset[..];
         let n_ivc = vcs.len();
         sa_q.q.drain_front_into(n, batch);
@@ -1116,11 +1134,15 @@ impl IqRouter {
                 out: output as u32,
             });
             stats.flits_switched += 1;
-            let credit = &mut step_credit[input];
-            if *credit == 0 {
-                step_credit_inputs.push(input as u32);
+            if credit_direct {
+                credit_q.push(input, Credit(1u64 << vcn));
+            } else {
+                let credit = &mut step_credit[input];
+                if *credit == 0 {
+                    step_credit_inputs.push(input as u32);
+                }
+                *credit |= 1u64 << vcn;
             }
-            *credit |= 1u64 << vcn;
 
             if len == 0 {
                 if f.is_tail() {

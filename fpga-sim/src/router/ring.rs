@@ -89,6 +89,21 @@ impl<T: Copy + Default> Ring<T> {
         (a, b)
     }
 
+    /// The first `n` values (`n <= len`) as one contiguous slice, in order: when they wrap
+    /// around the end of the storage, the storage is rotated first so that the ring starts
+    /// at its beginning (it wraps once per capacity's worth of values passing through).
+    #[inline]
+    pub fn front_mut(&mut self, n: usize) -> &mut [T] {
+        let n = n.min(self.len);
+        if self.head + n > self.buf.len() {
+            self.buf.rotate_left(self.head);
+            self.head = 0;
+        }
+        let (_, hi) = self.buf.split_at_mut(self.head);
+        let (a, _) = hi.split_at_mut(n);
+        a
+    }
+
     /// Drop the first `n` values (at most `len`).
     #[inline]
     pub fn advance(&mut self, n: usize) {
@@ -154,7 +169,7 @@ impl<T: Copy + Default> PortQueues<T> {
     }
 
     /// Append `v` to port `p`'s queue.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, p: usize, v: T) {
         let (w, bit) = (p / 64, 1u64 << (p % 64));
         if self.mask[w] & bit == 0 {
@@ -191,24 +206,36 @@ impl<T: Copy + Default> PortQueues<T> {
         if self.pending == 0 {
             return;
         }
-        for w in 0..self.mask.len() {
-            let mut m = self.mask[w];
-            while m != 0 {
-                let b = m.trailing_zeros() as usize;
-                m &= m - 1;
+        let words = self.mask.iter_mut().zip(self.more.iter_mut());
+        for (w, (mask, more)) in words.enumerate() {
+            let m = *mask;
+            if m == 0 {
+                continue;
+            }
+            let front = self.front.get(w * 64..).unwrap_or_default();
+            let mut bits = m;
+            while bits != 0 {
+                let b = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if let Some(&v) = front.get(b) {
+                    f(w * 64 + b, v);
+                }
+            }
+            // Every front left; the queues with more entries move their next one up.
+            let refill = m & *more;
+            *mask = refill;
+            self.pending -= (m & !refill).count_ones() as usize;
+            let mut bits = refill;
+            while bits != 0 {
+                let b = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
                 let p = w * 64 + b;
-                f(p, self.front[p]);
-                if self.more[w] & (1u64 << b) == 0 {
-                    self.mask[w] &= !(1u64 << b);
-                    self.pending -= 1;
-                } else {
-                    let q = &mut self.rest[p];
-                    if let Some(v) = q.pop_front() {
-                        self.front[p] = v;
-                    }
-                    if q.is_empty() {
-                        self.more[w] &= !(1u64 << b);
-                    }
+                let q = &mut self.rest[p];
+                if let Some(v) = q.pop_front() {
+                    self.front[p] = v;
+                }
+                if q.is_empty() {
+                    *more &= !(1u64 << b);
                 }
             }
         }
@@ -246,6 +273,19 @@ mod tests {
         for i in 3..6 {
             r.push_back(i);
         }
+        let mut c: Ring<u32> = Ring::with_capacity(4);
+        for i in 0..4 {
+            c.push_back(i);
+        }
+        c.pop_front();
+        c.pop_front();
+        c.push_back(4);
+        c.push_back(5);
+        assert_eq!(c.front_mut(4), &[2, 3, 4, 5][..]);
+        c.front_mut(3)[2] = 7;
+        c.push_back(6);
+        let got: Vec<u32> = std::iter::from_fn(|| c.pop_front()).collect();
+        assert_eq!(got, vec![2, 3, 7, 5, 6]);
         let (a, b) = r.front_slices_mut(3);
         assert_eq!((&*a, &*b), (&[2, 3][..], &[4][..]));
         let (a, b) = r.front_slices_mut(4);
