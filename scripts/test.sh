@@ -61,8 +61,10 @@ cargo run -q --release -p podlink-protocol --example txn_soak -- \
 step "the main job: podlink-sim run on the default pod (exit 0 only when budgets, integrity and conservation hold)"
 cargo run -q --release -p podlink-sim -- run > /dev/null
 # Leaf/spine with adaptive routing: the ordering rule must keep every read exact (exit 1 on any
-# stale read; the flowlet rule this replaced gave 24 in this run).
+# stale read; the flowlet rule this replaced gave 24 in the shallow-buffer run, where spine
+# queues grow to microseconds).
 cargo run -q --release -p podlink-sim -- run --preset two-tier-384 --duration 2us > /dev/null
+cargo run -q --release -p podlink-sim -- run fpga-sim/tests/data/pods/two-tier-384-shallow.toml --duration 2us > /dev/null
 
 step "conformance scenarios: podlink-sim conformance (exit 0 only when every scenario's verdict is PASS)"
 cargo run -q --release -p podlink-sim -- conformance
