@@ -172,7 +172,7 @@ fn trace_replay_and_tenants() {
     pod.workloads[0].pattern = podlink_sim::pod::config::Pattern::Hotspot;
     pod.workloads[0].partition = Some(1);
     pod.workloads[0].target = Some(0);
-    pod.workloads[0].offered_load = 0.1;
+    pod.workloads[0].offered_load = 0.3;
     pod.workloads[1].partition = Some(2);
     let r = run(&pod, &short(600), |_, _| {}).unwrap();
     let s = &r.summary;

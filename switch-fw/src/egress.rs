@@ -66,6 +66,11 @@ pub(crate) const REQUESTS: u8 = 1;
 pub(crate) const LANES: [u8; 2] = [RESPONSES, REQUESTS];
 /// Most descriptors requests hold.
 pub(crate) const REQUEST_SLOTS: u16 = (QUEUE_SLOTS - RESPONSE_RESERVE) as u16;
+/// Dynamic threshold of one partition's requests: it may take another request descriptor
+/// while it holds fewer than `ALPHA` times the request descriptors still free (so a lone
+/// partition can use 4/5 of the requests' share, and a partition hogging them always leaves
+/// some for the others: one tenant's incast cannot fill the switch).
+pub(crate) const ALPHA: u32 = 4;
 
 /// The lane of a frame.
 #[inline(always)]
@@ -88,6 +93,8 @@ pub(crate) struct Egress {
     used: u16,
     /// Descriptors held by queued requests.
     requests: u16,
+    /// Of those, per partition index.
+    part_requests: [u16; MAX_PARTITIONS],
     fifos: [Fifo; MAX_PORTS * NUM_VCS * MAX_PARTITIONS * 2],
     part_mask: [u16; MAX_PORTS * NUM_VCS],
     depth: [u16; MAX_PORTS * NUM_VCS],
@@ -107,6 +114,7 @@ impl Egress {
             free: 0,
             used: 0,
             requests: 0,
+            part_requests: [0; MAX_PARTITIONS],
             fifos: [EMPTY_FIFO; MAX_PORTS * NUM_VCS * MAX_PARTITIONS * 2],
             part_mask: [0; MAX_PORTS * NUM_VCS],
             depth: [0; MAX_PORTS * NUM_VCS],
@@ -143,11 +151,23 @@ impl Egress {
         self.used
     }
 
-    /// Whether a frame with header `h` would find a descriptor: any free one for a response,
-    /// one within the requests' share for a request.
-    pub(crate) fn has_room(&self, h: &Header) -> bool {
-        usize::from(self.used) < QUEUE_SLOTS
-            && (lane_of(h) == RESPONSES || self.requests < REQUEST_SLOTS)
+    /// Whether a frame with header `h` of partition index `part` would find a descriptor:
+    /// any free one for a response; for a request, one within the requests' share and within
+    /// the partition's dynamic threshold ([`ALPHA`]).
+    pub(crate) fn has_room(&self, h: &Header, part: u8) -> bool {
+        if usize::from(self.used) >= QUEUE_SLOTS {
+            return false;
+        }
+        if lane_of(h) == RESPONSES {
+            return true;
+        }
+        let free = u32::from(REQUEST_SLOTS.saturating_sub(self.requests));
+        let mine = self
+            .part_requests
+            .get(usize::from(part))
+            .copied()
+            .unwrap_or(u16::MAX);
+        free != 0 && u32::from(mine) < ALPHA * free
     }
 
     /// Append a frame to its lane's (port, VC, partition) FIFO; `Err` when it finds no
@@ -165,7 +185,7 @@ impl Egress {
         let fi = fifo_index(port, vc, part, lane);
         if usize::from(port) >= MAX_PORTS
             || usize::from(part) >= MAX_PARTITIONS
-            || !self.has_room(&header)
+            || !self.has_room(&header, part)
         {
             return Err(());
         }
@@ -188,6 +208,9 @@ impl Egress {
         }
         self.used = self.used.wrapping_add(1);
         self.requests = self.requests.wrapping_add(u16::from(lane));
+        if let Some(c) = self.part_requests.get_mut(usize::from(part)) {
+            *c = c.wrapping_add(u16::from(lane));
+        }
         let i = pv(port, vc);
         if let (Some(m), Some(d)) = (self.part_mask.get_mut(i), self.depth.get_mut(i)) {
             *m |= 1 << (part & 15);
@@ -232,6 +255,9 @@ impl Egress {
         self.free = idx;
         self.used = self.used.saturating_sub(1);
         self.requests = self.requests.saturating_sub(u16::from(lane & 1));
+        if let Some(c) = self.part_requests.get_mut(usize::from(part)) {
+            *c = c.saturating_sub(u16::from(lane & 1));
+        }
         Some(slot)
     }
 
@@ -356,28 +382,60 @@ mod tests {
     #[test]
     fn test_requests_leave_room_for_responses() {
         let mut e = Egress::new();
-        for h in 0..u32::from(REQUEST_SLOTS) {
-            assert!(e.has_room(&req(0)));
-            e.push((h % 64) as u8, 0, h, req(0), 64).unwrap();
+        // Requests of every partition, while any has room: never beyond the requests' share.
+        let mut n = 0u32;
+        while let Some(part) = (0..16u8).find(|&p| e.has_room(&req(0), p)) {
+            e.push((n % 64) as u8, part, n, req(0), 64).unwrap();
+            n += 1;
         }
-        // The requests' share is used up: more requests are refused, responses are not.
-        assert!(!e.has_room(&req(0)));
+        assert!(
+            n <= u32::from(REQUEST_SLOTS) && n > u32::from(REQUEST_SLOTS) - 64,
+            "{n}"
+        );
         assert!(e.push(0, 0, 0, req(1), 64).is_err());
-        for h in 0..RESPONSE_RESERVE as u32 {
-            assert!(e.has_room(&hdr(0)));
-            e.push((h % 64) as u8, 0, h, hdr(0), 64).unwrap();
+        // Responses take everything else: at least the reserve.
+        let mut k = 0u32;
+        while e.has_room(&hdr(0), 3) {
+            e.push((k % 64) as u8, 3, k, hdr(0), 64).unwrap();
+            k += 1;
         }
-        assert!(!e.has_room(&hdr(0)));
+        assert!(k as usize >= RESPONSE_RESERVE);
+        assert_eq!(usize::from(e.used()), QUEUE_SLOTS);
         assert!(e.push(0, 0, 0, hdr(0), 64).is_err());
-        // A request leaving gives its share back to requests.
-        assert!(e.pop(0, 0, 0, REQUESTS).is_some());
-        assert!(e.has_room(&req(0)));
-        e.push(0, 0, 7, req(0), 64).unwrap();
+        // A response leaving makes room for another.
+        assert!(e.pop(3, 0, 3, RESPONSES).is_some());
+        assert!(e.has_room(&hdr(0), 3));
         // Discarded requests count as used descriptors, not as requests.
         let n = e.drain_port(1);
         assert!(n > 0);
         assert_eq!(e.discarded(), n as u16);
-        assert!(e.has_room(&req(0)) == (e.used() < QUEUE_SLOTS as u16));
+    }
+
+    /// One partition's requests stop at the dynamic threshold (fewer than ALPHA times the
+    /// free request descriptors); another partition still finds room, and so would a third.
+    #[test]
+    fn test_one_partition_cannot_take_every_request_descriptor() {
+        let mut e = Egress::new();
+        let mut n = 0u32;
+        while e.has_room(&req(0), 2) {
+            e.push((n % 64) as u8, 2, n, req(0), 64).unwrap();
+            n += 1;
+            assert!(n <= u32::from(REQUEST_SLOTS));
+        }
+        // n < 4 (768 - n) stops at n = 615: four fifths of the requests' share.
+        assert_eq!(n, 615);
+        assert!(e.push(0, 2, 0, req(0), 64).is_err());
+        let free = u32::from(REQUEST_SLOTS) - n;
+        let mut m = 0u32;
+        while e.has_room(&req(0), 5) {
+            e.push((m % 64) as u8, 5, 10_000 + m, req(0), 64).unwrap();
+            m += 1;
+        }
+        assert!(m > 0 && m < free, "{m} of {free}");
+        // Both partitions stopped, yet request descriptors are left for a third.
+        assert!(e.has_room(&req(0), 9));
+        // Responses are never held back by the thresholds.
+        assert!(e.has_room(&hdr(0), 2));
     }
 
     #[test]

@@ -425,13 +425,16 @@ impl Switch {
 
     /// Whether [`Switch::forward`] would find a queue descriptor for a frame with header `h`
     /// should it have to queue it. Requests may hold at most `QUEUE_SLOTS -
-    /// RESPONSE_RESERVE` descriptors; responses may take any. A caller that buffers frames
+    /// RESPONSE_RESERVE` descriptors, and one partition's requests fewer than four times the
+    /// request descriptors still free (a dynamic threshold, so one tenant cannot fill the
+    /// switch); responses may take any. A caller that buffers frames
     /// ahead of the switch (an ingress FIFO) holds a frame there while this is false, per
     /// flow, so that a waiting request never holds up a response
     /// (`spec-notes/switch.md#buffers-and-deadlock`).
     #[must_use]
     pub fn has_room(&self, h: &Header) -> bool {
-        self.egress.has_room(h)
+        let part = self.tables().partition_of(h.dst).unwrap_or(0);
+        self.egress.has_room(h, part)
     }
 
     /// The handle of a frame flushed from a port that went down or failed (oldest first),

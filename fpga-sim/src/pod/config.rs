@@ -205,7 +205,7 @@ impl Default for SwitchParams {
             xbar_cycles: 2,
             egress_cycles: 2,
             cut_through: true,
-            buffer_flits_per_vc: 64,
+            buffer_flits_per_vc: 256,
             adaptive: true,
         }
     }
