@@ -159,9 +159,10 @@ impl<T: AsRef<[u8]>> DlFlit<T> {
         self.layout().map_or(0, |l| l.crc.get())
     }
 
-    /// The CRC of the first [`CRC_COVERED_LEN`] bytes under `alg`.
+    /// The CRC of the first [`CRC_COVERED_LEN`] bytes under `alg` ([`DlCrc::checksum_flit`]:
+    /// trailing zero padding may be skipped, same value).
     pub fn compute_crc(&self, alg: DlCrc) -> u32 {
-        alg.checksum(
+        alg.checksum_flit(
             self.buffer
                 .as_ref()
                 .get(..CRC_COVERED_LEN)
