@@ -117,9 +117,9 @@ struct SrcOrder {
     /// decisions of generation `g` hold while `gen - g < span`.
     span: u16,
     /// Per generation parity, the pin slots (modulo [`HASH_BITS`]) from which a request of
-    /// this source went by hash in that generation: because the slot held another live flow,
-    /// or because of a mark that held. While the generation holds, every flow of the source
-    /// in such a slot goes by hash (and marks the current generation), so a hashed flow never
+    /// this source went by hash in that generation because the slot held another live flow.
+    /// While the generation holds, every flow of the source in such a slot goes by hash (one
+    /// that finds the slot free then takes it, on its hash port), so a hashed flow never
     /// switches to a free choice while its hashed requests are in flight; the source's flows in
     /// other slots are unaffected (a few more in slots with the same residue go by hash too).
     hashed: [[u32; HASH_WORDS]; 2],
@@ -243,6 +243,17 @@ const TAGS: usize = 2048;
 struct TagTable {
     open: [[u64; TAGS / 64]; MAX_PORTS],
     odd: [[u64; TAGS / 64]; MAX_PORTS],
+}
+
+impl TagTable {
+    /// The `open` and `odd` words of (`port`, `tag`) and the tag's bit in them.
+    #[inline(always)]
+    fn words(&mut self, port: u8, tag: u16) -> Option<(&mut u64, &mut u64, u64)> {
+        let w = usize::from(tag >> 6) & (TAGS / 64 - 1);
+        let o = self.open.get_mut(usize::from(port))?.get_mut(w)?;
+        let d = self.odd.get_mut(usize::from(port))?.get_mut(w)?;
+        Some((o, d, 1u64 << (tag & 63)))
+    }
 }
 
 /// The exact key of a flow: valid bit, VC, destination, source, region.
@@ -481,6 +492,15 @@ impl Switch {
     #[inline(always)]
     fn flow_index(h: &Header) -> usize {
         (flow_hash(h) >> (32 - FLOW_BITS)) as usize
+    }
+
+    /// The port accelerator `id` is attached to here (`NO_PORT`: none).
+    #[inline(always)]
+    fn home_of(&self, id: u16) -> u8 {
+        self.tables()
+            .ids
+            .get(usize::from(id) & (MAX_IDS - 1))
+            .map_or(NO_PORT, |e| e.home)
     }
 
     /// A pin holds while the generation it was last taken in holds.
@@ -946,11 +966,7 @@ impl Switch {
                 };
                 let free = pin.key == key || !self.pin_live(&pin);
                 // Tags by the source's home port, where its answers are looked up too.
-                let home = self
-                    .tables()
-                    .ids
-                    .get(usize::from(att) & (MAX_IDS - 1))
-                    .map_or(NO_PORT, |e| e.home);
+                let home = self.home_of(att);
                 let Some(src) = self.srcs.get_mut(usize::from(att)) else {
                     return;
                 };
@@ -958,30 +974,18 @@ impl Switch {
                 // generation that counts it. (A flow that went by a mark into a free slot
                 // takes the slot, on its hash port: its pin keeps it there from now on.)
                 let hashed = !free;
-                let (w, bit) = (usize::from(h.tag >> 6) & 31, 1u64 << (h.tag & 63));
-                let words = self
-                    .tags
-                    .open
-                    .get_mut(usize::from(home))
-                    .and_then(|o| o.get_mut(w))
-                    .zip(
-                        self.tags
-                            .odd
-                            .get_mut(usize::from(home))
-                            .and_then(|d| d.get_mut(w)),
-                    );
+                let words = self.tags.words(home, h.tag);
                 // Without a tag entry (no home port: not expected for an attached source) the
                 // request is counted for good: its pins then hold for good (conservative).
-                if let Some((o, d)) = &words {
+                if let Some((o, d, bit)) = &words {
                     if **o & bit != 0 {
                         // The tag is reused: its requester gave up on the earlier request (a
                         // timeout), so it is no longer waited for.
-                        let g = **d & bit != 0;
-                        src.uncount(g);
+                        src.uncount(**d & bit != 0);
                     }
                 }
                 let epoch = src.add();
-                if let Some((o, d)) = words {
+                if let Some((o, d, bit)) = words {
                     *o |= bit;
                     if epoch & 1 != 0 {
                         *d |= bit;
@@ -1005,28 +1009,17 @@ impl Switch {
                 }
             }
             FrameKind::Response if h.last => {
-                let home = self
-                    .tables()
-                    .ids
-                    .get(usize::from(h.dst.get()) & (MAX_IDS - 1))
-                    .map_or(NO_PORT, |e| e.home);
-                let (w, bit) = (usize::from(h.tag >> 6) & 31, 1u64 << (h.tag & 63));
-                let (Some(open), Some(odd)) = (
-                    self.tags.open.get_mut(usize::from(home)),
-                    self.tags.odd.get_mut(usize::from(home)),
-                ) else {
-                    return;
-                };
-                let (Some(o), Some(d)) = (open.get_mut(w), odd.get_mut(w)) else {
+                let home = self.home_of(h.dst.get());
+                let Some((o, d, bit)) = self.tags.words(home, h.tag) else {
                     return;
                 };
                 if *o & bit == 0 {
                     return; // not a request counted here (or answered already)
                 }
                 *o &= !bit;
+                let odd = *d & bit != 0;
                 if let Some(src) = self.srcs.get_mut(usize::from(h.dst.get())) {
-                    let g = *d & bit != 0;
-                    src.uncount(g);
+                    src.uncount(odd);
                     src.settle();
                 }
             }
