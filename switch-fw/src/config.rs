@@ -2,10 +2,17 @@
 //! and emitter (`spec-notes/switch.md#configuration-format`).
 //!
 //! ```text
-//! header   16 B   magic "PLSW" | version 1 | flags | num_ports | rsvd | generation u32 | rsvd u32 (ignored)
+//! header   16 B   magic "PLSW" | version 1 | flags | num_ports u8 | rsvd | generation u32 | rsvd u32 (ignored)
+//!              or magic "PLSW" | version 2 | flags | num_ports u16     | generation u32 | rsvd u32 (ignored)
 //! section  4 B + body, repeated:   type u8 | rsvd u8 | length u16 | body[length]
 //! trailer  4 B    CRC-32/BZIP2 of everything before it
 //! ```
+//!
+//! Version 1 carries port numbers as `u8` (at most 255 ports); version 2 as big-endian `u16`
+//! (port records `port u16 | plane | kind | accel u16`, still 6 B; route ways 2 B each), for
+//! switches of more than 255 ports. The parser reads both; [`emit`] writes version 1 whenever
+//! the port count fits. A configuration with more ports than the instance's capacity is
+//! refused with [`ConfigError::PortCapacity`].
 //!
 //! All integers are big-endian. Sections: [`SECTION_PORTS`] (once, required),
 //! [`SECTION_VC_WEIGHTS`] (at most once), [`SECTION_PARTITION`] (one per partition),
@@ -17,7 +24,7 @@
 //! Under `cfg(fuzzing)` the trailer CRC is not checked (the protocol crate's
 //! `wire::crc::verify`), so a fuzzer reaches the sections.
 
-use crate::tables::{Attachment, PartitionCfg, PortCfg, RateCap, Tables, NO_PART};
+use crate::tables::{Attachment, PartitionCfg, PortCfg, PortIndex, RateCap, Tables, NO_PART};
 use crate::{MAX_IDS, MAX_WAYS, NUM_VCS};
 use core::fmt;
 use nom::bytes::complete::take;
@@ -28,8 +35,10 @@ use podlink_protocol::wire::{AccelId, PartitionId};
 
 /// The magic at offset 0.
 pub const MAGIC: [u8; 4] = *b"PLSW";
-/// The format version this crate reads and writes.
+/// The format version with `u8` port numbers (read and written).
 pub const VERSION: u8 = 1;
+/// The format version with `u16` port numbers (read, and written for more than 255 ports).
+pub const VERSION_2: u8 = 2;
 /// Header length.
 pub const HEADER_LEN: usize = 16;
 /// Section header length.
@@ -86,10 +95,17 @@ pub enum ConfigError {
     MissingSection(u8),
     /// A section's length does not fit its records.
     SectionLength(u8),
-    /// A port number at or above the port count (or a port count of 0 or above 64).
-    PortOutOfRange(u8),
+    /// A port number at or above the port count (or a port count of 0).
+    PortOutOfRange(u16),
+    /// A port count above the switch instance's capacity.
+    PortCapacity {
+        /// Ports the configuration describes.
+        ports: u16,
+        /// Ports the switch instance holds.
+        capacity: u16,
+    },
     /// A port is configured twice.
-    DuplicatePort(u8),
+    DuplicatePort(u16),
     /// A plane number too large.
     BadPlane(u8),
     /// An unknown attachment kind, or an accelerator field on a non-accelerator port.
@@ -105,7 +121,7 @@ pub enum ConfigError {
         /// Destination.
         dst: u16,
         /// Port.
-        port: u8,
+        port: u16,
     },
     /// A permitted destination (a partition member), or an explicit route record, has no
     /// egress port.
@@ -115,14 +131,14 @@ pub enum ConfigError {
         /// Destination.
         dst: u16,
         /// Port.
-        port: u8,
+        port: u16,
     },
     /// A route uses a port attached to a different accelerator.
     RouteToWrongAccelerator {
         /// Destination.
         dst: u16,
         /// Port.
-        port: u8,
+        port: u16,
     },
     /// More than [`crate::MAX_PARTITIONS`] partitions.
     TooManyPartitions,
@@ -159,6 +175,9 @@ impl fmt::Display for ConfigError {
             MissingSection(t) => write!(f, "required section {t:#04x} missing"),
             SectionLength(t) => write!(f, "bad length of section {t:#04x}"),
             PortOutOfRange(p) => write!(f, "port {p} out of range"),
+            PortCapacity { ports, capacity } => {
+                write!(f, "{ports} ports, but this switch holds at most {capacity}")
+            }
             DuplicatePort(p) => write!(f, "port {p} configured twice"),
             BadPlane(p) => write!(f, "plane {p} out of range"),
             BadAttachment(k) => write!(f, "bad attachment kind {k}"),
@@ -227,7 +246,10 @@ fn range(first: u16, count: u16) -> Result<core::ops::Range<u16>, ConfigError> {
 ///
 /// # Errors
 /// The first problem found, as a typed [`ConfigError`].
-pub fn parse_into(bytes: &[u8], t: &mut Tables) -> Result<(), ConfigError> {
+pub fn parse_into<const PORTS: usize, P: PortIndex>(
+    bytes: &[u8],
+    t: &mut Tables<PORTS, P>,
+) -> Result<(), ConfigError> {
     let content_len = bytes
         .len()
         .checked_sub(TRAILER_LEN)
@@ -242,11 +264,14 @@ pub fn parse_into(bytes: &[u8], t: &mut Tables) -> Result<(), ConfigError> {
     if magic != MAGIC {
         return Err(ConfigError::BadMagic);
     }
-    let (rest, (version, flags, num_ports, rsvd, generation, _ignored)) =
-        run((be_u8, be_u8, be_u8, be_u8, be_u32, be_u32).parse(rest))?;
-    if version != VERSION {
-        return Err(ConfigError::BadVersion(version));
-    }
+    let (rest, (version, flags, count, generation, _ignored)) =
+        run((be_u8, be_u8, be_u16, be_u32, be_u32).parse(rest))?;
+    // Version 1: port count in byte 6, byte 7 reserved; version 2: a u16 over both.
+    let (wide, num_ports, rsvd) = match version {
+        VERSION => (false, count >> 8, count & 0xff),
+        VERSION_2 => (true, count, 0),
+        other => return Err(ConfigError::BadVersion(other)),
+    };
     let computed = CRC32_BZIP2.checksum(content);
     if !verify(carried, computed) {
         return Err(ConfigError::BadCrc { carried, computed });
@@ -279,10 +304,10 @@ pub fn parse_into(bytes: &[u8], t: &mut Tables) -> Result<(), ConfigError> {
         }
         seen |= bit;
         match ty {
-            SECTION_PORTS => ports(body, t)?,
+            SECTION_PORTS => ports(body, wide, t)?,
             SECTION_VC_WEIGHTS => vc_weights(body, t)?,
             SECTION_PARTITION => partition(body, t)?,
-            SECTION_ROUTES => routes(body, t)?,
+            SECTION_ROUTES => routes(body, wide, t)?,
             other => return Err(ConfigError::UnknownSection(other)),
         }
     }
@@ -292,14 +317,24 @@ pub fn parse_into(bytes: &[u8], t: &mut Tables) -> Result<(), ConfigError> {
     Ok(())
 }
 
-fn ports(mut body: &[u8], t: &mut Tables) -> Result<(), ConfigError> {
+fn ports<const PORTS: usize, P: PortIndex>(
+    mut body: &[u8],
+    wide: bool,
+    t: &mut Tables<PORTS, P>,
+) -> Result<(), ConfigError> {
     if body.len() % PORT_RECORD_LEN != 0 {
         return Err(ConfigError::SectionLength(SECTION_PORTS));
     }
     while !body.is_empty() {
-        let (r, (port, plane, kind, rsvd, accel)) =
-            run((be_u8, be_u8, be_u8, be_u8, be_u16).parse(body))?;
+        // Version 1: port u8 | plane | kind | rsvd | accel; version 2: port u16 | plane |
+        // kind | accel.
+        let (r, (a, b, kind, accel)) = run((be_u8, be_u8, be_u16, be_u16).parse(body))?;
         body = r;
+        let (port, plane, kind, rsvd) = if wide {
+            (u16::from_be_bytes([a, b]), (kind >> 8) as u8, kind as u8, 0)
+        } else {
+            (u16::from(a), b, (kind >> 8) as u8, kind as u8)
+        };
         if rsvd != 0 {
             return Err(ConfigError::Reserved("port record"));
         }
@@ -314,14 +349,20 @@ fn ports(mut body: &[u8], t: &mut Tables) -> Result<(), ConfigError> {
     Ok(())
 }
 
-fn vc_weights(body: &[u8], t: &mut Tables) -> Result<(), ConfigError> {
+fn vc_weights<const PORTS: usize, P: PortIndex>(
+    body: &[u8],
+    t: &mut Tables<PORTS, P>,
+) -> Result<(), ConfigError> {
     let w: [u8; NUM_VCS] = body
         .try_into()
         .map_err(|_| ConfigError::SectionLength(SECTION_VC_WEIGHTS))?;
     t.set_vc_weights(w)
 }
 
-fn partition(body: &[u8], t: &mut Tables) -> Result<(), ConfigError> {
+fn partition<const PORTS: usize, P: PortIndex>(
+    body: &[u8],
+    t: &mut Tables<PORTS, P>,
+) -> Result<(), ConfigError> {
     let (mut body, (pid, weight, flags, rate, burst)): (_, (u16, u8, u8, u32, u32)) =
         run((be_u16, be_u8, be_u8, be_u32, be_u32).parse(body))
             .map_err(|_| ConfigError::SectionLength(SECTION_PARTITION))?;
@@ -359,18 +400,36 @@ fn partition(body: &[u8], t: &mut Tables) -> Result<(), ConfigError> {
     Ok(())
 }
 
-fn route_record(body: &[u8]) -> PResult<'_, (u16, u16, &[u8])> {
+fn route_record(body: &[u8], wide: bool) -> PResult<'_, (u16, u16, u8, &[u8])> {
     let (r, (first, count, n)) = (be_u16, be_u16, be_u8).parse(body)?;
-    let (r, ways) = take(n).parse(r)?;
-    Ok((r, (first, count, ways)))
+    let width = if wide { 2usize } else { 1 };
+    let (r, ways) = take(usize::from(n) * width).parse(r)?;
+    Ok((r, (first, count, n, ways)))
 }
 
-fn routes(mut body: &[u8], t: &mut Tables) -> Result<(), ConfigError> {
+fn routes<const PORTS: usize, P: PortIndex>(
+    mut body: &[u8],
+    wide: bool,
+    t: &mut Tables<PORTS, P>,
+) -> Result<(), ConfigError> {
     while !body.is_empty() {
-        let (r, (first, count, ways)) = run(route_record(body))?;
+        let (r, (first, count, n, bytes)) = run(route_record(body, wide))?;
         body = r;
+        let mut ways = [0u16; MAX_WAYS];
+        let n = usize::from(n);
+        if wide {
+            for (w, b) in ways.iter_mut().zip(bytes.chunks_exact(2)) {
+                *w = u16::from_be_bytes([b.first().copied().unwrap_or(0), b.get(1).copied().unwrap_or(0)]);
+            }
+        } else {
+            for (w, &b) in ways.iter_mut().zip(bytes) {
+                *w = u16::from(b);
+            }
+        }
         for d in range(first, count)? {
-            t.set_route(id(d)?, ways)?;
+            let dst = id(d)?;
+            let ways = ways.get(..n).ok_or(ConfigError::TooManyWays(d))?;
+            t.set_route(dst, ways)?;
         }
     }
     Ok(())
@@ -386,6 +445,9 @@ pub enum EmitError {
     },
     /// A section would exceed 65535 bytes (cannot happen within the crate's capacities).
     SectionTooLong,
+    /// The format version asked for cannot describe the tables (version 1 and more than 255
+    /// ports), or is unknown.
+    Version(u8),
 }
 
 /// A cursor that counts what it could not write.
@@ -419,16 +481,48 @@ impl Writer<'_> {
     }
 }
 
-/// Write `t` in the binary format; returns the length. Consecutive IDs with the same ways
-/// (routes) or partition (members) are written as one range.
+/// Write `t` in the binary format, version 1 when its port count fits a byte and version 2
+/// otherwise; returns the length. Consecutive IDs with the same ways (routes) or partition
+/// (members) are written as one range.
 ///
 /// # Errors
 /// [`EmitError::BufferTooSmall`] with the length needed.
-pub fn emit(t: &Tables, out: &mut [u8]) -> Result<usize, EmitError> {
+pub fn emit<const PORTS: usize, P: PortIndex>(
+    t: &Tables<PORTS, P>,
+    out: &mut [u8],
+) -> Result<usize, EmitError> {
+    let version = if t.num_ports() <= 0xff {
+        VERSION
+    } else {
+        VERSION_2
+    };
+    emit_version(t, out, version)
+}
+
+/// [`emit`] in a given format version.
+///
+/// # Errors
+/// [`EmitError::Version`] when `version` is not 1 or 2, or is 1 and `t` has more than 255
+/// ports; [`EmitError::BufferTooSmall`] with the length needed.
+pub fn emit_version<const PORTS: usize, P: PortIndex>(
+    t: &Tables<PORTS, P>,
+    out: &mut [u8],
+    version: u8,
+) -> Result<usize, EmitError> {
+    let wide = match version {
+        VERSION if t.num_ports() <= 0xff => false,
+        VERSION_2 => true,
+        other => return Err(EmitError::Version(other)),
+    };
     let mut w = Writer { buf: out, pos: 0 };
     w.put(&MAGIC);
     let flags = if t.adaptive() { FLAG_ADAPTIVE } else { 0 };
-    w.put(&[VERSION, flags, t.num_ports(), 0]);
+    w.put(&[version, flags]);
+    if wide {
+        w.put(&t.num_ports().to_be_bytes());
+    } else {
+        w.put(&[t.num_ports() as u8, 0]);
+    }
     w.put(&t.generation().to_be_bytes());
     w.put(&0u32.to_be_bytes());
     w.section(SECTION_PORTS, |w| {
@@ -442,7 +536,12 @@ pub fn emit(t: &Tables, out: &mut [u8]) -> Result<usize, EmitError> {
                 Attachment::Accelerator(a) => (ATTACH_ACCELERATOR, a.get()),
                 Attachment::Switch => (ATTACH_SWITCH, 0),
             };
-            w.put(&[p, cfg.plane, kind, 0]);
+            if wide {
+                w.put(&p.to_be_bytes());
+                w.put(&[cfg.plane, kind]);
+            } else {
+                w.put(&[p as u8, cfg.plane, kind, 0]);
+            }
             w.put(&accel.to_be_bytes());
         }
     })?;
@@ -476,7 +575,13 @@ pub fn emit(t: &Tables, out: &mut [u8]) -> Result<usize, EmitError> {
                 w.put(&first.to_be_bytes());
                 w.put(&count.to_be_bytes());
                 w.put(&[n]);
-                w.put(ways.get(..usize::from(n)).unwrap_or(&[]));
+                for p in ways.iter().take(usize::from(n)) {
+                    if wide {
+                        w.put(&p.get().to_be_bytes());
+                    } else {
+                        w.put(&[p.get() as u8]);
+                    }
+                }
             },
         );
     })?;

@@ -3,15 +3,15 @@
 //! of each port (`spec-notes/switch.md#qos`).
 //!
 //! The pool is a singly linked free list of [`QUEUE_SLOTS`] descriptors; a FIFO is a head and
-//! a tail index. Bit masks of non-empty FIFOs per port and per (port, VC) keep the scheduler
-//! from scanning empty queues. Requests never hold more than `QUEUE_SLOTS -
+//! a tail index. Bit masks of non-empty partitions per (port, VC) keep the scheduler from
+//! scanning empty queues. Per-port state is sized by the switch's port capacity `PORTS`. Requests never hold more than `QUEUE_SLOTS -
 //! RESPONSE_RESERVE` descriptors, and a response never waits behind a request (their credits
 //! are separate): together these keep requests from blocking the responses that would let
 //! them drain (`spec-notes/switch.md#buffers-and-deadlock`).
 
 use crate::header::{FrameKind, Header};
 use crate::qos::{Gcra, SmoothWrr};
-use crate::{MAX_PARTITIONS, MAX_PORTS, NUM_VCS, QUEUE_SLOTS, RESPONSE_RESERVE};
+use crate::{MAX_PARTITIONS, NUM_VCS, QUEUE_SLOTS, RESPONSE_RESERVE};
 use podlink_protocol::wire::{AccelId, Vc};
 
 const NIL: u16 = u16::MAX;
@@ -52,11 +52,8 @@ const EMPTY_FIFO: Fifo = Fifo {
     tail: NIL,
 };
 
-/// Index of the (port, VC) pair.
-#[inline(always)]
-pub(crate) fn pv(port: u8, vc: u8) -> usize {
-    (usize::from(port) << 2) | usize::from(vc & 3)
-}
+/// FIFOs per port: per (VC, partition), one per lane.
+const PORT_FIFOS: usize = NUM_VCS * MAX_PARTITIONS * 2;
 
 /// The FIFO lane of responses.
 pub(crate) const RESPONSES: u8 = 0;
@@ -78,16 +75,12 @@ pub(crate) fn lane_of(h: &Header) -> u8 {
     u8::from(h.kind == FrameKind::Request)
 }
 
-fn fifo_index(port: u8, vc: u8, part: u8, lane: u8) -> usize {
-    ((pv(port, vc) * MAX_PARTITIONS + usize::from(part)) << 1) | usize::from(lane & 1)
+/// Index of the (VC, partition, lane) FIFO within a port.
+fn fifo_index(vc: u8, part: u8, lane: u8) -> usize {
+    (((usize::from(vc & 3) * MAX_PARTITIONS) + usize::from(part)) << 1) | usize::from(lane & 1)
 }
 
-/// Index of the (port, partition) pair.
-pub(crate) fn pp(port: u8, part: u8) -> usize {
-    usize::from(port) * MAX_PARTITIONS + usize::from(part)
-}
-
-pub(crate) struct Egress {
+pub(crate) struct Egress<const PORTS: usize> {
     slots: [Slot; QUEUE_SLOTS],
     free: u16,
     used: u16,
@@ -95,35 +88,33 @@ pub(crate) struct Egress {
     requests: u16,
     /// Of those, per partition index.
     part_requests: [u16; MAX_PARTITIONS],
-    fifos: [Fifo; MAX_PORTS * NUM_VCS * MAX_PARTITIONS * 2],
-    part_mask: [u16; MAX_PORTS * NUM_VCS],
-    depth: [u16; MAX_PORTS * NUM_VCS],
-    port_mask: u64,
+    fifos: [[Fifo; PORT_FIFOS]; PORTS],
+    part_mask: [[u16; NUM_VCS]; PORTS],
+    depth: [[u16; NUM_VCS]; PORTS],
     /// Frames flushed from their queue, waiting for the caller to take their handles back.
     discard: Fifo,
     discarded: u16,
-    pub(crate) vc_wrr: [SmoothWrr<NUM_VCS>; MAX_PORTS],
-    pub(crate) part_wrr: [SmoothWrr<MAX_PARTITIONS>; MAX_PORTS * NUM_VCS],
-    pub(crate) gcra: [Gcra; MAX_PORTS * MAX_PARTITIONS],
+    pub(crate) vc_wrr: [SmoothWrr<NUM_VCS>; PORTS],
+    pub(crate) part_wrr: [[SmoothWrr<MAX_PARTITIONS>; NUM_VCS]; PORTS],
+    pub(crate) gcra: [[Gcra; MAX_PARTITIONS]; PORTS],
 }
 
-impl Egress {
-    pub(crate) fn new() -> Egress {
+impl<const PORTS: usize> Egress<PORTS> {
+    pub(crate) fn new() -> Self {
         let mut e = Egress {
             slots: [EMPTY_SLOT; QUEUE_SLOTS],
             free: 0,
             used: 0,
             requests: 0,
             part_requests: [0; MAX_PARTITIONS],
-            fifos: [EMPTY_FIFO; MAX_PORTS * NUM_VCS * MAX_PARTITIONS * 2],
-            part_mask: [0; MAX_PORTS * NUM_VCS],
-            depth: [0; MAX_PORTS * NUM_VCS],
-            port_mask: 0,
+            fifos: [[EMPTY_FIFO; PORT_FIFOS]; PORTS],
+            part_mask: [[0; NUM_VCS]; PORTS],
+            depth: [[0; NUM_VCS]; PORTS],
             discard: EMPTY_FIFO,
             discarded: 0,
-            vc_wrr: [SmoothWrr::new(); MAX_PORTS],
-            part_wrr: [SmoothWrr::new(); MAX_PORTS * NUM_VCS],
-            gcra: [Gcra::new(); MAX_PORTS * MAX_PARTITIONS],
+            vc_wrr: [SmoothWrr::new(); PORTS],
+            part_wrr: [[SmoothWrr::new(); NUM_VCS]; PORTS],
+            gcra: [[Gcra::new(); MAX_PARTITIONS]; PORTS],
         };
         for (i, s) in (1u16..).zip(e.slots.iter_mut()) {
             s.next = if usize::from(i) < QUEUE_SLOTS { i } else { NIL };
@@ -131,19 +122,44 @@ impl Egress {
         e
     }
 
-    /// Ports with at least one queued frame (bit per port).
-    pub(crate) fn backlogged_ports(&self) -> u64 {
-        self.port_mask
+    /// Whether any frame is queued (flushed frames not counted).
+    pub(crate) fn any_backlog(&self) -> bool {
+        self.used != self.discarded
+    }
+
+    /// Whether frames are queued at `port`.
+    pub(crate) fn backlogged(&self, port: u16) -> bool {
+        self.part_mask
+            .get(usize::from(port))
+            .is_some_and(|m| m.iter().any(|&x| x != 0))
     }
 
     /// Partitions with queued frames at (port, VC) (bit per partition index).
-    pub(crate) fn part_mask(&self, port: u8, vc: u8) -> u16 {
-        self.part_mask.get(pv(port, vc)).copied().unwrap_or(0)
+    pub(crate) fn part_mask(&self, port: u16, vc: u8) -> u16 {
+        self.part_mask
+            .get(usize::from(port))
+            .and_then(|m| m.get(usize::from(vc & 3)))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Frames queued at (port, VC).
-    pub(crate) fn depth(&self, port: u8, vc: u8) -> u16 {
-        self.depth.get(pv(port, vc)).copied().unwrap_or(0)
+    pub(crate) fn depth(&self, port: u16, vc: u8) -> u16 {
+        self.depth
+            .get(usize::from(port))
+            .and_then(|m| m.get(usize::from(vc & 3)))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The rate-cap state of (port, partition).
+    pub(crate) fn gcra(&self, port: u16, part: u8) -> Option<&Gcra> {
+        self.gcra.get(usize::from(port))?.get(usize::from(part))
+    }
+
+    /// The rate-cap state of (port, partition), to update.
+    pub(crate) fn gcra_mut(&mut self, port: u16, part: u8) -> Option<&mut Gcra> {
+        self.gcra.get_mut(usize::from(port))?.get_mut(usize::from(part))
     }
 
     /// Descriptors in use.
@@ -174,7 +190,7 @@ impl Egress {
     /// descriptor ([`Egress::has_room`]) or the indices are out of range.
     pub(crate) fn push(
         &mut self,
-        port: u8,
+        port: u16,
         part: u8,
         handle: u32,
         header: Header,
@@ -182,8 +198,8 @@ impl Egress {
     ) -> Result<(), ()> {
         let vc = header.vc.get();
         let lane = lane_of(&header);
-        let fi = fifo_index(port, vc, part, lane);
-        if usize::from(port) >= MAX_PORTS
+        let fi = fifo_index(vc, part, lane);
+        if usize::from(port) >= PORTS
             || usize::from(part) >= MAX_PARTITIONS
             || !self.has_room(&header, part)
         {
@@ -198,7 +214,11 @@ impl Egress {
             bytes,
             next: NIL,
         };
-        let fifo = self.fifos.get_mut(fi).ok_or(())?;
+        let fifo = self
+            .fifos
+            .get_mut(usize::from(port))
+            .and_then(|f| f.get_mut(fi))
+            .ok_or(())?;
         let old_tail = fifo.tail;
         fifo.tail = idx;
         if old_tail == NIL {
@@ -211,42 +231,49 @@ impl Egress {
         if let Some(c) = self.part_requests.get_mut(usize::from(part)) {
             *c = c.wrapping_add(u16::from(lane));
         }
-        let i = pv(port, vc);
-        if let (Some(m), Some(d)) = (self.part_mask.get_mut(i), self.depth.get_mut(i)) {
+        let (p, v) = (usize::from(port), usize::from(vc & 3));
+        if let Some(m) = self.part_mask.get_mut(p).and_then(|m| m.get_mut(v)) {
             *m |= 1 << (part & 15);
+        }
+        if let Some(d) = self.depth.get_mut(p).and_then(|d| d.get_mut(v)) {
             *d = d.wrapping_add(1);
         }
-        self.port_mask |= 1u64 << (port & 63);
         Ok(())
     }
 
     /// The frame at the head of the (port, VC, partition) FIFO of `lane`.
-    pub(crate) fn peek(&self, port: u8, vc: u8, part: u8, lane: u8) -> Option<&Slot> {
-        let head = self.fifos.get(fifo_index(port, vc, part, lane))?.head;
+    pub(crate) fn peek(&self, port: u16, vc: u8, part: u8, lane: u8) -> Option<&Slot> {
+        let head = self
+            .fifos
+            .get(usize::from(port))?
+            .get(fifo_index(vc, part, lane))?
+            .head;
         self.slots.get(usize::from(head))
     }
 
     /// Remove and return the head of the (port, VC, partition) FIFO of `lane`.
-    pub(crate) fn pop(&mut self, port: u8, vc: u8, part: u8, lane: u8) -> Option<Slot> {
-        let fifo = self.fifos.get_mut(fifo_index(port, vc, part, lane))?;
+    pub(crate) fn pop(&mut self, port: u16, vc: u8, part: u8, lane: u8) -> Option<Slot> {
+        let (p, v) = (usize::from(port), usize::from(vc & 3));
+        let fifos = self.fifos.get_mut(p)?;
+        let fifo = fifos.get_mut(fifo_index(vc, part, lane))?;
         let idx = fifo.head;
         let slot = *self.slots.get(usize::from(idx))?;
         fifo.head = slot.next;
         if slot.next == NIL {
             fifo.tail = NIL;
-            let other = self
-                .fifos
-                .get(fifo_index(port, vc, part, lane ^ 1))
+            let other = fifos
+                .get(fifo_index(vc, part, lane ^ 1))
                 .map_or(NIL, |f| f.head);
-            let i = pv(port, vc);
-            if let Some(m) = self.part_mask.get_mut(i).filter(|_| other == NIL) {
+            if let Some(m) = self
+                .part_mask
+                .get_mut(p)
+                .and_then(|m| m.get_mut(v))
+                .filter(|_| other == NIL)
+            {
                 *m &= !(1 << (part & 15));
-                if *m == 0 && (0..4u8).all(|v| self.part_mask.get(pv(port, v)) == Some(&0)) {
-                    self.port_mask &= !(1u64 << (port & 63));
-                }
             }
         }
-        if let Some(d) = self.depth.get_mut(pv(port, vc)) {
+        if let Some(d) = self.depth.get_mut(p).and_then(|d| d.get_mut(v)) {
             *d = d.saturating_sub(1);
         }
         if let Some(s) = self.slots.get_mut(usize::from(idx)) {
@@ -263,7 +290,7 @@ impl Egress {
 
     /// Remove every frame queued at `port` and keep its descriptor on the discard list until
     /// [`Egress::pop_discard`]; returns how many.
-    pub(crate) fn drain_port(&mut self, port: u8) -> u32 {
+    pub(crate) fn drain_port(&mut self, port: u16) -> u32 {
         let mut n = 0u32;
         for vc in 0..NUM_VCS as u8 {
             for part in 0..MAX_PARTITIONS as u8 {

@@ -54,7 +54,7 @@ pub enum Event {
     /// A frame was dropped.
     Dropped {
         /// Ingress port.
-        port: u8,
+        port: u16,
         /// Why.
         reason: DropReason,
         /// Source ID the frame carried, if any.
@@ -65,14 +65,14 @@ pub enum Event {
     /// Frames queued at a port were flushed because it went down or failed.
     Flushed {
         /// The egress port.
-        port: u8,
+        port: u16,
         /// How many frames.
         frames: u32,
     },
     /// A port's health state changed.
     HealthChanged {
         /// The port.
-        port: u8,
+        port: u16,
         /// Old state.
         from: Health,
         /// New state.
@@ -81,12 +81,12 @@ pub enum Event {
     /// A port's link came up.
     LinkUp {
         /// The port.
-        port: u8,
+        port: u16,
     },
     /// A port's link went down.
     LinkDown {
         /// The port.
-        port: u8,
+        port: u16,
     },
     /// A new configuration is in force.
     ConfigCommitted {
@@ -102,7 +102,7 @@ pub enum Event {
     /// tables with the new attachment are in force.
     AttachmentLearned {
         /// The port.
-        port: u8,
+        port: u16,
         /// What its peer identified as.
         attach: Attachment,
     },
@@ -171,9 +171,9 @@ impl PortCounters {
 
 /// All counters of a switch.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Counters {
+pub struct Counters<const PORTS: usize = MAX_PORTS> {
     /// Per port.
-    pub ports: [PortCounters; MAX_PORTS],
+    pub ports: [PortCounters; PORTS],
     /// Events lost because the event queue was full.
     pub events_lost: u32,
     /// Configurations committed.
@@ -182,15 +182,15 @@ pub struct Counters {
     pub refusals: u32,
 }
 
-impl Default for Counters {
+impl<const PORTS: usize> Default for Counters<PORTS> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl Counters {
+impl<const PORTS: usize> Counters<PORTS> {
     /// All zero.
-    pub const fn new() -> Counters {
+    pub const fn new() -> Self {
         Counters {
             ports: [PortCounters {
                 rx_frames: 0,
@@ -205,7 +205,7 @@ impl Counters {
                 unreachable: 0,
                 queue_full: 0,
                 flushed: 0,
-            }; MAX_PORTS],
+            }; PORTS],
             events_lost: 0,
             commits: 0,
             refusals: 0,

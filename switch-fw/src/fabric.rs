@@ -15,18 +15,18 @@
 //! [`shuttle`] joins two link ends back to back in memory (the firmware self-test's links).
 
 use crate::port::LinkPort;
-use crate::{Event, Forwarded, Frame, Switch, MAX_PORTS};
+use crate::{Event, Forwarded, Frame, PortIndex, Switch};
 use podlink_protocol::retry::FLIT_LEN;
 use podlink_protocol::time::Instant;
 
 /// The switch handle of the frame in `slot` of ingress port `port`.
-pub const fn handle(port: u8, slot: u8) -> u32 {
+pub const fn handle(port: u16, slot: u8) -> u32 {
     ((port as u32) << 8) | slot as u32
 }
 
 /// The (ingress port, slot) of a handle made by [`handle`].
-pub const fn split_handle(h: u32) -> (u8, u8) {
-    ((h >> 8) as u8, h as u8)
+pub const fn split_handle(h: u32) -> (u16, u8) {
+    ((h >> 8) as u16, h as u8)
 }
 
 /// What one [`service`] pass did.
@@ -55,7 +55,7 @@ fn move_frame<const CAP: usize, const TXQ: usize, const SLOTS: usize>(
     now: Instant,
     ports: &mut [LinkPort<CAP, TXQ, SLOTS>],
     h: u32,
-    egress: u8,
+    egress: u16,
     done: &mut Serviced,
 ) {
     let (p, slot) = split_handle(h);
@@ -78,8 +78,14 @@ fn move_frame<const CAP: usize, const TXQ: usize, const SLOTS: usize>(
     }
 }
 
-fn release_discarded<const CAP: usize, const TXQ: usize, const SLOTS: usize>(
-    sw: &mut Switch,
+fn release_discarded<
+    const PORTS: usize,
+    I: PortIndex,
+    const CAP: usize,
+    const TXQ: usize,
+    const SLOTS: usize,
+>(
+    sw: &mut Switch<PORTS, I>,
     now: Instant,
     ports: &mut [LinkPort<CAP, TXQ, SLOTS>],
     done: &mut Serviced,
@@ -98,25 +104,31 @@ fn release_discarded<const CAP: usize, const TXQ: usize, const SLOTS: usize>(
 /// health window if due, and release the slots of frames that left, were dropped or were
 /// flushed. Call after any link input and at [`Switch::poll_timeout`]. The switch's events
 /// go to `on_event` as they happen (so that 64 ports changing state at once lose none).
-pub fn service<const CAP: usize, const TXQ: usize, const SLOTS: usize>(
-    sw: &mut Switch,
+pub fn service<
+    const PORTS: usize,
+    I: PortIndex,
+    const CAP: usize,
+    const TXQ: usize,
+    const SLOTS: usize,
+>(
+    sw: &mut Switch<PORTS, I>,
     now: Instant,
     ports: &mut [LinkPort<CAP, TXQ, SLOTS>],
     mut on_event: impl FnMut(Event),
 ) -> Serviced {
     let mut done = Serviced::default();
-    let n = ports.len().min(MAX_PORTS);
-    let mut drain = |sw: &mut Switch| {
+    let n = ports.len().min(PORTS);
+    let mut drain = |sw: &mut Switch<PORTS, I>| {
         while let Some(e) = sw.poll_event() {
             on_event(e);
         }
     };
-    for (p, link) in (0u8..).zip(ports.iter()).take(n) {
+    for (p, link) in (0u16..).zip(ports.iter()).take(n) {
         sw.refresh_port(p, link);
         drain(sw);
     }
     release_discarded(sw, now, ports, &mut done);
-    for p in 0..n as u8 {
+    for p in 0..n as u16 {
         while let Some(port) = ports.get_mut(usize::from(p)) {
             let Some(slot) = port.next_arrival() else {
                 break;

@@ -59,10 +59,15 @@ pub use self::event::{Counters, DropReason, Event};
 pub use self::header::{FrameKind, Header};
 pub use self::health::{Health, HealthPolicy};
 pub use self::switch::{CommitError, Forwarded, Frame, Switch, Transmit};
-pub use self::tables::Tables;
+pub use self::tables::{PortIndex, Tables};
 
-/// Most ports one switch has (port numbers are `0..MAX_PORTS`).
+/// Ports of the default instance, the firmware's (`Switch` = `Switch<MAX_PORTS, u8>`; port
+/// numbers are `0..MAX_PORTS`). Other instances choose their capacity with the const
+/// parameter `PORTS` and the port-number storage type ([`PortIndex`]: `u8` up to 255 ports,
+/// `u16` up to [`WIDE_PORTS`]).
 pub const MAX_PORTS: usize = 64;
+/// Most ports of an instance whose tables store port numbers as `u16`.
+pub const WIDE_PORTS: usize = 1024;
 /// Number of accelerator IDs in a pod (10-bit IDs).
 pub const MAX_IDS: usize = 1024;
 /// Most egress ports one destination can be routed over (planes or parallel links).

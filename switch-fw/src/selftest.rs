@@ -56,7 +56,7 @@ pub const fn trunk_port(dst: u16, k: u8) -> u8 {
 /// # Errors
 /// None in practice; the builder's errors are passed through.
 pub fn pod_tables(t: &mut Tables) -> Result<(), ConfigError> {
-    t.set_num_ports(POD_PORTS)?;
+    t.set_num_ports(u16::from(POD_PORTS))?;
     t.set_generation(GENERATION);
     t.set_adaptive(true);
     t.set_vc_weights([4, 2, 1, 1])?;
@@ -71,7 +71,7 @@ pub fn pod_tables(t: &mut Tables) -> Result<(), ConfigError> {
         } else {
             (p - LOCAL as u8) / 4 + 1
         };
-        t.set_port(p, PortCfg { attach, plane })?;
+        t.set_port(u16::from(p), PortCfg { attach, plane })?;
     }
     for i in 0..4u16 {
         let rate_cap = (i == 3).then_some(RateCap {
@@ -87,11 +87,11 @@ pub fn pod_tables(t: &mut Tables) -> Result<(), ConfigError> {
     for a in 0..crate::MAX_IDS as u16 {
         t.add_member(partition_index(a), aid(a))?;
         if a < LOCAL {
-            t.set_route(aid(a), &[a as u8])?;
+            t.set_route(aid(a), &[a])?;
         } else {
-            let mut ways = [0u8; WAYS as usize];
+            let mut ways = [0u16; WAYS as usize];
             for (k, w) in (0u8..).zip(ways.iter_mut()) {
-                *w = trunk_port(a, k);
+                *w = u16::from(trunk_port(a, k));
             }
             t.set_route(aid(a), &ways)?;
         }
@@ -181,7 +181,7 @@ pub fn new_port(cfg: LinkPortConfig) -> Result<TestPort, Failure> {
 pub fn bring_up(sw: &mut Switch, ports: &mut [SimPort], credits: u32) {
     for (p, link) in (0u8..).zip(ports.iter_mut()) {
         *link = SimPort::up_with_credits(credits);
-        sw.refresh_port(p, link);
+        sw.refresh_port(u16::from(p), link);
     }
 }
 
@@ -433,7 +433,7 @@ pub fn run<W: Write>(
         "load binary config",
     )?;
     check(
-        sw.tables().num_ports() == POD_PORTS && sw.tables().route(aid(600)).len() == 8,
+        sw.tables().num_ports() == u16::from(POD_PORTS) && sw.tables().route_len(aid(600)) == 8,
         "pod tables",
     )?;
     say(b"selftest: config loaded\n")?;
@@ -499,7 +499,7 @@ pub fn run<W: Write>(
     for p in all.clone() {
         let peer = bench.ports.get(usize::from(p)).and_then(TestPort::peer);
         let attach = peer.map_or(Attachment::Unused, |i| i.attachment());
-        let r = bench.sw.learn_attachment(p, attach);
+        let r = bench.sw.learn_attachment(u16::from(p), attach);
         let ok = if p == MISIDENTIFIED_PORT {
             matches!(r, Err(ConfigError::RouteToWrongAccelerator { .. }))
         } else {
@@ -508,7 +508,7 @@ pub fn run<W: Write>(
         check(ok, "attachment from bring-up")?;
     }
     check(
-        bench.sw.tables().port(MISIDENTIFIED_PORT).map(|c| c.attach)
+        bench.sw.tables().port(u16::from(MISIDENTIFIED_PORT)).map(|c| c.attach)
             == Some(Attachment::Accelerator(aid(u16::from(MISIDENTIFIED_PORT)))),
         "misidentified port keeps its configured attachment",
     )?;
@@ -560,7 +560,7 @@ pub fn run<W: Write>(
         .unwrap_or_default();
     check(noisy.crc_errors >= 8 && noisy.replays >= 8, "noise replays")?;
     check(
-        bench.sw.health(best) == Health::Degraded && bench.health_changes == 1,
+        bench.sw.health(u16::from(best)) == Health::Degraded && bench.health_changes == 1,
         "noisy port degraded",
     )?;
     let w = write64(1, dst, 0, 8, 0x9000);
@@ -625,7 +625,10 @@ pub fn run<W: Write>(
     // frames keep the pin however long they wait.)
     bench.settle_for(Duration::from_us(5))?;
     let vc1 = Vc::from_bits_truncate(1);
-    check(bench.sw.queue_depth(first, vc1) == 4, "ordering pinned")?;
+    check(
+        bench.sw.queue_depth(u16::from(first), vc1) == 4,
+        "ordering pinned",
+    )?;
     let other = write64(1, dst, 1, 15, 0x8_0000);
     bench.send(1, other)?;
     let elsewhere = (0..WAYS).any(|k| {

@@ -2,12 +2,12 @@
 //! (`spec-notes/switch.md#pipeline`).
 
 use crate::config::{self, ConfigError};
-use crate::egress::{pp, pv, Egress, LANES};
+use crate::egress::{Egress, LANES};
 use crate::event::{Counters, DropReason, Event};
 use crate::header::{FrameKind, Header};
 use crate::health::{Health, HealthMonitor, HealthPolicy, TransceiverReading};
 use crate::port::PortLink;
-use crate::tables::{Attachment, Tables, INGRESS_TRUNK, INGRESS_UNUSED, NO_PART, NO_PORT};
+use crate::tables::{map_at, Attachment, PortIndex, Tables, INGRESS_TRUNK, INGRESS_UNUSED, NO_PART};
 use crate::{EVENT_QUEUE, FLOW_BUCKETS, MAX_IDS, MAX_PARTITIONS, MAX_PORTS, NUM_VCS};
 use heapless::Deque;
 use podlink_protocol::time::Instant;
@@ -39,18 +39,18 @@ pub enum Forwarded {
     /// Sent at once on `port` (the egress VC was idle and had credit): start transmitting.
     CutThrough {
         /// Egress port.
-        port: u8,
+        port: u16,
     },
     /// Queued at `port`; it leaves through [`Switch::poll_transmit`].
     Queued {
         /// Egress port.
-        port: u8,
+        port: u16,
     },
 }
 
 impl Forwarded {
     /// The egress port.
-    pub fn port(self) -> u8 {
+    pub fn port(self) -> u16 {
         match self {
             Forwarded::CutThrough { port } | Forwarded::Queued { port } => port,
         }
@@ -61,7 +61,7 @@ impl Forwarded {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Transmit {
     /// Egress port.
-    pub port: u8,
+    pub port: u16,
     /// The caller's handle.
     pub handle: u32,
     /// The frame's header.
@@ -77,7 +77,7 @@ pub enum CommitError {
 
 /// One entry of the flow-pin table: the port a flow's requests leave on while any is in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FlowPin {
+struct FlowPin<P: PortIndex> {
     /// [`flow_key`] of the flow (0: empty).
     key: u64,
     /// [`Switch`]'s table serial when the port was chosen: while it is unchanged the port is
@@ -85,15 +85,17 @@ struct FlowPin {
     serial: u32,
     /// The source's generation when the flow last sent ([`SrcOrder::gen`]).
     epoch: u16,
-    port: u8,
+    port: P,
 }
 
-const EMPTY_PIN: FlowPin = FlowPin {
-    key: 0,
-    serial: 0,
-    epoch: 0,
-    port: NO_PORT,
-};
+impl<P: PortIndex> FlowPin<P> {
+    const EMPTY: FlowPin<P> = FlowPin {
+        key: 0,
+        serial: 0,
+        epoch: 0,
+        port: P::NONE,
+    };
+}
 
 /// Per attached accelerator: its unanswered requests in two generations.
 ///
@@ -240,18 +242,19 @@ const TAGS: usize = 2048;
 
 /// Per port with an accelerator attached, per tag: the request is unanswered (`open`) and
 /// the parity of the generation that counts it (`odd`).
-struct TagTable {
-    open: [[u64; TAGS / 64]; MAX_PORTS],
-    odd: [[u64; TAGS / 64]; MAX_PORTS],
+struct TagTable<const PORTS: usize> {
+    open: [[u64; TAGS / 64]; PORTS],
+    odd: [[u64; TAGS / 64]; PORTS],
 }
 
-impl TagTable {
+impl<const PORTS: usize> TagTable<PORTS> {
     /// The `open` and `odd` words of (`port`, `tag`) and the tag's bit in them.
     #[inline(always)]
-    fn words(&mut self, port: u8, tag: u16) -> Option<(&mut u64, &mut u64, u64)> {
+    fn words<P: PortIndex>(&mut self, port: P, tag: u16) -> Option<(&mut u64, &mut u64, u64)> {
         let w = usize::from(tag >> 6) & (TAGS / 64 - 1);
-        let o = self.open.get_mut(usize::from(port))?.get_mut(w)?;
-        let d = self.odd.get_mut(usize::from(port))?.get_mut(w)?;
+        let p = usize::from(port.get());
+        let o = self.open.get_mut(p)?.get_mut(w)?;
+        let d = self.odd.get_mut(p)?.get_mut(w)?;
         Some((o, d, 1u64 << (tag & 63)))
     }
 }
@@ -272,7 +275,10 @@ fn key_src(key: u64) -> usize {
     ((key >> 32) & 0x3ff) as usize
 }
 
-/// A stateless table-routing switch of up to [`MAX_PORTS`] ports.
+/// A stateless table-routing switch of up to `PORTS` ports, whose tables store port numbers
+/// as `P` ([`PortIndex`]). The default instance, `Switch` = `Switch<64, u8>`, is the
+/// firmware's; the simulator also runs wider instances (e.g. `Switch<1024, u16>`). Every
+/// instance runs the same code; port numbers are `u16` at the interface.
 ///
 /// Sans-IO: the caller feeds frames ([`Switch::forward`]), link readings
 /// ([`Switch::refresh_port`], [`Switch::set_transceiver`]) and time
@@ -304,28 +310,29 @@ fn key_src(key: u64) -> usize {
 /// by, and its tags are unique among its unanswered requests through one switch
 /// (`spec-notes/switch.md#ordering-rule`); lost requests only keep pins longer (until their
 /// tag is reused).
-pub struct Switch {
-    banks: [Tables; 2],
+pub struct Switch<const PORTS: usize = MAX_PORTS, P: PortIndex = u8> {
+    banks: [Tables<PORTS, P>; 2],
     active: u8,
     staged: bool,
-    score: [[u16; 256]; NUM_VCS],
-    credits: [u32; MAX_PORTS * NUM_VCS],
-    up: u64,
-    flows: [FlowPin; FLOW_BUCKETS],
+    /// Per VC, the score of each port number (every value of `P`; 0 beyond `PORTS`).
+    score: [P::Map; NUM_VCS],
+    credits: [[u32; NUM_VCS]; PORTS],
+    up: [bool; PORTS],
+    flows: [FlowPin<P>; FLOW_BUCKETS],
     srcs: [SrcOrder; MAX_IDS],
-    tags: TagTable,
+    tags: TagTable<PORTS>,
     /// Bumped by every commit (the tables in force changed).
     serial: u32,
-    health: [HealthMonitor; MAX_PORTS],
+    health: [HealthMonitor; PORTS],
     policy: HealthPolicy,
     next_window: Instant,
-    egress: Egress,
-    counters: Counters,
+    egress: Egress<PORTS>,
+    counters: Counters<PORTS>,
     events: Deque<Event, EVENT_QUEUE>,
-    tx_rr: u8,
+    tx_rr: u16,
 }
 
-impl Default for Switch {
+impl<const PORTS: usize, P: PortIndex> Default for Switch<PORTS, P> {
     fn default() -> Self {
         Self::new()
     }
@@ -345,11 +352,15 @@ fn flow_hash(h: &Header) -> u32 {
 /// bookkeeping (a flow's pin or hash mark expiring) can tell when they are not; a Degraded
 /// port is drained of the flows that choose freely (`spec-notes/switch.md#ordering-rule`).
 #[inline]
-fn stick_hash(ways: &[u8], hash: u32, score: impl Fn(u8) -> u16) -> Result<u8, DropReason> {
+fn stick_hash<P: PortIndex>(
+    ways: &[P],
+    hash: u32,
+    score: impl Fn(P) -> u16,
+) -> Result<P, DropReason> {
     let n = ways.len();
     let start = ((u64::from(hash) * n as u64) >> 32) as usize;
     for k in 0..n {
-        let p = ways.get((start + k) % n).copied().unwrap_or(NO_PORT);
+        let p = ways.get((start + k) % n).copied().unwrap_or(P::NONE);
         if score(p) != 0 {
             return Ok(p);
         }
@@ -357,25 +368,28 @@ fn stick_hash(ways: &[u8], hash: u32, score: impl Fn(u8) -> u16) -> Result<u8, D
     Err(DropReason::Unreachable)
 }
 
-impl Switch {
+impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
     /// A switch with empty tables (it drops everything until a configuration is committed)
     /// and the default health policy. Every port is down until [`Switch::refresh_port`].
-    pub fn new() -> Switch {
+    ///
+    /// The value is large (about 5 KiB per port plus 300 KiB); a wide instance is best built
+    /// on a thread with a large stack or in a static.
+    pub fn new() -> Self {
         Switch {
             banks: [Tables::new(), Tables::new()],
             active: 0,
             staged: false,
-            score: [[0; 256]; NUM_VCS],
-            credits: [0; MAX_PORTS * NUM_VCS],
-            up: 0,
-            flows: [EMPTY_PIN; FLOW_BUCKETS],
+            score: [P::map(0); NUM_VCS],
+            credits: [[0; NUM_VCS]; PORTS],
+            up: [false; PORTS],
+            flows: [FlowPin::EMPTY; FLOW_BUCKETS],
             srcs: [SRC_IDLE; MAX_IDS],
             tags: TagTable {
-                open: [[0; TAGS / 64]; MAX_PORTS],
-                odd: [[0; TAGS / 64]; MAX_PORTS],
+                open: [[0; TAGS / 64]; PORTS],
+                odd: [[0; TAGS / 64]; PORTS],
             },
             serial: 0,
-            health: [HealthMonitor::new(); MAX_PORTS],
+            health: [HealthMonitor::new(); PORTS],
             policy: HealthPolicy::default(),
             next_window: Instant::ZERO,
             egress: Egress::new(),
@@ -392,7 +406,7 @@ impl Switch {
 
     /// The tables in force.
     #[inline(always)]
-    pub fn tables(&self) -> &Tables {
+    pub fn tables(&self) -> &Tables<PORTS, P> {
         // `active` is 0 or 1; the mask lets the compiler drop the bounds check.
         let [a, b] = &self.banks;
         if self.active & 1 == 0 {
@@ -402,7 +416,7 @@ impl Switch {
         }
     }
 
-    fn staging(&mut self) -> &mut Tables {
+    fn staging(&mut self) -> &mut Tables<PORTS, P> {
         let i = usize::from((self.active ^ 1) & 1);
         let [a, b] = &mut self.banks;
         if i == 0 {
@@ -413,19 +427,19 @@ impl Switch {
     }
 
     /// Counters.
-    pub fn counters(&self) -> &Counters {
+    pub fn counters(&self) -> &Counters<PORTS> {
         &self.counters
     }
 
     /// Health of port `p` (`Healthy` for out-of-range ports).
-    pub fn health(&self, p: u8) -> Health {
+    pub fn health(&self, p: u16) -> Health {
         self.health
             .get(usize::from(p))
             .map_or(Health::Healthy, HealthMonitor::state)
     }
 
     /// Frames queued at (port, VC).
-    pub fn queue_depth(&self, port: u8, vc: Vc) -> u16 {
+    pub fn queue_depth(&self, port: u16, vc: Vc) -> u16 {
         self.egress.depth(port, vc.get())
     }
 
@@ -463,10 +477,10 @@ impl Switch {
 
     /// The port requests of `h`'s flow are pinned to, while the flow is in flight (unanswered
     /// requests forwarded from a source attached here).
-    pub fn flow_pin(&self, h: &Header) -> Option<u8> {
+    pub fn flow_pin(&self, h: &Header) -> Option<u16> {
         let src = h.src?.get();
         let pin = self.flows.get(Self::flow_index(h)).copied()?;
-        (pin.key == flow_key(src, h) && self.pin_live(&pin)).then_some(pin.port)
+        (pin.key == flow_key(src, h) && self.pin_live(&pin)).then_some(pin.port.get())
     }
 
     /// The slot of `h`'s flow in the pin table (diagnostics and tests: flows with equal slots
@@ -494,18 +508,18 @@ impl Switch {
         (flow_hash(h) >> (32 - FLOW_BITS)) as usize
     }
 
-    /// The port accelerator `id` is attached to here (`NO_PORT`: none).
+    /// The port accelerator `id` is attached to here (`P::NONE`: none).
     #[inline(always)]
-    fn home_of(&self, id: u16) -> u8 {
+    fn home_of(&self, id: u16) -> P {
         self.tables()
             .ids
             .get(usize::from(id) & (MAX_IDS - 1))
-            .map_or(NO_PORT, |e| e.home)
+            .map_or(P::NONE, |e| e.home)
     }
 
     /// A pin holds while the generation it was last taken in holds.
     #[inline(always)]
-    fn pin_live(&self, pin: &FlowPin) -> bool {
+    fn pin_live(&self, pin: &FlowPin<P>) -> bool {
         pin.key != 0
             && self
                 .srcs
@@ -542,7 +556,7 @@ impl Switch {
     /// What `build` or [`Tables::validate`] returns; the tables in force are untouched.
     pub fn stage_with(
         &mut self,
-        build: impl FnOnce(&mut Tables) -> Result<(), ConfigError>,
+        build: impl FnOnce(&mut Tables<PORTS, P>) -> Result<(), ConfigError>,
     ) -> Result<(), ConfigError> {
         self.staged = false;
         let t = self.staging();
@@ -600,7 +614,11 @@ impl Switch {
     /// `RouteToWrongAccelerator`: routes send another accelerator's traffic to this port). The
     /// tables in force are kept (frames from a peer that claims another identity stay
     /// spoofed) and [`Event::ConfigRefused`] is raised.
-    pub fn learn_attachment(&mut self, port: u8, attach: Attachment) -> Result<bool, ConfigError> {
+    pub fn learn_attachment(
+        &mut self,
+        port: u16,
+        attach: Attachment,
+    ) -> Result<bool, ConfigError> {
         let Some(cur) = self
             .tables()
             .port(port)
@@ -637,11 +655,22 @@ impl Switch {
 
     // ---- port state ------------------------------------------------------------------
 
-    fn rescore(&mut self, port: u8, vc: u8) {
-        let i = pv(port, vc);
-        let up = port < 64 && self.up & (1u64 << port) != 0;
+    fn credits_mut(&mut self, port: u16, vc: u8) -> Option<&mut u32> {
+        self.credits
+            .get_mut(usize::from(port))?
+            .get_mut(usize::from(vc & 3))
+    }
+
+    fn rescore(&mut self, port: u16, vc: u8) {
+        let up = self.up.get(usize::from(port)).copied().unwrap_or(false);
         let h = self.health(port);
-        let credits = self.credits.get(i).copied().unwrap_or(0).min(LOAD_CLAMP) as u16;
+        let credits = self
+            .credits
+            .get(usize::from(port))
+            .and_then(|c| c.get(usize::from(vc & 3)))
+            .copied()
+            .unwrap_or(0)
+            .min(LOAD_CLAMP) as u16;
         let queued = u32::from(self.egress.depth(port, vc)).min(LOAD_CLAMP) as u16;
         let s = if !up || h == Health::Failed {
             0
@@ -657,7 +686,7 @@ impl Switch {
         if let Some(slot) = self
             .score
             .get_mut(usize::from(vc & 3))
-            .and_then(|row| row.get_mut(usize::from(port)))
+            .and_then(|row| row.as_mut().get_mut(usize::from(port)))
         {
             *slot = s;
         }
@@ -665,25 +694,22 @@ impl Switch {
 
     /// Read port `port`'s link: up/down (raising events, flushing its queues on down) and
     /// credits per VC. Call after any change on that link.
-    pub fn refresh_port<P: PortLink + ?Sized>(&mut self, port: u8, link: &P) {
-        if usize::from(port) >= MAX_PORTS {
+    pub fn refresh_port<L: PortLink + ?Sized>(&mut self, port: u16, link: &L) {
+        let Some(was_up) = self.up.get_mut(usize::from(port)) else {
             return;
-        }
-        let bit = 1u64 << port;
-        let was_up = self.up & bit != 0;
+        };
         let up = link.is_up();
-        if up != was_up {
+        if up != *was_up {
+            *was_up = up;
             if up {
-                self.up |= bit;
                 self.raise(Event::LinkUp { port });
             } else {
-                self.up &= !bit;
                 self.raise(Event::LinkDown { port });
                 self.flush(port);
             }
         }
         for vc in 0..NUM_VCS as u8 {
-            if let Some(c) = self.credits.get_mut(pv(port, vc)) {
+            if let Some(c) = self.credits_mut(port, vc) {
                 *c = link.tx_credits(Vc::from_bits_truncate(vc));
             }
             self.rescore(port, vc);
@@ -691,13 +717,13 @@ impl Switch {
     }
 
     /// Record a transceiver reading for port `port` (graded at the end of the health window).
-    pub fn set_transceiver(&mut self, port: u8, r: TransceiverReading) {
+    pub fn set_transceiver(&mut self, port: u16, r: TransceiverReading) {
         if let Some(m) = self.health.get_mut(usize::from(port)) {
             m.set_transceiver(r);
         }
     }
 
-    fn flush(&mut self, port: u8) {
+    fn flush(&mut self, port: u16) {
         // Flushed requests are never answered: their sources' pins stay until the requester's
         // own timeout shows up as an error response (conservative, never reordering).
         let n = self.egress.drain_port(port);
@@ -718,17 +744,17 @@ impl Switch {
     pub fn poll_timeout(&self) -> Instant {
         let mut t = self.next_window;
         let tables = self.tables();
-        let mut ports = self.egress.backlogged_ports();
-        while ports != 0 {
-            let p = ports.trailing_zeros() as u8;
-            ports &= ports - 1;
+        if !self.egress.any_backlog() {
+            return t;
+        }
+        for p in (0..PORTS as u16).filter(|&p| self.egress.backlogged(p)) {
             for vc in 0..NUM_VCS as u8 {
                 let mut m = self.egress.part_mask(p, vc);
                 while m != 0 {
                     let part = m.trailing_zeros() as u8;
                     m &= m - 1;
                     let cap = tables.parts.get(usize::from(part)).and_then(|c| c.rate_cap);
-                    if let (Some(cap), Some(g)) = (cap, self.egress.gcra.get(pp(p, part))) {
+                    if let (Some(cap), Some(g)) = (cap, self.egress.gcra(p, part)) {
                         t = t.min(g.next_conforming(&cap));
                     }
                 }
@@ -740,7 +766,7 @@ impl Switch {
     /// Close the health window if it is due: grade every configured port from its link
     /// counters and transceiver reading, apply hysteresis, raise events, flush ports that
     /// failed. Spurious calls do nothing.
-    pub fn handle_timeout<P: PortLink>(&mut self, now: Instant, ports: &[P]) {
+    pub fn handle_timeout<L: PortLink>(&mut self, now: Instant, ports: &[L]) {
         if now < self.next_window {
             return;
         }
@@ -772,7 +798,7 @@ impl Switch {
     }
 
     /// Force port `p`'s health (operator override, and tests).
-    pub fn force_health(&mut self, p: u8, state: Health) {
+    pub fn force_health(&mut self, p: u16, state: Health) {
         let policy = self.policy;
         if let Some(m) = self.health.get_mut(usize::from(p)) {
             let grade = match state {
@@ -804,9 +830,9 @@ impl Switch {
 
     // ---- forwarding ------------------------------------------------------------------
 
-    /// The score row of a VC (indexed by port number; ports ≥ 64 and NO_PORT score 0).
+    /// The score row of a VC (indexed by port number; ports ≥ `PORTS` and `P::NONE` score 0).
     #[inline(always)]
-    fn scores(&self, vc: u8) -> &[u16; 256] {
+    fn scores(&self, vc: u8) -> &P::Map {
         let [a, b, c, d] = &self.score;
         match vc & 3 {
             0 => a,
@@ -826,13 +852,20 @@ impl Switch {
     /// # Errors
     /// The [`DropReason`] when the frame must be dropped.
     #[inline]
-    pub fn decide(&self, ingress: u8, h: &Header) -> Result<u8, DropReason> {
+    pub fn decide(&self, ingress: u16, h: &Header) -> Result<u16, DropReason> {
+        self.decide_port(ingress, h).map(P::get)
+    }
+
+    /// [`Switch::decide`], the port as stored.
+    #[inline(always)]
+    fn decide_port(&self, ingress: u16, h: &Header) -> Result<P, DropReason> {
         if h.kind == FrameKind::LinkLocal {
             return Err(DropReason::LinkLocal);
         }
         let t = self.tables();
         let att = t
             .ingress
+            .as_ref()
             .get(usize::from(ingress))
             .copied()
             .unwrap_or(INGRESS_UNUSED);
@@ -848,7 +881,7 @@ impl Switch {
                     }
                 } else if att == INGRESS_TRUNK {
                     // A trunk never carries the ID of an accelerator attached here.
-                    if e.home != NO_PORT {
+                    if e.home != P::NONE {
                         return Err(DropReason::Spoofed);
                     }
                 } else {
@@ -870,7 +903,7 @@ impl Switch {
             return Err(DropReason::NoRoute);
         }
         let scores = self.scores(h.vc.get());
-        let score = |p: u8| scores.get(usize::from(p)).copied().unwrap_or(0);
+        let score = |p: P| map_at::<P>(scores, p).unwrap_or(0);
         let hash = flow_hash(h);
         let adaptive = t.adaptive;
         if h.kind == FrameKind::Request {
@@ -879,7 +912,8 @@ impl Switch {
                 // a flow of this source went by hash from this slot in a generation that
                 // holds, else a free choice.
                 let slot = (hash >> (32 - FLOW_BITS)) as usize;
-                let pin = self.flows.get(slot).unwrap_or(&EMPTY_PIN);
+                let empty = FlowPin::EMPTY;
+                let pin = self.flows.get(slot).unwrap_or(&empty);
                 let src = self
                     .srcs
                     .get(usize::from(att) & (MAX_IDS - 1))
@@ -903,9 +937,9 @@ impl Switch {
             }
         }
         let mut best = 0u16;
-        let mut best_port = NO_PORT;
+        let mut best_port = P::NONE;
         if adaptive {
-            // Unused ways hold NO_PORT (score 0): read all of them, no count, no bounds, and
+            // Unused ways hold P::NONE (score 0): read all of them, no count, no bounds, and
             // unrolled by hand so that the firmware's size-optimised build does not loop.
             let [w0, w1, w2, w3, w4, w5, w6, w7] = d.ways;
             best = score(w0);
@@ -927,7 +961,7 @@ impl Switch {
             let n = ways.len();
             let start = ((u64::from(hash) * n as u64) >> 32) as usize;
             for k in 0..n {
-                let p = ways.get((start + k) % n).copied().unwrap_or(NO_PORT);
+                let p = ways.get((start + k) % n).copied().unwrap_or(P::NONE);
                 let s = score(p);
                 if s >= HEALTHY_TIER {
                     return Ok(p);
@@ -947,12 +981,13 @@ impl Switch {
 
     /// Record a forwarded request or last response for the ordering rule.
     #[inline]
-    fn note_order(&mut self, ingress: u8, port: u8, h: &Header) {
+    fn note_order(&mut self, ingress: u16, port: P, h: &Header) {
         match h.kind {
             FrameKind::Request => {
                 let att = self
                     .tables()
                     .ingress
+                    .as_ref()
                     .get(usize::from(ingress))
                     .copied()
                     .unwrap_or(INGRESS_UNUSED);
@@ -1027,7 +1062,7 @@ impl Switch {
         }
     }
 
-    fn drop_frame(&mut self, ingress: u8, reason: DropReason, h: &Header) {
+    fn drop_frame(&mut self, ingress: u16, reason: DropReason, h: &Header) {
         if let Some(c) = self.counters.ports.get_mut(usize::from(ingress)) {
             c.count_drop(reason);
         }
@@ -1039,7 +1074,7 @@ impl Switch {
         });
     }
 
-    fn rate_ok(&self, port: u8, part: u8, now: Instant) -> bool {
+    fn rate_ok(&self, port: u16, part: u8, now: Instant) -> bool {
         match self
             .tables()
             .parts
@@ -1049,24 +1084,23 @@ impl Switch {
             None => true,
             Some(cap) => self
                 .egress
-                .gcra
-                .get(pp(port, part))
+                .gcra(port, part)
                 .is_some_and(|g| g.conforms(&cap, now)),
         }
     }
 
-    fn charge_rate(&mut self, port: u8, part: u8, now: Instant, bytes: u16) {
+    fn charge_rate(&mut self, port: u16, part: u8, now: Instant, bytes: u16) {
         let cap = self
             .tables()
             .parts
             .get(usize::from(part))
             .and_then(|c| c.rate_cap);
-        if let (Some(cap), Some(g)) = (cap, self.egress.gcra.get_mut(pp(port, part))) {
+        if let (Some(cap), Some(g)) = (cap, self.egress.gcra_mut(port, part)) {
             g.charge(&cap, now, bytes);
         }
     }
 
-    fn note_sent(&mut self, port: u8, was_queued: bool) {
+    fn note_sent(&mut self, port: u16, was_queued: bool) {
         if let Some(c) = self.counters.ports.get_mut(usize::from(port)) {
             c.tx_frames = c.tx_frames.wrapping_add(1);
             if !was_queued {
@@ -1081,24 +1115,25 @@ impl Switch {
     ///
     /// # Errors
     /// The [`DropReason`]; the drop is counted on `ingress` and raised as an event.
-    pub fn forward<P: PortLink>(
+    pub fn forward<L: PortLink>(
         &mut self,
         now: Instant,
-        ingress: u8,
+        ingress: u16,
         frame: Frame,
-        ports: &mut [P],
+        ports: &mut [L],
     ) -> Result<Forwarded, DropReason> {
         if let Some(c) = self.counters.ports.get_mut(usize::from(ingress)) {
             c.rx_frames = c.rx_frames.wrapping_add(1);
         }
         let h = frame.header;
-        let port = match self.decide(ingress, &h) {
+        let stored = match self.decide_port(ingress, &h) {
             Ok(p) => p,
             Err(r) => {
                 self.drop_frame(ingress, r, &h);
                 return Err(r);
             }
         };
+        let port = stored.get();
         let vc = h.vc.get();
         let part = self.tables().partition_of(h.dst).unwrap_or(0);
         if self.egress.depth(port, vc) == 0 && self.rate_ok(port, part, now) {
@@ -1107,8 +1142,8 @@ impl Switch {
                     let c = link.tx_credits(h.vc);
                     self.charge_rate(port, part, now, frame.bytes);
                     self.note_sent(port, false);
-                    self.note_order(ingress, port, &h);
-                    if let Some(s) = self.credits.get_mut(pv(port, vc)) {
+                    self.note_order(ingress, stored, &h);
+                    if let Some(s) = self.credits_mut(port, vc) {
                         *s = c;
                     }
                     self.rescore(port, vc);
@@ -1124,7 +1159,7 @@ impl Switch {
             self.drop_frame(ingress, DropReason::QueueFull, &h);
             return Err(DropReason::QueueFull);
         }
-        self.note_order(ingress, port, &h);
+        self.note_order(ingress, stored, &h);
         if let Some(c) = self.counters.ports.get_mut(usize::from(port)) {
             c.queued = c.queued.wrapping_add(1);
         }
@@ -1136,23 +1171,28 @@ impl Switch {
     /// rate cap). One frame per call; ports are visited round robin, and within a port the
     /// VC and then the partition are chosen by weighted round robin.
     #[must_use]
-    pub fn poll_transmit<P: PortLink>(
+    pub fn poll_transmit<L: PortLink>(
         &mut self,
         now: Instant,
-        ports: &mut [P],
+        ports: &mut [L],
     ) -> Option<Transmit> {
-        let backlog = self.egress.backlogged_ports();
-        if backlog == 0 {
+        if !self.egress.any_backlog() {
             return None;
         }
-        for k in 0..MAX_PORTS as u8 {
-            let p = self.tx_rr.wrapping_add(k) & 63;
-            if backlog & (1u64 << p) == 0 {
+        let n = PORTS as u16;
+        let start = self.tx_rr % n;
+        for k in 0..n {
+            let p = if start + k >= n {
+                start + k - n
+            } else {
+                start + k
+            };
+            if !self.egress.backlogged(p) {
                 continue;
             }
             if let Some(link) = ports.get_mut(usize::from(p)) {
                 if let Some(tx) = self.try_port(now, p, link) {
-                    self.tx_rr = p.wrapping_add(1) & 63;
+                    self.tx_rr = p.wrapping_add(1) % n;
                     return Some(tx);
                 }
             }
@@ -1165,22 +1205,21 @@ impl Switch {
     /// every other port is unavailable, without visiting them: for a caller whose transmitters
     /// pull frames one port at a time (e.g. as each packs a DL flit).
     #[must_use]
-    pub fn poll_transmit_port<P: PortLink>(
+    pub fn poll_transmit_port<L: PortLink>(
         &mut self,
         now: Instant,
-        port: u8,
-        link: &mut P,
+        port: u16,
+        link: &mut L,
     ) -> Option<Transmit> {
-        let bit = 1u64.checked_shl(u32::from(port))?;
-        if usize::from(port) >= MAX_PORTS || self.egress.backlogged_ports() & bit == 0 {
+        if !self.egress.backlogged(port) {
             return None;
         }
         let tx = self.try_port(now, port, link)?;
-        self.tx_rr = port.wrapping_add(1) & 63;
+        self.tx_rr = port.wrapping_add(1) % PORTS as u16;
         Some(tx)
     }
 
-    fn try_port<P: PortLink>(&mut self, now: Instant, p: u8, link: &mut P) -> Option<Transmit> {
+    fn try_port<L: PortLink>(&mut self, now: Instant, p: u16, link: &mut L) -> Option<Transmit> {
         if !link.is_up() {
             return None;
         }
@@ -1213,7 +1252,11 @@ impl Switch {
             let mut vc_left = vc_mask;
             while let Some(vc) = vwrr.pick(vc_left, |i| vcw.get(i).copied().unwrap_or(1)) {
                 let vc8 = vc as u8;
-                let pwrr = self.egress.part_wrr.get(pv(p, vc8))?;
+                let pwrr = self
+                    .egress
+                    .part_wrr
+                    .get(usize::from(p))?
+                    .get(usize::from(vc8 & 3))?;
                 let pmask = part_masks.get(vc).copied().unwrap_or(0);
                 let mut part_left = pmask;
                 while let Some(part) = pwrr.pick(part_left, pw) {
@@ -1238,7 +1281,12 @@ impl Switch {
         if let Some(w) = self.egress.vc_wrr.get_mut(usize::from(p)) {
             w.commit(vc, vc_mask, |i| vcw.get(i).copied().unwrap_or(1));
         }
-        if let Some(w) = self.egress.part_wrr.get_mut(pv(p, vc8)) {
+        if let Some(w) = self
+            .egress
+            .part_wrr
+            .get_mut(usize::from(p))
+            .and_then(|w| w.get_mut(usize::from(vc8 & 3)))
+        {
             w.commit(usize::from(part), pmask, |i| {
                 weights.get(i).copied().unwrap_or(1)
             });
@@ -1246,8 +1294,9 @@ impl Switch {
         self.egress.pop(p, vc8, part, lane);
         self.charge_rate(p, part, now, slot.bytes);
         self.note_sent(p, true);
-        if let Some(s) = self.credits.get_mut(pv(p, vc8)) {
-            *s = link.tx_credits(slot.header.vc);
+        let c = link.tx_credits(slot.header.vc);
+        if let Some(s) = self.credits_mut(p, vc8) {
+            *s = c;
         }
         self.rescore(p, vc8);
         Some(Transmit {

@@ -8,17 +8,90 @@
 //!
 //! Per destination ID the bank holds one packed [`IdEntry`] (egress ways, partition, local
 //! attachment), so the fast path reads one entry for the source and one for the destination.
+//!
+//! A bank's capacity is a compile-time parameter: `PORTS` ports, whose numbers the packed
+//! entries store as `P` ([`PortIndex`]: `u8` for at most 255 ports, `u16` for at most
+//! [`crate::WIDE_PORTS`]). The public interface always speaks `u16` port numbers.
 
 use crate::config::ConfigError;
-use crate::{MAX_IDS, MAX_PARTITIONS, MAX_PORTS, MAX_WAYS, NUM_VCS};
+use crate::{MAX_IDS, MAX_PARTITIONS, MAX_PORTS, MAX_WAYS, NUM_VCS, WIDE_PORTS};
+use core::fmt::Debug;
+use core::hash::Hash;
 use podlink_protocol::wire::{AccelId, PartitionId};
 
-/// "No port" in a packed table entry.
-pub const NO_PORT: u8 = 0xff;
 /// "No partition" in a packed table entry.
 pub(crate) const NO_PART: u8 = 0xff;
 /// Most switch planes a port may be labelled with.
 pub const MAX_PLANES: u8 = 16;
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for u8 {}
+    impl Sealed for u16 {}
+}
+
+/// How a switch instance stores port numbers in its packed tables (`u8` or `u16`).
+///
+/// Besides the storage width it fixes the size of the per-port-number maps the forwarding
+/// decision reads (egress scores, ingress attachments): [`PortIndex::Map`] has one entry for
+/// every value of `u8` (256), so the firmware's lookups need no bounds check, and
+/// [`WIDE_PORTS`] entries for `u16` (a lookup beyond scores 0 / "unused").
+pub trait PortIndex: sealed::Sealed + Copy + Eq + Ord + Debug + Hash + 'static {
+    /// "No port".
+    const NONE: Self;
+    /// Most ports an instance with this storage may have.
+    const LIMIT: usize;
+    /// One `u16` per port number.
+    type Map: Copy + Debug + PartialEq + Eq + AsRef<[u16]> + AsMut<[u16]>;
+    /// A map filled with `v`.
+    fn map(v: u16) -> Self::Map;
+    /// The stored form of port `p` ([`PortIndex::NONE`] for a value that does not fit).
+    fn store(p: u16) -> Self;
+    /// The port number (widened; [`PortIndex::NONE`] is no port below `LIMIT`).
+    fn get(self) -> u16;
+}
+
+impl PortIndex for u8 {
+    const NONE: u8 = 0xff;
+    const LIMIT: usize = 255;
+    type Map = [u16; 256];
+    #[inline(always)]
+    fn map(v: u16) -> [u16; 256] {
+        [v; 256]
+    }
+    #[inline(always)]
+    fn store(p: u16) -> u8 {
+        u8::try_from(p).unwrap_or(0xff)
+    }
+    #[inline(always)]
+    fn get(self) -> u16 {
+        u16::from(self)
+    }
+}
+
+impl PortIndex for u16 {
+    const NONE: u16 = 0xffff;
+    const LIMIT: usize = WIDE_PORTS;
+    type Map = [u16; WIDE_PORTS];
+    #[inline(always)]
+    fn map(v: u16) -> [u16; WIDE_PORTS] {
+        [v; WIDE_PORTS]
+    }
+    #[inline(always)]
+    fn store(p: u16) -> u16 {
+        p
+    }
+    #[inline(always)]
+    fn get(self) -> u16 {
+        self
+    }
+}
+
+/// The entry of port `p` in a map (`None` beyond it).
+#[inline(always)]
+pub(crate) fn map_at<P: PortIndex>(m: &P::Map, p: P) -> Option<u16> {
+    m.as_ref().get(usize::from(p.get())).copied()
+}
 
 /// What is attached to a port: decides which source IDs it may carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -63,18 +136,20 @@ pub struct PartitionCfg {
 
 /// The packed per-ID entry: egress ways to reach the ID, its partition and local port.
 ///
-/// 16 bytes, so an ID indexes the table with a shift. Unused ways hold [`NO_PORT`], whose
-/// score is always 0, so the adaptive choice can scan all [`MAX_WAYS`] without a count.
+/// 16 bytes with `u8` ports (32 with `u16`), so an ID indexes the table with a shift. Unused
+/// ways hold [`PortIndex::NONE`], whose score is always 0, so the adaptive choice can scan
+/// all [`MAX_WAYS`] without a count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(C, align(16))]
-pub struct IdEntry {
-    pub(crate) ways: [u8; MAX_WAYS],
+pub struct IdEntry<P: PortIndex = u8> {
+    pub(crate) ways: [P; MAX_WAYS],
     pub(crate) n: u8,
     pub(crate) part: u8,
-    pub(crate) home: u8,
+    pub(crate) home: P,
 }
 
-const _: () = assert!(core::mem::size_of::<IdEntry>() == 16);
+const _: () = assert!(core::mem::size_of::<IdEntry<u8>>() == 16);
+const _: () = assert!(core::mem::size_of::<IdEntry<u16>>() == 32);
 
 /// Packed ingress attachment: an accelerator ID (< 1024), [`INGRESS_TRUNK`] or
 /// [`INGRESS_UNUSED`].
@@ -82,34 +157,34 @@ pub(crate) const INGRESS_TRUNK: u16 = 0x8000;
 /// Packed ingress attachment of an unused or out-of-range port.
 pub(crate) const INGRESS_UNUSED: u16 = 0xffff;
 
-impl IdEntry {
-    const EMPTY: IdEntry = IdEntry {
-        ways: [NO_PORT; MAX_WAYS],
+impl<P: PortIndex> IdEntry<P> {
+    const EMPTY: IdEntry<P> = IdEntry {
+        ways: [P::NONE; MAX_WAYS],
         n: 0,
         part: NO_PART,
-        home: NO_PORT,
+        home: P::NONE,
     };
 
-    /// The egress ports that reach this ID.
-    pub fn ways(&self) -> &[u8] {
+    /// The egress ports that reach this ID, as stored.
+    pub fn ways(&self) -> &[P] {
         self.ways.get(..usize::from(self.n)).unwrap_or(&[])
     }
 }
 
-/// One bank of forwarding tables.
+/// One bank of forwarding tables of a switch of at most `PORTS` ports.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tables {
-    pub(crate) ids: [IdEntry; MAX_IDS],
-    pub(crate) ports: [PortCfg; MAX_PORTS],
-    /// Derived by `validate`: packed attachment per ingress port number (all 256 `u8` values).
-    pub(crate) ingress: [u16; 256],
+pub struct Tables<const PORTS: usize = MAX_PORTS, P: PortIndex = u8> {
+    pub(crate) ids: [IdEntry<P>; MAX_IDS],
+    pub(crate) ports: [PortCfg; PORTS],
+    /// Derived by `validate`: packed attachment per ingress port number (every value of `P`).
+    pub(crate) ingress: P::Map,
     pub(crate) parts: [PartitionCfg; MAX_PARTITIONS],
     pub(crate) n_parts: u8,
-    pub(crate) num_ports: u8,
+    pub(crate) num_ports: u16,
     pub(crate) vc_weights: [u8; NUM_VCS],
     pub(crate) adaptive: bool,
     pub(crate) generation: u32,
-    configured_ports: u64,
+    configured: [bool; PORTS],
 }
 
 const EMPTY_PART: PartitionCfg = PartitionCfg {
@@ -118,58 +193,73 @@ const EMPTY_PART: PartitionCfg = PartitionCfg {
     rate_cap: None,
 };
 
-impl Default for Tables {
+impl<const PORTS: usize, P: PortIndex> Default for Tables<PORTS, P> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl Tables {
+impl<const PORTS: usize, P: PortIndex> Tables<PORTS, P> {
+    /// Compile-time check of the instance: 1 ..= `P::LIMIT` ports.
+    const CAPACITY_OK: () = assert!(PORTS > 0 && PORTS <= P::LIMIT);
+
     /// An empty bank: no ports, no routes, no partitions (every frame is dropped).
-    pub const fn new() -> Tables {
+    pub fn new() -> Self {
+        let () = Self::CAPACITY_OK;
         Tables {
             ids: [IdEntry::EMPTY; MAX_IDS],
             ports: [PortCfg {
                 attach: Attachment::Unused,
                 plane: 0,
-            }; MAX_PORTS],
-            ingress: [INGRESS_UNUSED; 256],
+            }; PORTS],
+            ingress: P::map(INGRESS_UNUSED),
             parts: [EMPTY_PART; MAX_PARTITIONS],
             n_parts: 0,
             num_ports: 0,
             vc_weights: [1; NUM_VCS],
             adaptive: true,
             generation: 0,
-            configured_ports: 0,
+            configured: [false; PORTS],
         }
+    }
+
+    /// Ports this instance can hold (`PORTS`).
+    pub const fn capacity(&self) -> u16 {
+        PORTS as u16
     }
 
     /// Reset the bank in place to [`Tables::new`] (no large temporary on the stack).
     pub fn clear(&mut self) {
         self.ids.fill(IdEntry::EMPTY);
         self.ports.fill(PortCfg::default());
-        self.ingress.fill(INGRESS_UNUSED);
+        self.ingress.as_mut().fill(INGRESS_UNUSED);
         self.parts.fill(EMPTY_PART);
         self.n_parts = 0;
         self.num_ports = 0;
         self.vc_weights = [1; NUM_VCS];
         self.adaptive = true;
         self.generation = 0;
-        self.configured_ports = 0;
+        self.configured.fill(false);
     }
 
     /// Ports in use: port numbers are `0..num_ports`.
-    pub fn num_ports(&self) -> u8 {
+    pub fn num_ports(&self) -> u16 {
         self.num_ports
     }
 
     /// Set the number of ports.
     ///
     /// # Errors
-    /// `PortOutOfRange` for 0 or more than [`MAX_PORTS`].
-    pub fn set_num_ports(&mut self, n: u8) -> Result<(), ConfigError> {
-        if n == 0 || usize::from(n) > MAX_PORTS {
+    /// `PortOutOfRange` for 0, `PortCapacity` for more than `PORTS`.
+    pub fn set_num_ports(&mut self, n: u16) -> Result<(), ConfigError> {
+        if n == 0 {
             return Err(ConfigError::PortOutOfRange(n));
+        }
+        if usize::from(n) > PORTS {
+            return Err(ConfigError::PortCapacity {
+                ports: n,
+                capacity: PORTS as u16,
+            });
         }
         self.num_ports = n;
         Ok(())
@@ -213,36 +303,37 @@ impl Tables {
     }
 
     /// The configuration of port `p`, if it is in range.
-    pub fn port(&self, p: u8) -> Option<PortCfg> {
+    pub fn port(&self, p: u16) -> Option<PortCfg> {
         self.ports.get(usize::from(p)).copied()
     }
 
     /// Port `p` was configured in this bank.
-    pub fn port_configured(&self, p: u8) -> bool {
-        p < 64 && self.configured_ports & (1u64 << p) != 0
+    pub fn port_configured(&self, p: u16) -> bool {
+        self.configured.get(usize::from(p)).copied().unwrap_or(false)
     }
 
     /// Configure port `p` (once per bank).
     ///
     /// # Errors
     /// `PortOutOfRange`, `DuplicatePort`, `BadPlane`.
-    pub fn set_port(&mut self, p: u8, cfg: PortCfg) -> Result<(), ConfigError> {
+    pub fn set_port(&mut self, p: u16, cfg: PortCfg) -> Result<(), ConfigError> {
         if p >= self.num_ports {
             return Err(ConfigError::PortOutOfRange(p));
         }
         if cfg.plane >= MAX_PLANES {
             return Err(ConfigError::BadPlane(cfg.plane));
         }
-        let bit = 1u64 << (p & 63);
-        if self.configured_ports & bit != 0 {
+        let (Some(slot), Some(done)) = (
+            self.ports.get_mut(usize::from(p)),
+            self.configured.get_mut(usize::from(p)),
+        ) else {
+            return Err(ConfigError::PortOutOfRange(p));
+        };
+        if *done {
             return Err(ConfigError::DuplicatePort(p));
         }
-        let slot = self
-            .ports
-            .get_mut(usize::from(p))
-            .ok_or(ConfigError::PortOutOfRange(p))?;
         *slot = cfg;
-        self.configured_ports |= bit;
+        *done = true;
         Ok(())
     }
 
@@ -251,7 +342,7 @@ impl Tables {
     ///
     /// # Errors
     /// `PortOutOfRange`, or the first rule [`Tables::validate`] finds broken.
-    pub fn replace_attachment(&mut self, p: u8, attach: Attachment) -> Result<(), ConfigError> {
+    pub fn replace_attachment(&mut self, p: u16, attach: Attachment) -> Result<(), ConfigError> {
         if p >= self.num_ports {
             return Err(ConfigError::PortOutOfRange(p));
         }
@@ -323,7 +414,7 @@ impl Tables {
     ///
     /// # Errors
     /// `DuplicateRoute`, `EmptyRoute`, `TooManyWays`, `DuplicateWay`, `PortOutOfRange`.
-    pub fn set_route(&mut self, dst: AccelId, ports: &[u8]) -> Result<(), ConfigError> {
+    pub fn set_route(&mut self, dst: AccelId, ports: &[u16]) -> Result<(), ConfigError> {
         let d = dst.get();
         if ports.is_empty() {
             return Err(ConfigError::EmptyRoute(d));
@@ -332,7 +423,7 @@ impl Tables {
             return Err(ConfigError::TooManyWays(d));
         }
         for (i, &p) in ports.iter().enumerate() {
-            if usize::from(p) >= MAX_PORTS {
+            if usize::from(p) >= PORTS {
                 return Err(ConfigError::PortOutOfRange(p));
             }
             if ports.get(..i).is_some_and(|before| before.contains(&p)) {
@@ -347,25 +438,34 @@ impl Tables {
             return Err(ConfigError::DuplicateRoute(d));
         }
         for (slot, &p) in e.ways.iter_mut().zip(ports) {
-            *slot = p;
+            *slot = P::store(p);
         }
         e.n = ports.len() as u8; // ≤ MAX_WAYS, checked above
         Ok(())
     }
 
-    /// The egress ports that reach `dst` (empty when there is no route).
-    pub fn route(&self, dst: AccelId) -> &[u8] {
+    /// The egress ports that reach `dst` (none when there is no route).
+    pub fn route(&self, dst: AccelId) -> impl Iterator<Item = u16> + '_ {
         self.ids
             .get(usize::from(dst.get()))
-            .map_or(&[], IdEntry::ways)
+            .map_or(&[][..], IdEntry::ways)
+            .iter()
+            .map(|p| p.get())
+    }
+
+    /// How many egress ports reach `dst`.
+    pub fn route_len(&self, dst: AccelId) -> usize {
+        self.ids
+            .get(usize::from(dst.get()))
+            .map_or(0, |e| usize::from(e.n))
     }
 
     /// The port `accel` is attached to locally, if any (filled in by [`Tables::validate`]).
-    pub fn home_port(&self, accel: AccelId) -> Option<u8> {
+    pub fn home_port(&self, accel: AccelId) -> Option<u16> {
         self.ids
             .get(usize::from(accel.get()))
-            .map(|e| e.home)
-            .filter(|&p| p != NO_PORT)
+            .filter(|e| e.home != P::NONE)
+            .map(|e| e.home.get())
     }
 
     /// Check the bank as a whole and derive the local-attachment index.
@@ -383,14 +483,14 @@ impl Tables {
             return Err(ConfigError::MissingSection(crate::config::SECTION_PORTS));
         }
         for e in self.ids.iter_mut() {
-            e.home = NO_PORT;
+            e.home = P::NONE;
         }
-        self.ingress.fill(INGRESS_UNUSED);
-        for (p, cfg) in (0u8..)
+        self.ingress.as_mut().fill(INGRESS_UNUSED);
+        for (p, cfg) in (0u16..)
             .zip(self.ports.iter())
             .take(usize::from(self.num_ports))
         {
-            if let Some(slot) = self.ingress.get_mut(usize::from(p)) {
+            if let Some(slot) = self.ingress.as_mut().get_mut(usize::from(p)) {
                 *slot = match cfg.attach {
                     Attachment::Unused => INGRESS_UNUSED,
                     Attachment::Accelerator(a) => a.get(),
@@ -399,14 +499,14 @@ impl Tables {
             }
             if let Attachment::Accelerator(a) = cfg.attach {
                 if let Some(e) = self.ids.get_mut(usize::from(a.get())) {
-                    if e.home == NO_PORT {
-                        e.home = p;
+                    if e.home == P::NONE {
+                        e.home = P::store(p);
                     }
                 }
             }
         }
         for (d, e) in (0u16..).zip(self.ids.iter()) {
-            for &p in e.ways() {
+            for p in e.ways().iter().map(|p| p.get()) {
                 let cfg = self
                     .ports
                     .get(usize::from(p))

@@ -167,7 +167,7 @@ mod fw {
             exit(2);
         }
         // The self-test left every link up: the fresh switch reads them.
-        for (p, link) in (0u8..).zip(ports.iter()) {
+        for (p, link) in (0u16..).zip(ports.iter()) {
             if !link.is_ready() {
                 exit(2);
             }
