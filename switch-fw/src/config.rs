@@ -419,7 +419,10 @@ fn routes<const PORTS: usize, P: PortIndex>(
         let n = usize::from(n);
         if wide {
             for (w, b) in ways.iter_mut().zip(bytes.chunks_exact(2)) {
-                *w = u16::from_be_bytes([b.first().copied().unwrap_or(0), b.get(1).copied().unwrap_or(0)]);
+                *w = u16::from_be_bytes([
+                    b.first().copied().unwrap_or(0),
+                    b.get(1).copied().unwrap_or(0),
+                ]);
             }
         } else {
             for (w, &b) in ways.iter_mut().zip(bytes) {

@@ -159,7 +159,9 @@ impl<const PORTS: usize> Egress<PORTS> {
 
     /// The rate-cap state of (port, partition), to update.
     pub(crate) fn gcra_mut(&mut self, port: u16, part: u8) -> Option<&mut Gcra> {
-        self.gcra.get_mut(usize::from(port))?.get_mut(usize::from(part))
+        self.gcra
+            .get_mut(usize::from(port))?
+            .get_mut(usize::from(part))
     }
 
     /// Descriptors in use.
@@ -351,13 +353,22 @@ impl<const PORTS: usize> Egress<PORTS> {
 mod tests {
     use super::*;
 
+    impl Egress<64> {
+        /// Bit per backlogged port.
+        fn backlogged_ports(&self) -> u64 {
+            (0..64u16)
+                .filter(|&p| self.backlogged(p))
+                .fold(0, |m, p| m | 1 << p)
+        }
+    }
+
     fn hdr(vc: u8) -> Header {
         Header::response(None, AccelId::new(1).unwrap(), Vc::new(vc).unwrap())
     }
 
     #[test]
     fn test_fifo_order_and_masks() {
-        let mut e = Egress::new();
+        let mut e = Egress::<64>::new();
         for h in 0..3 {
             e.push(5, 2, h, hdr(1), 64).unwrap();
         }
@@ -380,15 +391,15 @@ mod tests {
         assert_eq!((e.used(), e.discarded()), (0, 0));
         // The freed descriptors are usable again.
         for h in 0..QUEUE_SLOTS as u32 {
-            e.push((h % 64) as u8, 0, h, hdr(0), 64).unwrap();
+            e.push((h % 64) as u16, 0, h, hdr(0), 64).unwrap();
         }
     }
 
     #[test]
     fn test_pool_exhaustion() {
-        let mut e = Egress::new();
+        let mut e = Egress::<64>::new();
         for h in 0..QUEUE_SLOTS as u32 {
-            e.push((h % 64) as u8, 0, h, hdr(0), 64).unwrap();
+            e.push((h % 64) as u16, 0, h, hdr(0), 64).unwrap();
         }
         assert!(e.push(0, 0, 0, hdr(0), 64).is_err());
         assert!(e.pop(3, 0, 0, RESPONSES).is_some());
@@ -408,11 +419,11 @@ mod tests {
 
     #[test]
     fn test_requests_leave_room_for_responses() {
-        let mut e = Egress::new();
+        let mut e = Egress::<64>::new();
         // Requests of every partition, while any has room: never beyond the requests' share.
         let mut n = 0u32;
         while let Some(part) = (0..16u8).find(|&p| e.has_room(&req(0), p)) {
-            e.push((n % 64) as u8, part, n, req(0), 64).unwrap();
+            e.push((n % 64) as u16, part, n, req(0), 64).unwrap();
             n += 1;
         }
         assert!(
@@ -423,7 +434,7 @@ mod tests {
         // Responses take everything else: at least the reserve.
         let mut k = 0u32;
         while e.has_room(&hdr(0), 3) {
-            e.push((k % 64) as u8, 3, k, hdr(0), 64).unwrap();
+            e.push((k % 64) as u16, 3, k, hdr(0), 64).unwrap();
             k += 1;
         }
         assert!(k as usize >= RESPONSE_RESERVE);
@@ -442,10 +453,10 @@ mod tests {
     /// free request descriptors); another partition still finds room, and so would a third.
     #[test]
     fn test_one_partition_cannot_take_every_request_descriptor() {
-        let mut e = Egress::new();
+        let mut e = Egress::<64>::new();
         let mut n = 0u32;
         while e.has_room(&req(0), 2) {
-            e.push((n % 64) as u8, 2, n, req(0), 64).unwrap();
+            e.push((n % 64) as u16, 2, n, req(0), 64).unwrap();
             n += 1;
             assert!(n <= u32::from(REQUEST_SLOTS));
         }
@@ -455,7 +466,7 @@ mod tests {
         let free = u32::from(REQUEST_SLOTS) - n;
         let mut m = 0u32;
         while e.has_room(&req(0), 5) {
-            e.push((m % 64) as u8, 5, 10_000 + m, req(0), 64).unwrap();
+            e.push((m % 64) as u16, 5, 10_000 + m, req(0), 64).unwrap();
             m += 1;
         }
         assert!(m > 0 && m < free, "{m} of {free}");
@@ -467,7 +478,7 @@ mod tests {
 
     #[test]
     fn test_response_lane_is_not_behind_requests() {
-        let mut e = Egress::new();
+        let mut e = Egress::<64>::new();
         e.push(3, 1, 10, req(2), 64).unwrap();
         e.push(3, 1, 11, hdr(2), 64).unwrap();
         e.push(3, 1, 12, req(2), 64).unwrap();

@@ -184,13 +184,20 @@ pub struct Counters<const PORTS: usize = MAX_PORTS> {
 
 impl<const PORTS: usize> Default for Counters<PORTS> {
     fn default() -> Self {
-        Self::new()
+        Self::zero()
+    }
+}
+
+impl Counters {
+    /// All zero (the default instance; [`Counters::zero`] for any).
+    pub const fn new() -> Counters {
+        Counters::zero()
     }
 }
 
 impl<const PORTS: usize> Counters<PORTS> {
     /// All zero.
-    pub const fn new() -> Self {
+    pub const fn zero() -> Self {
         Counters {
             ports: [PortCounters {
                 rx_frames: 0,

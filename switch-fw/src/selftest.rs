@@ -508,7 +508,11 @@ pub fn run<W: Write>(
         check(ok, "attachment from bring-up")?;
     }
     check(
-        bench.sw.tables().port(u16::from(MISIDENTIFIED_PORT)).map(|c| c.attach)
+        bench
+            .sw
+            .tables()
+            .port(u16::from(MISIDENTIFIED_PORT))
+            .map(|c| c.attach)
             == Some(Attachment::Accelerator(aid(u16::from(MISIDENTIFIED_PORT)))),
         "misidentified port keeps its configured attachment",
     )?;

@@ -7,7 +7,9 @@ use crate::event::{Counters, DropReason, Event};
 use crate::header::{FrameKind, Header};
 use crate::health::{Health, HealthMonitor, HealthPolicy, TransceiverReading};
 use crate::port::PortLink;
-use crate::tables::{map_at, Attachment, PortIndex, Tables, INGRESS_TRUNK, INGRESS_UNUSED, NO_PART};
+use crate::tables::{
+    map_at, Attachment, PortIndex, Tables, INGRESS_TRUNK, INGRESS_UNUSED, NO_PART,
+};
 use crate::{EVENT_QUEUE, FLOW_BUCKETS, MAX_IDS, MAX_PARTITIONS, MAX_PORTS, NUM_VCS};
 use heapless::Deque;
 use podlink_protocol::time::Instant;
@@ -334,7 +336,14 @@ pub struct Switch<const PORTS: usize = MAX_PORTS, P: PortIndex = u8> {
 
 impl<const PORTS: usize, P: PortIndex> Default for Switch<PORTS, P> {
     fn default() -> Self {
-        Self::new()
+        Self::empty()
+    }
+}
+
+impl Switch {
+    /// The default (firmware) instance, as [`Switch::empty`].
+    pub fn new() -> Switch {
+        Switch::empty()
     }
 }
 
@@ -372,11 +381,11 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
     /// A switch with empty tables (it drops everything until a configuration is committed)
     /// and the default health policy. Every port is down until [`Switch::refresh_port`].
     ///
-    /// The value is large (about 5 KiB per port plus 300 KiB); a wide instance is best built
-    /// on a thread with a large stack or in a static.
-    pub fn new() -> Self {
+    /// The value is large (a few KiB per port plus about 300 KiB); a wide instance is best
+    /// built on a thread with a large stack.
+    pub fn empty() -> Self {
         Switch {
-            banks: [Tables::new(), Tables::new()],
+            banks: [Tables::empty(), Tables::empty()],
             active: 0,
             staged: false,
             score: [P::map(0); NUM_VCS],
@@ -393,7 +402,7 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
             policy: HealthPolicy::default(),
             next_window: Instant::ZERO,
             egress: Egress::new(),
-            counters: Counters::new(),
+            counters: Counters::zero(),
             events: Deque::new(),
             tx_rr: 0,
         }
@@ -614,11 +623,7 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
     /// `RouteToWrongAccelerator`: routes send another accelerator's traffic to this port). The
     /// tables in force are kept (frames from a peer that claims another identity stay
     /// spoofed) and [`Event::ConfigRefused`] is raised.
-    pub fn learn_attachment(
-        &mut self,
-        port: u16,
-        attach: Attachment,
-    ) -> Result<bool, ConfigError> {
+    pub fn learn_attachment(&mut self, port: u16, attach: Attachment) -> Result<bool, ConfigError> {
         let Some(cur) = self
             .tables()
             .port(port)

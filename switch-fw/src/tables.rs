@@ -195,7 +195,15 @@ const EMPTY_PART: PartitionCfg = PartitionCfg {
 
 impl<const PORTS: usize, P: PortIndex> Default for Tables<PORTS, P> {
     fn default() -> Self {
-        Self::new()
+        Self::empty()
+    }
+}
+
+impl Tables {
+    /// An empty bank of the default (firmware) instance: no ports, no routes, no partitions
+    /// (every frame is dropped). [`Tables::empty`] for any instance.
+    pub fn new() -> Tables {
+        Tables::empty()
     }
 }
 
@@ -204,7 +212,7 @@ impl<const PORTS: usize, P: PortIndex> Tables<PORTS, P> {
     const CAPACITY_OK: () = assert!(PORTS > 0 && PORTS <= P::LIMIT);
 
     /// An empty bank: no ports, no routes, no partitions (every frame is dropped).
-    pub fn new() -> Self {
+    pub fn empty() -> Self {
         let () = Self::CAPACITY_OK;
         Tables {
             ids: [IdEntry::EMPTY; MAX_IDS],
@@ -228,7 +236,7 @@ impl<const PORTS: usize, P: PortIndex> Tables<PORTS, P> {
         PORTS as u16
     }
 
-    /// Reset the bank in place to [`Tables::new`] (no large temporary on the stack).
+    /// Reset the bank in place to [`Tables::empty`] (no large temporary on the stack).
     pub fn clear(&mut self) {
         self.ids.fill(IdEntry::EMPTY);
         self.ports.fill(PortCfg::default());
@@ -309,7 +317,10 @@ impl<const PORTS: usize, P: PortIndex> Tables<PORTS, P> {
 
     /// Port `p` was configured in this bank.
     pub fn port_configured(&self, p: u16) -> bool {
-        self.configured.get(usize::from(p)).copied().unwrap_or(false)
+        self.configured
+            .get(usize::from(p))
+            .copied()
+            .unwrap_or(false)
     }
 
     /// Configure port `p` (once per bank).
@@ -585,7 +596,7 @@ mod tests {
         t.validate().unwrap();
         assert_eq!(t.home_port(id(1)), Some(0));
         assert_eq!(t.home_port(id(3)), None);
-        assert_eq!(t.route(id(2)), &[1]);
+        assert_eq!(t.route(id(2)).collect::<Vec<_>>(), [1]);
         assert_eq!(t.partition_of(id(2)), Some(0));
     }
 

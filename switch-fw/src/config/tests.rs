@@ -12,7 +12,7 @@ fn sample() -> Tables {
     t.set_num_ports(6).unwrap();
     t.set_generation(42);
     t.set_adaptive(true);
-    for p in 0..4u8 {
+    for p in 0..4u16 {
         t.set_port(
             p,
             PortCfg {
@@ -62,7 +62,7 @@ fn sample() -> Tables {
     for x in [12, 13, 200] {
         t.add_member(b, aid(x)).unwrap();
     }
-    for p in 0..4u8 {
+    for p in 0..4u16 {
         t.set_route(aid(u16::from(p) + 10), &[p]).unwrap();
     }
     for x in 100..=102 {
@@ -180,8 +180,18 @@ fn test_header_errors() {
     v[0] = b'X';
     assert_eq!(parse(&v), Err(ConfigError::BadMagic));
     let mut v = unseal(&good);
+    v[4] = 3;
+    assert_eq!(parse(&reseal(v)), Err(ConfigError::BadVersion(3)));
+    // Read as version 2, bytes 6..8 are a port count of 256: more than this instance holds.
+    let mut v = unseal(&good);
     v[4] = 2;
-    assert_eq!(parse(&reseal(v)), Err(ConfigError::BadVersion(2)));
+    assert_eq!(
+        parse(&reseal(v)),
+        Err(ConfigError::PortCapacity {
+            ports: 256,
+            capacity: 64
+        })
+    );
     let mut v = good.clone();
     *v.last_mut().unwrap() ^= 1;
     assert!(matches!(parse(&v), Err(ConfigError::BadCrc { .. })));
@@ -199,7 +209,93 @@ fn test_header_errors() {
     );
     let mut v = unseal(&good);
     v[6] = 65;
-    assert_eq!(parse(&reseal(v)), Err(ConfigError::PortOutOfRange(65)));
+    assert_eq!(
+        parse(&reseal(v)),
+        Err(ConfigError::PortCapacity {
+            ports: 65,
+            capacity: 64
+        })
+    );
+}
+
+/// Version 2 describes the same tables with u16 port numbers: the sample round-trips through
+/// it, and its records are laid out as documented.
+#[test]
+fn test_version_2_round_trip_and_layout() {
+    let t = sample();
+    let mut buf = vec![0u8; 20_000];
+    let n = emit_version(&t, &mut buf, VERSION_2).unwrap();
+    let v2 = &buf[..n];
+    assert_eq!((v2[4], &v2[6..8]), (VERSION_2, &[0u8, 6][..]));
+    // The first port record: port 0 as u16, plane 0, an accelerator, ID 10.
+    let rec = &v2[HEADER_LEN + SECTION_HEADER_LEN..][..PORT_RECORD_LEN];
+    assert_eq!(rec, &[0, 0, 0, ATTACH_ACCELERATOR, 0, 10]);
+    assert_eq!(parse(v2).unwrap(), t);
+    // Unknown versions are not written.
+    assert_eq!(emit_version(&t, &mut buf, 3), Err(EmitError::Version(3)));
+}
+
+/// A 1024-port wide instance: ports above 255 need version 2 (version 1 is refused by the
+/// emitter), the wide instance parses it, and the 64-port instance refuses it with a typed
+/// error.
+#[test]
+fn test_version_2_wide_ports() {
+    let mut t = Tables::<1024, u16>::empty();
+    t.set_num_ports(1024).unwrap();
+    for p in [0u16, 700, 1023] {
+        let attach = if p == 0 {
+            Attachment::Switch
+        } else {
+            Attachment::Accelerator(aid(p))
+        };
+        t.set_port(p, PortCfg { attach, plane: 3 }).unwrap();
+    }
+    let part = t
+        .add_partition(PartitionCfg {
+            id: PartitionId::new(1).unwrap(),
+            weight: 1,
+            rate_cap: None,
+        })
+        .unwrap();
+    for a in [700, 1023, 5] {
+        t.add_member(part, aid(a)).unwrap();
+    }
+    t.set_route(aid(700), &[700]).unwrap();
+    t.set_route(aid(1023), &[1023]).unwrap();
+    t.set_route(aid(5), &[0]).unwrap();
+    t.validate().unwrap();
+    assert_eq!(t.home_port(aid(1023)), Some(1023));
+
+    let mut buf = vec![0u8; 20_000];
+    assert_eq!(
+        emit_version(&t, &mut buf, VERSION),
+        Err(EmitError::Version(VERSION))
+    );
+    let n = emit(&t, &mut buf).unwrap();
+    let bytes = &buf[..n];
+    assert_eq!(bytes[4], VERSION_2);
+    let mut back = Tables::<1024, u16>::empty();
+    parse_into(bytes, &mut back).unwrap();
+    back.validate().unwrap();
+    assert_eq!(back, t);
+    assert_eq!(back.route(aid(1023)).collect::<Vec<_>>(), [1023]);
+    assert_eq!(
+        parse(bytes),
+        Err(ConfigError::PortCapacity {
+            ports: 1024,
+            capacity: 64
+        })
+    );
+    // A 256-port instance with u8 storage cannot exist (255 at most); a 200-port one refuses
+    // the same bytes too.
+    let mut mid = Tables::<200, u8>::empty();
+    assert_eq!(
+        parse_into(bytes, &mut mid),
+        Err(ConfigError::PortCapacity {
+            ports: 1024,
+            capacity: 200
+        })
+    );
 }
 
 #[test]

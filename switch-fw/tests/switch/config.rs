@@ -45,7 +45,7 @@ fn pod() -> impl Strategy<Value = Pod> {
 /// Build tables from a random pod, skipping entries the builder refuses, and routing every
 /// member (over trunks, or its own port when attached here).
 fn build(p: &Pod, t: &mut Tables) -> Result<(), ConfigError> {
-    t.set_num_ports(p.ports.len() as u8)?;
+    t.set_num_ports(p.ports.len() as u16)?;
     t.set_adaptive(p.adaptive);
     t.set_vc_weights(p.vw)?;
     t.set_generation(p.generation);
@@ -54,16 +54,16 @@ fn build(p: &Pod, t: &mut Tables) -> Result<(), ConfigError> {
     for (i, (plane, a)) in p.ports.iter().enumerate() {
         let attach = match a {
             Some(a) => {
-                home.entry(*a).or_insert(Vec::new()).push(i as u8);
+                home.entry(*a).or_insert(Vec::new()).push(i as u16);
                 Attachment::Accelerator(aid(*a))
             }
             None => {
-                trunks.push(i as u8);
+                trunks.push(i as u16);
                 Attachment::Switch
             }
         };
         t.set_port(
-            i as u8,
+            i as u16,
             PortCfg {
                 attach,
                 plane: *plane,
@@ -83,7 +83,7 @@ fn build(p: &Pod, t: &mut Tables) -> Result<(), ConfigError> {
             continue;
         };
         for m in members {
-            let ways: Vec<u8> = match home.get(m) {
+            let ways: Vec<u16> = match home.get(m) {
                 Some(h) => h.iter().copied().take(8).collect(),
                 None => trunks.iter().copied().take(8).collect(),
             };

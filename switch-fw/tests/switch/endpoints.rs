@@ -121,7 +121,10 @@ impl Pod {
         pod.run_for(Duration::from_us(20));
         for p in 0..2u8 {
             let peer = pod.ports[usize::from(p)].peer().expect("identified");
-            assert_eq!(pod.sw.learn_attachment(p, peer.attachment()), Ok(false));
+            assert_eq!(
+                pod.sw.learn_attachment(p.into(), peer.attachment()),
+                Ok(false)
+            );
         }
         pod
     }

@@ -39,12 +39,12 @@ proptest! {
             _ => Header::response(src.map(aid), aid(dst), vc(0)),
         };
         let want = expected(ingress, src, dst);
-        let got = sw.forward(t(1), ingress, frame(1, h), &mut ports);
+        let got = sw.forward(t(1), ingress.into(), frame(1, h), &mut ports);
         match want {
             Some(reason) => {
                 prop_assert_eq!(got, Err(reason));
                 let ev = sw.poll_event();
-                prop_assert_eq!(ev, Some(Event::Dropped { port: ingress, reason, src: h.src, dst: h.dst }));
+                prop_assert_eq!(ev, Some(Event::Dropped { port: ingress.into(), reason, src: h.src, dst: h.dst }));
                 let c = sw.counters().total();
                 prop_assert_eq!(c.spoofed, u32::from(reason == DropReason::Spoofed));
                 prop_assert_eq!(c.cross_partition, u32::from(reason == DropReason::CrossPartition));
@@ -52,7 +52,7 @@ proptest! {
             None => {
                 // Permitted: routed (IDs without a route in a partition do not exist here).
                 let p = got.map_err(|e| TestCaseError::fail(format!("{e:?}")))?.port();
-                if dst < 4 { prop_assert_eq!(p, dst as u8); } else { prop_assert!(TRUNKS.contains(&p)); }
+                if dst < 4 { prop_assert_eq!(p, dst as u16); } else { prop_assert!(TRUNKS.contains(&p)); }
             }
         }
         prop_assert_eq!(h.kind == FrameKind::Request, request && src.is_some());

@@ -670,7 +670,7 @@ fn links_bring_up_sets_the_port_attachment() {
     for p in 0..9u8 {
         let peer = f.ports[usize::from(p)].peer().unwrap();
         assert_eq!(peer.port_number, if p < 4 { 0 } else { 1 });
-        learned.push(f.sw.learn_attachment(p, peer.attachment()));
+        learned.push(f.sw.learn_attachment(p.into(), peer.attachment()));
     }
     for (p, r) in learned.iter().enumerate() {
         match p {

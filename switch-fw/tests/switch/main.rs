@@ -28,7 +28,7 @@ pub(crate) fn vc(v: u8) -> Vc {
 /// Partition 0 (id 10): 0, 1, 100..200. Partition 1 (id 11): 2, 3, 200..300.
 /// Remote IDs route over [4, 5, 6, 7].
 pub(crate) const PORTS: usize = 8;
-pub(crate) const TRUNKS: [u8; 4] = [4, 5, 6, 7];
+pub(crate) const TRUNKS: [u16; 4] = [4, 5, 6, 7];
 
 pub(crate) fn small_pod(t: &mut Tables) -> Result<(), ConfigError> {
     small_pod_with(t, true, None)
@@ -39,10 +39,10 @@ pub(crate) fn small_pod_with(
     adaptive: bool,
     cap: Option<RateCap>,
 ) -> Result<(), ConfigError> {
-    t.set_num_ports(PORTS as u8)?;
+    t.set_num_ports(PORTS as u16)?;
     t.set_adaptive(adaptive);
     t.set_generation(7);
-    for p in 0..4u8 {
+    for p in 0..4u16 {
         t.set_port(
             p,
             PortCfg {
@@ -56,7 +56,7 @@ pub(crate) fn small_pod_with(
             p,
             PortCfg {
                 attach: Attachment::Switch,
-                plane: p - 3,
+                plane: p as u8 - 3,
             },
         )?;
     }
@@ -76,7 +76,7 @@ pub(crate) fn small_pod_with(
     for x in [2u16, 3].into_iter().chain(200..300) {
         t.add_member(b, aid(x))?;
     }
-    for p in 0..4u8 {
+    for p in 0..4u16 {
         t.set_route(aid(p.into()), &[p])?;
     }
     for x in 100..300 {
@@ -94,7 +94,7 @@ pub(crate) fn new_switch(
     sw.commit().unwrap();
     let ports = vec![SimPort::up_with_credits(credits); PORTS];
     for (p, link) in ports.iter().enumerate() {
-        sw.refresh_port(p as u8, link);
+        sw.refresh_port(p as u16, link);
     }
     while sw.poll_event().is_some() {}
     (sw, ports)

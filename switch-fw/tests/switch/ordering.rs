@@ -92,7 +92,7 @@ proptest! {
         // request; per source the next tag.
         let mut unanswered: HashMap<u8, Vec<u16>> = HashMap::new();
         let mut next_tag = [0u16; 2];
-        let mut last_port: HashMap<u8, u8> = HashMap::new();
+        let mut last_port: HashMap<u8, u16> = HashMap::new();
         // Per flow, the handles queued in the switch, in arrival order.
         let mut queued: HashMap<u8, Vec<u32>> = HashMap::new();
         let mut handle_flow: HashMap<u32, u8> = HashMap::new();
@@ -104,7 +104,7 @@ proptest! {
                     let tag = next_tag[s];
                     next_tag[s] += 1;
                     let h = flow(f).with_tag(tag);
-                    let r = sw.forward(*now, src_of(f), frame(handle, h), &mut ports);
+                    let r = sw.forward(*now, src_of(f).into(), frame(handle, h), &mut ports);
                     let got = r.map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
                     if unanswered.get(&f).is_some_and(|v| !v.is_empty()) {
                         prop_assert_eq!(Some(got.port()), last_port.get(&f).copied(),
@@ -130,22 +130,22 @@ proptest! {
                     let trunk = TRUNKS[usize::from(k)];
                     if split {
                         handle += 1;
-                        sw.forward(*now, trunk, frame(handle, resp.with_last(false)), &mut ports)
+                        sw.forward(*now, trunk.into(), frame(handle, resp.with_last(false)), &mut ports)
                             .map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
                     }
                     handle += 1;
-                    sw.forward(*now, trunk, frame(handle, resp), &mut ports)
+                    sw.forward(*now, trunk.into(), frame(handle, resp), &mut ports)
                         .map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
                 }
                 Op::Grant(k, n) => {
                     let p = TRUNKS[usize::from(k)];
                     for v in 0..2 { ports[usize::from(p)].grant(vc(v), u32::from(n)); }
-                    sw.refresh_port(p, &ports[usize::from(p)]);
+                    sw.refresh_port(p.into(), &ports[usize::from(p)]);
                 }
                 Op::Starve(k) => {
                     let p = TRUNKS[usize::from(k)];
                     for v in 0..2 { ports[usize::from(p)].set_credits(vc(v), 0); }
-                    sw.refresh_port(p, &ports[usize::from(p)]);
+                    sw.refresh_port(p.into(), &ports[usize::from(p)]);
                 }
                 Op::Drain(n) => {
                     for _ in 0..n {

@@ -9,7 +9,7 @@ use proptest::prelude::*;
 fn one_egress(t: &mut Tables, vw: [u8; 4], pw: [u8; 2]) -> Result<(), ConfigError> {
     t.set_num_ports(5)?;
     t.set_vc_weights(vw)?;
-    for p in 0..4u8 {
+    for p in 0..4u16 {
         t.set_port(
             p,
             PortCfg {
@@ -35,7 +35,7 @@ fn one_egress(t: &mut Tables, vw: [u8; 4], pw: [u8; 2]) -> Result<(), ConfigErro
             t.add_member(idx, aid(x))?;
         }
     }
-    for p in 0..4u8 {
+    for p in 0..4u16 {
         t.set_route(aid(p.into()), &[p])?;
     }
     t.set_route(aid(100), &[4])?;
@@ -61,7 +61,7 @@ proptest! {
         sw.commit().unwrap();
         let mut ports = vec![SimPort::up_with_credits(0); 5];
         for p in ports.iter_mut().take(4) { *p = SimPort::up_with_credits(1_000_000); }
-        for (p, l) in ports.iter().enumerate() { sw.refresh_port(p as u8, l); }
+        for (p, l) in ports.iter().enumerate() { sw.refresh_port(p as u16, l); }
         // Backlog every class.
         let mut handle = 0u32;
         for v in 0..4u8 {
@@ -69,7 +69,7 @@ proptest! {
                 for _ in 0..100 {
                     handle += 1;
                     let (ing, f) = class_frame(handle, v, part);
-                    sw.forward(t(1), ing, f, &mut ports).unwrap();
+                    sw.forward(t(1), ing.into(), f, &mut ports).unwrap();
                 }
             }
         }
@@ -89,7 +89,7 @@ proptest! {
             // Keep the class backlogged (saturation).
             handle += 1;
             let (ing, f) = class_frame(handle, v, part);
-            sw.forward(t(2), ing, f, &mut ports).unwrap();
+            sw.forward(t(2), ing.into(), f, &mut ports).unwrap();
         }
         for v in 0..4 {
             let vc_share = f64::from(count[v][0] + count[v][1]) / f64::from(k);
@@ -116,15 +116,15 @@ fn test_incast_does_not_starve_other_partition() {
     let mut ports = vec![SimPort::up_with_credits(1_000); 5];
     ports[4] = SimPort::up_with_credits(0);
     for (p, l) in ports.iter().enumerate() {
-        sw.refresh_port(p as u8, l);
+        sw.refresh_port(p as u16, l);
     }
     for h in 0..500 {
         let (ing, f) = class_frame(h, 0, 0);
-        sw.forward(t(1), ing, f, &mut ports).unwrap();
+        sw.forward(t(1), ing.into(), f, &mut ports).unwrap();
     }
     for h in 500..510 {
         let (ing, f) = class_frame(h, 0, 1);
-        sw.forward(t(1), ing, f, &mut ports).unwrap();
+        sw.forward(t(1), ing.into(), f, &mut ports).unwrap();
     }
     ports[4].grant(vc(0), 20);
     sw.refresh_port(4, &ports[4]);
@@ -165,7 +165,7 @@ fn refused_pick_falls_through_to_the_other_classes() {
         .map(|_| ResponsesOnly(SimPort::up_with_credits(0)))
         .collect();
     for (p, l) in ports.iter().enumerate() {
-        sw.refresh_port(p as u8, l);
+        sw.refresh_port(p as u16, l);
     }
     let req = Header::request(aid(0), aid(100), vc(0), 0x1000);
     let rsp = Header::response(Some(aid(0)), aid(100), vc(1));
@@ -220,7 +220,7 @@ fn poll_transmit_port_is_poll_transmit_with_the_other_ports_closed() {
             })
             .collect();
         for (p, l) in ports.iter().enumerate() {
-            sw.refresh_port(p as u8, l);
+            sw.refresh_port(p as u16, l);
         }
         (sw, ports)
     };
@@ -256,8 +256,8 @@ fn poll_transmit_port_is_poll_transmit_with_the_other_ports_closed() {
             } else {
                 Header::response(Some(aid(src)), aid(dst), vc((r >> 8) as u8 % 4))
             };
-            let fa = a.forward(now, src as u8, frame(i, h), &mut pa);
-            let fb = b.forward(now, src as u8, frame(i, h), &mut pb);
+            let fa = a.forward(now, src as u16, frame(i, h), &mut pa);
+            let fb = b.forward(now, src as u16, frame(i, h), &mut pb);
             assert_eq!(fa, fb);
         }
         if r % 7 == 0 {
@@ -265,8 +265,8 @@ fn poll_transmit_port_is_poll_transmit_with_the_other_ports_closed() {
             let (p, v) = ((r >> 12) as usize % PORTS, vc((r >> 16) as u8 % 4));
             pa[p].port.set_credits(v, 3);
             pb[p].port.set_credits(v, 3);
-            a.refresh_port(p as u8, &pa[p]);
-            b.refresh_port(p as u8, &pb[p]);
+            a.refresh_port(p as u16, &pa[p]);
+            b.refresh_port(p as u16, &pb[p]);
         }
         if r % 11 == 0 {
             // Now and then every port open on both: the round-robin state must agree too.
@@ -280,10 +280,10 @@ fn poll_transmit_port_is_poll_transmit_with_the_other_ports_closed() {
         for l in pa.iter_mut() {
             l.open = true;
         }
-        let tb = b.poll_transmit_port(now, p as u8, &mut pb[p]);
+        let tb = b.poll_transmit_port(now, p as u16, &mut pb[p]);
         assert_eq!(ta, tb, "step {i} port {p}");
         sent += usize::from(ta.is_some());
-        for q in 0..PORTS as u8 {
+        for q in 0..PORTS as u16 {
             for v in 0..4 {
                 assert_eq!(a.queue_depth(q, vc(v)), b.queue_depth(q, vc(v)));
             }
