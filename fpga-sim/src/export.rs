@@ -7,7 +7,7 @@ use crate::pod::topology::{check_routes, Attach, Fabric};
 use podlink_protocol::wire::{AccelId, PartitionId};
 use podlink_switch::config::{emit, EmitError};
 use podlink_switch::tables::{Attachment, PartitionCfg, PortCfg, RateCap};
-use podlink_switch::Tables;
+use podlink_switch::{PortIndex, Tables, WIDE_PORTS};
 
 /// Why a switch cannot be exported.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -15,14 +15,14 @@ pub enum ExportError {
     /// No switch with that index.
     #[error("no switch {0} (the pod has {1})")]
     NoSuchSwitch(u32, usize),
-    /// More ports than the firmware's tables hold.
-    #[error("switch {switch} has {ports} ports; the firmware supports at most {max}")]
+    /// More ports than the switch library's widest instance holds.
+    #[error("switch {switch} has {ports} ports; the switch library holds at most {max}")]
     TooManyPorts {
         /// Switch.
         switch: u32,
         /// Its ports.
         ports: usize,
-        /// The firmware's limit.
+        /// The instance's capacity.
         max: usize,
     },
     /// The pod's routes are unsound (a missing route or a loop); nothing is exported.
@@ -46,16 +46,20 @@ pub enum ExportError {
 /// Default burst of a partition rate cap, bytes.
 pub const RATE_CAP_BURST_BYTES: u32 = 4096;
 
-/// The firmware tables of switch `sw`.
+/// The switch library's tables of switch `sw`, in the instance `Tables<PORTS, P>`.
 ///
 /// # Errors
 /// See [`ExportError`].
-pub fn switch_tables(pod: &PodFile, fabric: &Fabric, sw: u32) -> Result<Tables, ExportError> {
+pub fn switch_tables<const PORTS: usize, P: PortIndex>(
+    pod: &PodFile,
+    fabric: &Fabric,
+    sw: u32,
+) -> Result<Tables<PORTS, P>, ExportError> {
     let node = fabric
         .switches
         .get(sw as usize)
         .ok_or(ExportError::NoSuchSwitch(sw, fabric.switches.len()))?;
-    let max = podlink_switch::MAX_PORTS;
+    let max = PORTS;
     if node.ports.len() > max {
         return Err(ExportError::TooManyPorts {
             switch: sw,
@@ -74,8 +78,8 @@ pub fn switch_tables(pod: &PodFile, fabric: &Fabric, sw: u32) -> Result<Tables, 
             err,
         }
     };
-    let mut t = Tables::new();
-    t.set_num_ports(node.ports.len() as u8)
+    let mut t = Tables::<PORTS, P>::empty();
+    t.set_num_ports(node.ports.len() as u16)
         .map_err(err("port count".into()))?;
     t.set_adaptive(pod.switch.adaptive);
     for (p, a) in node.ports.iter().enumerate() {
@@ -85,7 +89,7 @@ pub fn switch_tables(pod: &PodFile, fabric: &Fabric, sw: u32) -> Result<Tables, 
             }
             Attach::Switch { .. } => Attachment::Switch,
         };
-        t.set_port(p as u8, PortCfg { attach, plane: 0 })
+        t.set_port(p as u16, PortCfg { attach, plane: 0 })
             .map_err(err(format!("port {p}")))?;
     }
     // Partitions: the pod's, or one partition 0 holding every accelerator.
@@ -119,7 +123,7 @@ pub fn switch_tables(pod: &PodFile, fabric: &Fabric, sw: u32) -> Result<Tables, 
         }
     }
     for (d, ports) in node.routes.iter().enumerate() {
-        let ways: Vec<u8> = ports.iter().map(|p| *p as u8).collect();
+        let ways: Vec<u16> = ports.iter().map(|p| *p as u16).collect();
         if !ways.is_empty() {
             t.set_route(AccelId::from_bits_truncate(d as u16), &ways)
                 .map_err(err(format!("route to {d}")))?;
@@ -129,12 +133,13 @@ pub fn switch_tables(pod: &PodFile, fabric: &Fabric, sw: u32) -> Result<Tables, 
     Ok(t)
 }
 
-/// The binary configuration of switch `sw`.
+/// The binary configuration of switch `sw`: format version 1 for up to 255 ports, version 2
+/// (u16 port numbers) above, up to the library's widest instance ([`WIDE_PORTS`]).
 ///
 /// # Errors
 /// See [`ExportError`].
 pub fn export(pod: &PodFile, fabric: &Fabric, sw: u32) -> Result<Vec<u8>, ExportError> {
-    let t = switch_tables(pod, fabric, sw)?;
+    let t = switch_tables::<WIDE_PORTS, u16>(pod, fabric, sw)?;
     let mut buf = vec![0u8; 64 * 1024];
     let n = emit(&t, &mut buf).map_err(ExportError::Emit)?;
     buf.truncate(n);
@@ -152,13 +157,29 @@ mod tests {
     /// Load the exported bytes into the firmware library and check that every forwarding
     /// decision is one the simulator's fabric allows, for every source and destination.
     fn firmware_agrees(pod: &PodFile, sw: u32) {
+        agrees::<64, u8>(pod, sw);
+    }
+
+    /// [`firmware_agrees`] with the library instance `Switch<PORTS, P>` (built on a thread
+    /// with a stack that holds it).
+    fn agrees<const PORTS: usize, P: PortIndex>(pod: &PodFile, sw: u32) {
+        let pod = pod.clone();
+        std::thread::Builder::new()
+            .stack_size(4 * std::mem::size_of::<Switch<PORTS, P>>() + (8 << 20))
+            .spawn(move || agrees_on::<PORTS, P>(&pod, sw))
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    fn agrees_on<const PORTS: usize, P: PortIndex>(pod: &PodFile, sw: u32) {
         let fabric = Fabric::build(pod);
         let bytes = export(pod, &fabric, sw).unwrap();
-        let mut s = Box::new(Switch::new());
+        let mut s = Box::new(Switch::<PORTS, P>::empty());
         s.load_config(&bytes).unwrap();
         let node = &fabric.switches[sw as usize];
         for p in 0..node.ports.len() {
-            s.refresh_port(p as u8, &SimPort::up_with_credits(64));
+            s.refresh_port(p as u16, &SimPort::up_with_credits(64));
         }
         for (ingress, a) in node.ports.iter().enumerate() {
             let sources: Vec<u32> = match a {
@@ -187,7 +208,7 @@ mod tests {
                     );
                     let same =
                         fabric.partition_of[src as usize] == fabric.partition_of[dst as usize];
-                    match s.decide(ingress as u8, &h) {
+                    match s.decide(ingress as u16, &h) {
                         Ok(port) => {
                             assert!(same, "switch {sw}: {src}->{dst} crosses partitions");
                             assert!(
@@ -220,13 +241,44 @@ mod tests {
         firmware_agrees(&pod, 0);
     }
 
+    /// Switches over 64 ports: the NVL72-like 72-port switch (format version 1) and a
+    /// 1024-port plane of `ualink-1024` (version 2) load into wider library instances and
+    /// make the fabric's decisions; the firmware's 64-port instance refuses them with a
+    /// typed error.
+    #[test]
+    fn large_switches_export_and_agree() {
+        let pod = presets::load("nvl72-like").unwrap();
+        let f = Fabric::build(&pod);
+        let bytes = export(&pod, &f, 0).unwrap();
+        assert_eq!(bytes[4], podlink_switch::config::VERSION);
+        agrees::<128, u8>(&pod, 0);
+        let pod = presets::load("ualink-1024").unwrap();
+        let f = Fabric::build(&pod);
+        let bytes = export(&pod, &f, 2).unwrap();
+        assert_eq!(bytes[4], podlink_switch::config::VERSION_2);
+        assert_eq!(u16::from_be_bytes([bytes[6], bytes[7]]), 1024);
+        agrees::<1024, u16>(&pod, 2);
+        let mut fw = Box::new(Switch::new());
+        assert_eq!(
+            fw.load_config(&bytes),
+            Err(podlink_switch::config::ConfigError::PortCapacity {
+                ports: 1024,
+                capacity: 64
+            })
+        );
+    }
+
     #[test]
     fn refusals() {
         let pod = presets::load("nvl72-like").unwrap();
         let f = Fabric::build(&pod);
         assert!(matches!(
-            export(&pod, &f, 0),
-            Err(ExportError::TooManyPorts { ports: 72, .. })
+            switch_tables::<64, u8>(&pod, &f, 0),
+            Err(ExportError::TooManyPorts {
+                ports: 72,
+                max: 64,
+                ..
+            })
         ));
         assert!(matches!(
             export(&pod, &f, 99),

@@ -67,7 +67,7 @@ pub use self::tables::{PortIndex, Tables};
 /// `u16` up to [`WIDE_PORTS`]).
 pub const MAX_PORTS: usize = 64;
 /// Most ports of an instance whose tables store port numbers as `u16`.
-pub const WIDE_PORTS: usize = 1024;
+pub const WIDE_PORTS: usize = 4096;
 /// Number of accelerator IDs in a pod (10-bit IDs).
 pub const MAX_IDS: usize = 1024;
 /// Most egress ports one destination can be routed over (planes or parallel links).

@@ -36,13 +36,15 @@ mod sealed {
 /// decision reads (egress scores, ingress attachments): [`PortIndex::Map`] has one entry for
 /// every value of `u8` (256), so the firmware's lookups need no bounds check, and
 /// [`WIDE_PORTS`] entries for `u16` (a lookup beyond scores 0 / "unused").
-pub trait PortIndex: sealed::Sealed + Copy + Eq + Ord + Debug + Hash + 'static {
+pub trait PortIndex:
+    sealed::Sealed + Copy + Eq + Ord + Debug + Hash + Send + Sync + 'static
+{
     /// "No port".
     const NONE: Self;
     /// Most ports an instance with this storage may have.
     const LIMIT: usize;
     /// One `u16` per port number.
-    type Map: Copy + Debug + PartialEq + Eq + AsRef<[u16]> + AsMut<[u16]>;
+    type Map: Copy + Debug + PartialEq + Eq + Send + Sync + AsRef<[u16]> + AsMut<[u16]>;
     /// A map filled with `v`.
     fn map(v: u16) -> Self::Map;
     /// The stored form of port `p` ([`PortIndex::NONE`] for a value that does not fit).

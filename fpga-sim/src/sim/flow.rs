@@ -586,8 +586,9 @@ impl Sim {
             let base = sw.base;
             if self.fault.is_some() {
                 self.switch_events(s, now);
-            } else if let super::switch::Forwarder::Podlink(x) = &mut sw.fwd {
+            } else {
                 // Without faults nothing is flushed and no health changes: only drop events.
+                let x = sw.fwd.switch();
                 while x.poll_event().is_some() {}
             }
             match res {

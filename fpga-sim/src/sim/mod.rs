@@ -135,6 +135,17 @@ pub enum SimError {
     /// A workload could not be built (a trace file that cannot be read or parsed).
     #[error("{0}")]
     Workload(String),
+    /// A switch the switch library cannot hold (too many partitions or ports) or whose
+    /// tables it refuses.
+    #[error("{pod}: switch {switch}: {problem}")]
+    Switch {
+        /// Pod name.
+        pod: String,
+        /// Switch index.
+        switch: usize,
+        /// The problem.
+        problem: String,
+    },
     /// A fault of the plan names something the pod does not have.
     #[error("faults.{index}: {message}")]
     Fault {
@@ -381,7 +392,11 @@ impl Sim {
         let mut switches = Vec::new();
         for (s, node) in fabric.switches.iter().enumerate() {
             switches.push(SwitchModel {
-                fwd: Forwarder::build(pod, &fabric, s),
+                fwd: Forwarder::build(pod, &fabric, s).map_err(|problem| SimError::Switch {
+                    pod: pod.name.clone(),
+                    switch: s,
+                    problem,
+                })?,
                 base: owner.len() as u32,
                 n: node.ports.len() as u32,
                 blocked: Vec::new(),

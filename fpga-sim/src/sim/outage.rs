@@ -5,7 +5,6 @@
 
 use super::fault::{Entry, FaultKind, Happening, PortRef};
 use super::steer::Known;
-use super::switch::Forwarder;
 use super::{Ev, Owner, Sim};
 use podlink_protocol::time::{Duration, Instant};
 use podlink_switch::health::TransceiverReading;
@@ -45,13 +44,14 @@ impl Sim {
             return;
         };
         for s in 0..self.switches.len() {
-            if let Forwarder::Podlink(sw) = &mut self.switches[s].fwd {
-                sw.set_health_policy(HealthPolicy {
+            self.switches[s]
+                .fwd
+                .switch()
+                .set_health_policy(HealthPolicy {
                     window: Duration::from_ps(w.max(1)),
                     ..HealthPolicy::default()
                 });
-                self.schedule(w.max(1), Ev::Health(s as u32));
-            }
+            self.schedule(w.max(1), Ev::Health(s as u32));
         }
     }
 
@@ -63,13 +63,14 @@ impl Sim {
 
     fn log(&mut self, t: u64, what: Happening, switch: Option<u32>) {
         let tx = switch
-            .and_then(|s| match &self.switches.get(s as usize)?.fwd {
-                Forwarder::Podlink(sw) => Some(
-                    (0..self.switches[s as usize].n as usize)
-                        .map(|p| u64::from(sw.counters().ports.get(p).map_or(0, |c| c.tx_frames)))
+            .and_then(|s| {
+                let m = self.switches.get(s as usize)?;
+                let sw = m.fwd.switch_ref();
+                Some(
+                    (0..m.n as usize)
+                        .map(|p| u64::from(sw.tx_frames(p)))
                         .collect(),
-                ),
-                Forwarder::Wide(_) => None,
+                )
             })
             .unwrap_or_default();
         if let Some(f) = self.fault.as_mut() {
@@ -223,12 +224,12 @@ impl Sim {
             }
             f.failed[a as usize] = true;
         }
-        let mut from = None;
-        if let Forwarder::Podlink(sw) = &mut self.switches[p.switch as usize].fwd {
-            let h = sw.health(p.port as u8);
-            sw.force_health(p.port as u8, Health::Failed);
-            from = Some(h);
-        }
+        let from = {
+            let sw = self.switches[p.switch as usize].fwd.switch();
+            let h = sw.health(p.port as u16);
+            sw.force_health(p.port as u16, Health::Failed);
+            Some(h)
+        };
         self.switch_events(p.switch, now);
         if let Some(h) = from.filter(|&h| h != Health::Failed) {
             self.log(
@@ -281,13 +282,14 @@ impl Sim {
         if self.fault.as_ref().is_some_and(|f| f.declared[a as usize]) {
             return Known::Down;
         }
-        match &self.switches[p.switch as usize].fwd {
-            Forwarder::Podlink(sw) => match sw.health(p.port as u8) {
-                Health::Healthy => Known::Up,
-                Health::Degraded => Known::Degraded,
-                Health::Failed => Known::Down,
-            },
-            Forwarder::Wide(_) => Known::Up,
+        match self.switches[p.switch as usize]
+            .fwd
+            .switch_ref()
+            .health(p.port as u16)
+        {
+            Health::Healthy => Known::Up,
+            Health::Degraded => Known::Degraded,
+            Health::Failed => Known::Down,
         }
     }
 
@@ -345,15 +347,13 @@ impl Sim {
                 }
             }
         }
-        let next = match &mut self.switches[s as usize].fwd {
-            Forwarder::Podlink(sw) => {
-                for (p, errors) in readings {
-                    sw.set_transceiver(p as u8, healthy_module(errors));
-                }
-                sw.handle_timeout(Instant::from_ps(now), &self.ports[base..base + n]);
-                sw.poll_timeout().as_ps().max(now + 1)
+        let next = {
+            let sw = self.switches[s as usize].fwd.switch();
+            for (p, errors) in readings {
+                sw.set_transceiver(p as u16, healthy_module(errors));
             }
-            Forwarder::Wide(_) => return,
+            sw.handle_timeout(Instant::from_ps(now), &self.ports[base..base + n]);
+            sw.poll_timeout().as_ps().max(now + 1)
         };
         self.switch_events(s, now);
         self.schedule(next, Ev::Health(s));
@@ -364,7 +364,8 @@ impl Sim {
     pub(crate) fn switch_events(&mut self, s: u32, now: u64) {
         let mut changes = Vec::new();
         let mut flushed = Vec::new();
-        if let Forwarder::Podlink(sw) = &mut self.switches[s as usize].fwd {
+        {
+            let sw = self.switches[s as usize].fwd.switch();
             while let Some(ev) = sw.poll_event() {
                 match ev {
                     Event::HealthChanged { port, from, to } => changes.push((port, from, to)),
