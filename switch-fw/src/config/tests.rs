@@ -16,7 +16,7 @@ fn sample() -> Tables {
         t.set_port(
             p,
             PortCfg {
-                attach: Attachment::Accelerator(aid(u16::from(p) + 10)),
+                attach: Attachment::Accelerator(aid(p + 10)),
                 plane: 0,
             },
         )
@@ -63,7 +63,7 @@ fn sample() -> Tables {
         t.add_member(b, aid(x)).unwrap();
     }
     for p in 0..4u16 {
-        t.set_route(aid(u16::from(p) + 10), &[p]).unwrap();
+        t.set_route(aid(p + 10), &[p]).unwrap();
     }
     for x in 100..=102 {
         t.set_route(aid(x), &[4, 5]).unwrap();

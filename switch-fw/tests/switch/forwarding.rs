@@ -11,11 +11,11 @@ proptest! {
         let (sw1, _) = new_switch(|t| small_pod_with(t, false, None), 8);
         let (sw2, _) = new_switch(|t| small_pod_with(t, false, None), 1000);
         let h = Header::request(aid(src), aid(dst), vc(v), region);
-        let a = sw1.decide(src as u16, &h);
+        let a = sw1.decide(src, &h);
         prop_assert!(a.is_ok());
         // Independent of load (credits), same for the same key.
-        prop_assert_eq!(a, sw2.decide(src as u16, &h));
-        prop_assert_eq!(a, sw1.decide(src as u16, &h));
+        prop_assert_eq!(a, sw2.decide(src, &h));
+        prop_assert_eq!(a, sw1.decide(src, &h));
     }
 }
 
@@ -44,7 +44,7 @@ fn test_link_down_flushes_and_reroutes() {
     let p = sw.forward(t(1), 0, frame(1, h), &mut ports).unwrap().port();
     assert_eq!(sw.queue_depth(p, vc(2)), 1);
     ports[usize::from(p)].set_up(false);
-    sw.refresh_port(p.into(), &ports[usize::from(p)]);
+    sw.refresh_port(p, &ports[usize::from(p)]);
     assert_eq!(sw.queue_depth(p, vc(2)), 0);
     let evs: Vec<Event> = core::iter::from_fn(|| sw.poll_event()).collect();
     assert!(evs.contains(&Event::LinkDown { port: p }));
@@ -54,14 +54,14 @@ fn test_link_down_flushes_and_reroutes() {
     // All trunks down: unreachable.
     for x in TRUNKS {
         ports[usize::from(x)].set_up(false);
-        sw.refresh_port(x.into(), &ports[usize::from(x)]);
+        sw.refresh_port(x, &ports[usize::from(x)]);
     }
     assert_eq!(
         sw.forward(t(3), 0, frame(3, h), &mut ports),
         Err(DropReason::Unreachable)
     );
     ports[usize::from(p)].set_up(true);
-    sw.refresh_port(p.into(), &ports[usize::from(p)]);
+    sw.refresh_port(p, &ports[usize::from(p)]);
     assert!(core::iter::from_fn(|| sw.poll_event()).any(|e| e == Event::LinkUp { port: p }));
 }
 

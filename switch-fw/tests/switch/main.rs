@@ -46,7 +46,7 @@ pub(crate) fn small_pod_with(
         t.set_port(
             p,
             PortCfg {
-                attach: Attachment::Accelerator(aid(p.into())),
+                attach: Attachment::Accelerator(aid(p)),
                 plane: 0,
             },
         )?;
@@ -77,7 +77,7 @@ pub(crate) fn small_pod_with(
         t.add_member(b, aid(x))?;
     }
     for p in 0..4u16 {
-        t.set_route(aid(p.into()), &[p])?;
+        t.set_route(aid(p), &[p])?;
     }
     for x in 100..300 {
         t.set_route(aid(x), &TRUNKS)?;

@@ -130,22 +130,22 @@ proptest! {
                     let trunk = TRUNKS[usize::from(k)];
                     if split {
                         handle += 1;
-                        sw.forward(*now, trunk.into(), frame(handle, resp.with_last(false)), &mut ports)
+                        sw.forward(*now, trunk, frame(handle, resp.with_last(false)), &mut ports)
                             .map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
                     }
                     handle += 1;
-                    sw.forward(*now, trunk.into(), frame(handle, resp), &mut ports)
+                    sw.forward(*now, trunk, frame(handle, resp), &mut ports)
                         .map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
                 }
                 Op::Grant(k, n) => {
                     let p = TRUNKS[usize::from(k)];
                     for v in 0..2 { ports[usize::from(p)].grant(vc(v), u32::from(n)); }
-                    sw.refresh_port(p.into(), &ports[usize::from(p)]);
+                    sw.refresh_port(p, &ports[usize::from(p)]);
                 }
                 Op::Starve(k) => {
                     let p = TRUNKS[usize::from(k)];
                     for v in 0..2 { ports[usize::from(p)].set_credits(vc(v), 0); }
-                    sw.refresh_port(p.into(), &ports[usize::from(p)]);
+                    sw.refresh_port(p, &ports[usize::from(p)]);
                 }
                 Op::Drain(n) => {
                     for _ in 0..n {

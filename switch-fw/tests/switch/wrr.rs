@@ -13,7 +13,7 @@ fn one_egress(t: &mut Tables, vw: [u8; 4], pw: [u8; 2]) -> Result<(), ConfigErro
         t.set_port(
             p,
             PortCfg {
-                attach: Attachment::Accelerator(aid(p.into())),
+                attach: Attachment::Accelerator(aid(p)),
                 plane: 0,
             },
         )?;
@@ -36,7 +36,7 @@ fn one_egress(t: &mut Tables, vw: [u8; 4], pw: [u8; 2]) -> Result<(), ConfigErro
         }
     }
     for p in 0..4u16 {
-        t.set_route(aid(p.into()), &[p])?;
+        t.set_route(aid(p), &[p])?;
     }
     t.set_route(aid(100), &[4])?;
     t.set_route(aid(200), &[4])?;
@@ -256,8 +256,8 @@ fn poll_transmit_port_is_poll_transmit_with_the_other_ports_closed() {
             } else {
                 Header::response(Some(aid(src)), aid(dst), vc((r >> 8) as u8 % 4))
             };
-            let fa = a.forward(now, src as u16, frame(i, h), &mut pa);
-            let fb = b.forward(now, src as u16, frame(i, h), &mut pb);
+            let fa = a.forward(now, src, frame(i, h), &mut pa);
+            let fb = b.forward(now, src, frame(i, h), &mut pb);
             assert_eq!(fa, fb);
         }
         if r % 7 == 0 {
