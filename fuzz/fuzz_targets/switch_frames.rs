@@ -31,13 +31,13 @@ fuzz_target!(|data: &[u8]| {
                 let Ok(header) = Header::parse(field) else { continue };
                 handle = handle.wrapping_add(1);
                 let frame = Frame { handle, header, bytes: 64 };
-                let ingress = ingress % 70;
+                let ingress = u16::from(ingress % 70);
                 match sw.forward(now, ingress, frame, &mut ports) {
                     Ok(f) => {
-                        let route = sw.tables().route(header.dst);
-                        assert!(route.contains(&f.port()), "egress outside the route set");
-                        if let (Some(src), true) = (header.src, u16::from(ingress) < LOCAL) {
-                            assert_eq!(src.get(), u16::from(ingress), "spoofed source passed");
+                        let mut route = sw.tables().route(header.dst);
+                        assert!(route.any(|p| p == f.port()), "egress outside the route set");
+                        if let (Some(src), true) = (header.src, ingress < LOCAL) {
+                            assert_eq!(src.get(), ingress, "spoofed source passed");
                         }
                         assert_ne!(header.kind, FrameKind::LinkLocal);
                     }
@@ -49,7 +49,7 @@ fuzz_target!(|data: &[u8]| {
             3 => {
                 let Some((&[p, x], tail)) = rest.split_first_chunk::<2>() else { break };
                 rest = tail;
-                let p = p % MAX_PORTS as u8;
+                let p = u16::from(p) % MAX_PORTS as u16;
                 let link = &mut ports[usize::from(p)];
                 match x >> 6 {
                     0 => link.grant(Vc::from_bits_truncate(x), u32::from(x & 0x0f)),
