@@ -8,6 +8,7 @@ mod health;
 mod isolation;
 mod links;
 mod ordering;
+mod wide;
 mod wrr;
 
 use podlink_protocol::time::Instant;
