@@ -13,6 +13,7 @@ use podlink_protocol::wire::AccelId;
 
 /// Why a frame was not forwarded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u16)]
 pub enum DropReason {
     /// A link-local field (flow control / NOP) reached the forwarding logic.
     LinkLocal,
