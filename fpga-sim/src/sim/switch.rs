@@ -344,6 +344,17 @@ mod tests {
                 "{name}"
             );
         }
+        // The largest switch a pod file describes: 1024 accelerators × 2 ports, 2048 ports.
+        use crate::pod::config::Topology;
+        let mut pod = presets::load("single-switch-16").unwrap();
+        pod.topology = Topology::SingleSwitch {
+            accelerators: 1024,
+            ports_per_accel: 2,
+        };
+        let f = Fabric::build(&pod);
+        assert_eq!(f.switches[0].ports.len(), 2048);
+        let fwd = Forwarder::build(&pod, &f, 0).unwrap();
+        assert_eq!(fwd.capacity(), podlink_switch::WIDE_PORTS);
     }
 
     /// Memory of each instance the simulator uses (printed for `spec-notes/simulator.md`;
