@@ -13,7 +13,6 @@ pub mod booksim;
 pub mod conformance;
 pub mod engine;
 pub mod export;
-pub mod hugepages;
 pub mod pod;
 pub mod report;
 pub mod rng;

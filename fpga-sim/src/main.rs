@@ -11,11 +11,6 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Large allocations in transparent huge pages where the kernel offers them
-/// (`podlink_sim::hugepages`): a large pod's state is touched at random.
-#[global_allocator]
-static ALLOC: podlink_sim::hugepages::HugePages = podlink_sim::hugepages::HugePages;
-
 #[derive(Parser)]
 #[command(
     name = "podlink-sim",
