@@ -63,6 +63,12 @@ impl Sim {
                         at(w);
                         t.link.cache_lines(f);
                         t.tl.cache_lines(f);
+                        if matches!(ev, Ev::Tx(_)) {
+                            if let Some(p) = self.accels.port(e) {
+                                p.req.cache_lines(f);
+                                p.cpl.cache_lines(f);
+                            }
+                        }
                     }
                     1 => {
                         t.link.cache_lines_deep(f);
@@ -92,6 +98,9 @@ impl Sim {
                         t.link.cache_lines(f);
                         at(x);
                         x.tlu.cache_lines(f);
+                        if let Some(p) = self.accels.port(r as u32) {
+                            p.req.cache_lines(f);
+                        }
                     }
                     1 => {
                         if let Some(fl) = w.flight.front_ref() {
@@ -108,6 +117,9 @@ impl Sim {
             Ev::Ctl(e) | Ev::Pipe(e) | Ev::Cpl(e) if stage == 0 => {
                 if let Some(x) = self.rxs.get(e as usize) {
                     at(x);
+                }
+                if let (Ev::Cpl(_), Some(p)) = (ev, self.accels.port(e)) {
+                    p.cpl.cache_lines(f);
                 }
             }
             _ => {}
