@@ -36,6 +36,7 @@
 )]
 
 pub mod flow;
+pub mod hint;
 pub mod link;
 pub mod phy;
 pub mod retry;
