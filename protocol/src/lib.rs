@@ -36,7 +36,6 @@
 )]
 
 pub mod flow;
-pub mod hint;
 pub mod link;
 pub mod phy;
 pub mod retry;

@@ -303,34 +303,6 @@ impl<E: Copy> Calendar<E> {
         }
     }
 
-    /// The event `k` places after the next one (`k = 0`: the next), if the current bucket and
-    /// the events due now hold that many; events in later buckets are not looked at. A hint
-    /// for prefetching.
-    pub fn ahead(&self, k: usize) -> Option<&E> {
-        let mut c = self.current.len();
-        let mut f = 0;
-        for _ in 0..k {
-            match (
-                c.checked_sub(1).and_then(|i| self.current.get(i)),
-                self.now_fifo.get(f),
-            ) {
-                (Some(a), Some(b)) if b.key() < a.key() => f += 1,
-                (Some(_), _) => c -= 1,
-                (None, Some(_)) => f += 1,
-                (None, None) => return None,
-            }
-        }
-        match (
-            c.checked_sub(1).and_then(|i| self.current.get(i)),
-            self.now_fifo.get(f),
-        ) {
-            (Some(a), Some(b)) => Some(if b.key() < a.key() { &b.ev } else { &a.ev }),
-            (Some(a), None) => Some(&a.ev),
-            (None, Some(b)) => Some(&b.ev),
-            (None, None) => None,
-        }
-    }
-
     /// Time of the next event.
     pub fn peek_time(&self) -> Option<Instant> {
         if !self.now_fifo.is_empty() {
@@ -384,47 +356,6 @@ mod tests {
             w.sort_unstable_by_key(|e| Reverse(e.key()));
             let keys = |v: &[Entry<u32>]| v.iter().map(|e| (e.key(), e.ev)).collect::<Vec<_>>();
             assert_eq!(keys(&v), keys(&w), "n {n}");
-        }
-    }
-
-    /// `ahead(k)`, when it answers, names the event popped `k + 1` pops later, among events
-    /// due now (the FIFO) and sorted ones of the current bucket alike.
-    #[test]
-    fn ahead_names_the_events_popped_next() {
-        for seed in 0..40 {
-            let mut r = Rng::new(seed, 3);
-            let mut cal: Calendar<u32> = Calendar::with_buckets(6, 3);
-            let mut id = 0u32;
-            let mut answered = 0;
-            for _round in 0..100 {
-                for _ in 0..r.below(8) {
-                    cal.at(Instant::from_ps(cal.now().as_ps() + r.below(24)), id);
-                    id += 1;
-                }
-                let Some(_) = cal.pop_until(Instant::from_ps(u64::MAX)) else {
-                    continue;
-                };
-                // Handlers schedule events at the current time: they go to the FIFO.
-                for _ in 0..r.below(3) {
-                    cal.at(cal.now(), id);
-                    id += 1;
-                }
-                let said: Vec<Option<u32>> = (0..4).map(|k| cal.ahead(k).copied()).collect();
-                // The next four pops (they are consumed: the run goes on without them).
-                let popped: Vec<Option<u32>> = (0..4)
-                    .map(|_| cal.pop_until(Instant::from_ps(u64::MAX)))
-                    .collect();
-                for (k, s) in said.iter().enumerate() {
-                    if let Some(s) = s {
-                        assert_eq!(Some(*s), popped[k], "seed {seed} k {k}");
-                        answered += 1;
-                    }
-                }
-            }
-            assert!(
-                answered > 50,
-                "seed {seed}: ahead answered only {answered} times"
-            );
         }
     }
 

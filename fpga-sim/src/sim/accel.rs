@@ -89,8 +89,7 @@ pub(crate) struct Accels {
 
 impl Accels {
     pub fn new(pod: &PodFile, fabric: &Fabric, base: u32, end_of: &[u32]) -> Accels {
-        // Sized once: the ports are large (no copies while the pod is built).
-        let mut ports = Vec::with_capacity(fabric.accel_ports.iter().map(Vec::len).sum());
+        let mut ports = Vec::new();
         let mut nports = Vec::new();
         let part = |a: usize| PartitionId::from_bits_truncate(fabric.partition_of[a]);
         let mut table = PartitionTable::empty();

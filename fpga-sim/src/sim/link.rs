@@ -53,11 +53,6 @@ impl FlitPool {
     pub fn in_use(&self) -> usize {
         self.slots.len() - self.free.len()
     }
-
-    /// The slot [`FlitPool::take`] would hand out next, if one is free (a prefetch hint).
-    pub fn next_free(&self) -> Option<&[u8; FLIT_LEN]> {
-        self.free.last().and_then(|&i| self.slots.get(i as usize))
-    }
 }
 
 /// A DL flit on the wire.
@@ -102,11 +97,6 @@ impl Flight {
     /// The oldest flit.
     pub fn front(&self) -> Option<InFlight> {
         self.q.front().copied()
-    }
-
-    /// Where the oldest flit's record is, without reading it (a prefetch hint).
-    pub fn front_ref(&self) -> Option<&InFlight> {
-        self.q.front()
     }
 
     /// Mark every flit in flight lost (the link went down); returns how many.

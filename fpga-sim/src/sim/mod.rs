@@ -18,7 +18,6 @@ pub mod link;
 mod outage;
 pub mod output;
 pub mod port;
-mod prefetch;
 pub mod results;
 mod steer;
 mod summary;
@@ -554,11 +553,6 @@ impl Sim {
         let start = self.sched.executed();
         let horizon = Instant::from_ps(until);
         while let Some(ev) = self.sched.pop_until(horizon) {
-            for stage in 0..prefetch::AHEAD {
-                if let Some(&next) = self.sched.ahead(prefetch::AHEAD - 1 - stage) {
-                    self.prefetch(next, stage);
-                }
-            }
             let now = self.sched.now().as_ps();
             self.dispatch(ev, now);
         }

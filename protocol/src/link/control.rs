@@ -245,14 +245,6 @@ pub struct Control {
 }
 
 impl Control {
-    /// The lines its often-used state is on ([`crate::hint`]).
-    pub(crate) fn cache_lines(&self, f: &mut impl FnMut(usize)) {
-        crate::hint::at(&self.id_pending, f);
-        crate::hint::whole(&self.timers, f);
-        crate::hint::tail(&self.events, f);
-        crate::hint::tail(&self.out, f);
-    }
-
     /// Idle until the link comes up.
     pub fn new(cfg: ControlConfig) -> Self {
         Control {

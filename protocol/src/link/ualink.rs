@@ -157,25 +157,6 @@ impl<S: TlSink + ?Sized> UnpackSink for Sink<'_, S> {
 }
 
 impl<const CAP: usize, const TXQ: usize> UaLink<CAP, TXQ> {
-    /// Calls `f` with the address of each cache line of the link's small state, which the
-    /// next `handle_flit`, `poll_transmit` or `poll_timeout` touches ([`crate::hint`]).
-    /// Changes nothing.
-    pub fn cache_lines(&self, f: &mut impl FnMut(usize)) {
-        let base = core::ptr::from_ref(self) as usize;
-        let small = (core::ptr::from_ref(&self.control) as usize).saturating_sub(base);
-        crate::hint::span(self, small, f);
-        self.control.cache_lines(f);
-        crate::hint::tail(&self.txq, f);
-        self.retry.cache_lines(f);
-    }
-
-    /// Calls `f` with the address of each cache line of the replay buffer slots the next DL
-    /// flit is written to or resent from. Reads the small state: ask for
-    /// [`UaLink::cache_lines`] first, one step earlier. Changes nothing.
-    pub fn cache_lines_deep(&self, f: &mut impl FnMut(usize)) {
-        self.retry.cache_lines_deep(f);
-    }
-
     /// A link end in `Idle`.
     pub fn new(cfg: UaLinkConfig) -> Self {
         UaLink {

@@ -3,19 +3,6 @@
 use super::*;
 
 impl<const CAP: usize> LinkRetry<CAP> {
-    /// The lines its small state is on ([`crate::hint`]).
-    pub(crate) fn cache_lines(&self, f: &mut impl FnMut(usize)) {
-        let base = core::ptr::from_ref(self) as usize;
-        let small = (core::ptr::from_ref(&self.tx) as usize).saturating_sub(base);
-        crate::hint::span(self, small, f);
-        crate::hint::at(&self.tx, f);
-    }
-
-    /// The replay slots the next transmission writes or reads.
-    pub(crate) fn cache_lines_deep(&self, f: &mut impl FnMut(usize)) {
-        self.tx.cache_lines_deep(f);
-    }
-
     /// A link end in `Idle` whose first flit will carry sequence number 1.
     pub fn new(cfg: Config) -> Self {
         LinkRetry {

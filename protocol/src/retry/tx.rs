@@ -115,21 +115,6 @@ impl<const CAP: usize> Tx<CAP> {
         self.replays_since_progress = 0;
     }
 
-    /// The slot the next submission is written to and, when a flit waits to be (re)sent,
-    /// the slot it is read from ([`crate::hint`]).
-    pub(crate) fn cache_lines_deep(&self, f: &mut impl FnMut(usize)) {
-        if usize::from(self.len) < CAP {
-            if let Some(s) = self.slots.get(self.slot(self.len)) {
-                crate::hint::whole(s, f);
-            }
-        }
-        if self.next < self.len {
-            if let Some(s) = self.slots.get(self.slot(self.next)) {
-                crate::hint::whole(s, f);
-            }
-        }
-    }
-
     fn slot(&self, off: u16) -> usize {
         let i = self.head.wrapping_add(off);
         usize::from(if i >= Self::CAP16 {

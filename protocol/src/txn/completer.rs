@@ -180,18 +180,6 @@ pub struct Completer<const Q: usize> {
 }
 
 impl<const Q: usize> Completer<Q> {
-    /// Calls `f` with the address of each cache line of the completer's bookkeeping that a
-    /// request or a transmission touches whatever its source ([`crate::hint`]). Changes
-    /// nothing.
-    pub fn cache_lines(&self, f: &mut impl FnMut(usize)) {
-        crate::hint::at(&self.config, f);
-        self.queue.cache_lines(f);
-        crate::hint::whole(&self.decoder, f);
-        crate::hint::at(&self.staged_field, f);
-        crate::hint::tail(&self.events, f);
-        crate::hint::at(&self.stats, f);
-    }
-
     /// A completer that admits requesters according to `partitions`.
     pub fn new(config: CompleterConfig, partitions: PartitionTable) -> Self {
         Completer {

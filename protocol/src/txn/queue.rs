@@ -15,14 +15,6 @@ pub(crate) struct SlotQueue<T, const N: usize> {
 }
 
 impl<T, const N: usize> SlotQueue<T, N> {
-    /// The lines of its order and free lists ([`crate::hint`]).
-    pub(crate) fn cache_lines(&self, f: &mut impl FnMut(usize)) {
-        crate::hint::at(&self.order, f);
-        crate::hint::tail(&self.order, f);
-        crate::hint::at(&self.free, f);
-        crate::hint::tail(&self.free, f);
-    }
-
     pub(crate) fn new() -> Self {
         const { assert!(N >= 1 && N <= u16::MAX as usize, "1 ≤ capacity ≤ 65535") };
         let mut free = Vec::new();

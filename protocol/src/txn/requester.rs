@@ -104,23 +104,6 @@ pub struct Requester<const TAGS: usize, const OPS: usize, const QUEUE: usize> {
 }
 
 impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OPS, QUEUE> {
-    /// Calls `f` with the address of each cache line of the requester's bookkeeping that a
-    /// submission, transmission or response touches whatever its tag or operation
-    /// ([`crate::hint`]). Changes nothing.
-    pub fn cache_lines(&self, f: &mut impl FnMut(usize)) {
-        crate::hint::at(&self.config, f);
-        crate::hint::at(&self.dst_partitions, f);
-        self.tags.cache_lines(f);
-        crate::hint::tail(&self.free_ops, f);
-        crate::hint::tail(&self.done, f);
-        self.queue.cache_lines(f);
-        crate::hint::at(&self.staged_field, f);
-        crate::hint::whole(&self.encoder, f);
-        crate::hint::at(&self.next_id, f);
-        crate::hint::tail(&self.events, f);
-        crate::hint::at(&self.stats, f);
-    }
-
     /// A requester with no operation in flight.
     pub fn new(config: RequesterConfig) -> Self {
         const { assert!(OPS >= 1 && OPS <= u16::MAX as usize, "1 ≤ OPS ≤ 65535") };

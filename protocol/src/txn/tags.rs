@@ -51,12 +51,6 @@ pub(crate) struct TagTable<const N: usize> {
 }
 
 impl<const N: usize> TagTable<N> {
-    /// The lines of its free list's ends and list heads ([`crate::hint`]).
-    pub(crate) fn cache_lines(&self, f: &mut impl FnMut(usize)) {
-        crate::hint::tail(&self.free, f);
-        crate::hint::at(&self.in_flight, f);
-    }
-
     pub(crate) fn new() -> Self {
         const { assert!(N >= 1 && N <= 1 << Tag::BITS, "1 ≤ tags ≤ 2048") };
         let mut free = Deque::new();

@@ -178,16 +178,6 @@ impl<const HALVES: usize> Default for TlPacker<HALVES> {
 }
 
 impl<const HALVES: usize> TlPacker<HALVES> {
-    /// Calls `f` with the address of each cache line the next push or poll is likely to
-    /// touch ([`crate::hint`]). Changes nothing.
-    pub fn cache_lines(&self, f: &mut impl FnMut(usize)) {
-        crate::hint::whole(&self.ctrl, f);
-        crate::hint::at(&self.ctrl_len, f);
-        crate::hint::at(&self.streaming, f);
-        crate::hint::tail(&self.jobs, f);
-        crate::hint::tail(&self.data, f);
-    }
-
     const CAPACITY_OK: () = assert!(
         HALVES >= MAX_TRANSFER_HALVES,
         "TlPacker needs room for at least one 256 B partial write (9 half-flits)"

@@ -118,16 +118,6 @@ impl Default for TlUnpacker {
 }
 
 impl TlUnpacker {
-    /// Calls `f` with the address of each cache line the next DL flit's TL flits are likely
-    /// to touch here ([`crate::hint`]). Changes nothing.
-    pub fn cache_lines(&self, f: &mut impl FnMut(usize)) {
-        crate::hint::at(&self.next_half, f);
-        crate::hint::at(&self.ctrl_next, f);
-        crate::hint::at(&self.pending, f);
-        crate::hint::at(&self.failed, f);
-        crate::hint::whole(&self.flit, f);
-    }
-
     /// An unpacker at the start of a TL stream.
     pub const fn new() -> Self {
         TlUnpacker {
