@@ -347,6 +347,44 @@ impl DenseSeparable {
         }
     }
 
+    /// [`DenseSeparable::bid`] at priority 0, for callers whose every request has priority
+    /// 0 (no priority bookkeeping).
+    #[inline(always)]
+    pub(crate) fn bid_unprioritised(
+        &mut self,
+        input: u32,
+        out: u32,
+        label: u32,
+        offset: u32,
+        labels: u32,
+    ) {
+        let (i, o) = (input as usize & 63, out as usize & 63);
+        let bit = 1u64 << o;
+        if self.req[i] & bit != 0 {
+            // Another VC of the input bids for the same output: the one nearer the offset.
+            let old = u32::from(self.label[i][o]);
+            if rr_dist(label, offset, labels) < rr_dist(old, offset, labels) {
+                self.label[i][o] = label as u8;
+            }
+            return;
+        }
+        self.req[i] |= bit;
+        self.in_any |= 1u64 << i;
+        self.label[i][o] = label as u8;
+    }
+
+    /// Every match of the last allocation, `(input, output, label)`, in input order.
+    #[inline(always)]
+    pub(crate) fn for_each_match(&self, mut f: impl FnMut(u32, u32, u32)) {
+        let mut m = self.in_matched;
+        while m != 0 {
+            let i = m.trailing_zeros() as usize & 63;
+            m &= m - 1;
+            let o = self.grant[i] as usize & 63;
+            f(i as u32, o as u32, u32::from(self.label[i][o]));
+        }
+    }
+
     /// Priority of the request from input `i` to output `o`.
     #[inline]
     fn pri_of(&self, i: usize, o: usize) -> i32 {

@@ -358,6 +358,10 @@ pub struct IqRouter {
     route_next: Vec<u32>,
     /// This step's switch grants `(input, output, VC)`.
     sa_wins: Vec<(u32, u32, u32)>,
+    /// The crossbar stage: the flit each output receives at the next step (one at most),
+    /// and a bit per output holding one.
+    xbar_front: Vec<Flit>,
+    xbar_mask: Vec<u64>,
 
     active: bool,
     partial_internal: f64,
@@ -466,6 +470,8 @@ impl IqRouter {
             sa_next: vec![0; ivcs.div_ceil(64)],
             route_next: Vec::with_capacity(ivcs),
             sa_wins: Vec::with_capacity(n_in),
+            xbar_front: vec![Flit::default(); n_out],
+            xbar_mask: vec![0; n_out.div_ceil(64)],
             active: false,
             partial_internal: 0.0,
             stats: RouterStats::default(),
@@ -557,6 +563,11 @@ impl IqRouter {
     pub fn flits_inside(&self) -> usize {
         self.vcs.iter().map(|v| v.len as usize).sum::<usize>()
             + self.xbar_q.q.len()
+            + self
+                .xbar_mask
+                .iter()
+                .map(|w| w.count_ones() as usize)
+                .sum::<usize>()
             + self.out_q.total()
     }
 
@@ -1322,19 +1333,16 @@ impl IqRouter {
             self.fast_sa_bids();
             self.sw_alloc.allocate();
         }
-        // The crossbar: last step's winners reach their output queues.
-        {
-            let n = self.xbar_q.q.len();
-            let (a, b) = self.xbar_q.q.front_slices_mut(n);
-            for it in a.iter().chain(b.iter()) {
-                self.out_q.push(it.out as usize, it.flit);
-            }
-            self.xbar_q.q.advance(n);
-        }
+        // The crossbar: last step's winners reach their output queues (one per output).
+        self.out_q
+            .push_each(&mut self.xbar_front, &mut self.xbar_mask);
         if bids {
             self.fast_sa_winners()?;
         }
-        let mut busy = !self.route_next.is_empty() || !self.xbar_q.is_empty();
+        let mut busy = !self.route_next.is_empty();
+        for &w in &self.xbar_mask {
+            busy |= w != 0;
+        }
         let sets = self.va_set.iter_mut().zip(self.va_next.iter_mut());
         for (set, next) in sets.zip(self.sa_set.iter_mut().zip(self.sa_next.iter_mut())) {
             *set.0 |= std::mem::take(set.1);
@@ -1538,7 +1546,12 @@ impl IqRouter {
             out_q,
             sw_rr_offset,
         };
+        let unprioritised = !ctx.pri_seen;
         stats.sw_alloc_attempts += match sw_alloc.dense_mut() {
+            // Every priority is 0: no priority bookkeeping.
+            Some(d) if unprioritised => ctx.bids(sa_set, |i, o, l, _, off, n| {
+                d.bid_unprioritised(i, o, l, off, n)
+            }),
             Some(d) => ctx.bids(sa_set, |i, o, l, p, off, n| d.bid(i, o, l, p, off, n)),
             None => ctx.bids(sa_set, |i, o, l, p, off, n| {
                 sw_alloc.bid(i, o, l, p, off, n)
@@ -1550,26 +1563,32 @@ impl IqRouter {
     /// speculation, lookahead or speedup).
     fn fast_sa_winners(&mut self) -> Result<(), RouterError> {
         let (b, v) = (self.b, self.v);
+        self.sa_wins.clear();
+        match self.sw_alloc.dense_mut() {
+            Some(d) => {
+                let wins = &mut self.sa_wins;
+                d.for_each_match(|i, o, l| wins.push((i, o, l)));
+            }
+            None => self.sw_alloc.grants_into(&mut self.sa_wins),
+        }
         let IqRouter {
             vcs,
             bufs,
             next_buf,
-            xbar_q,
+            xbar_front,
+            xbar_mask,
             stats,
             credit_q,
             sa_set,
             route_next,
-            sw_alloc,
             sw_rr_offset,
             sw_rr_next,
             sa_wins,
             ..
         } = self;
         let (vcs, bufs, next_buf) = (&mut vcs[..], &bufs[..], &mut next_buf[..]);
-        let sw_rr_offset = &mut sw_rr_offset[..];
+        let (sw_rr_offset, xbar_front) = (&mut sw_rr_offset[..], &mut xbar_front[..]);
         let n_ivc = vcs.len();
-        sa_wins.clear();
-        sw_alloc.grants_into(sa_wins);
         for &(input, output, vcn) in sa_wins.iter() {
             let (input, output, vcn) = (input as usize, output as usize, vcn as usize);
             let ivc = input * v + vcn;
@@ -1585,10 +1604,9 @@ impl IqRouter {
             (s.len, s.head) = (len, head);
             f.vc = s.out_vc;
             next_buf[output].sending_flit(&f)?;
-            xbar_q.push(XbarItem {
-                flit: f,
-                out: output as u32,
-            });
+            // One winner per output (no output speedup).
+            xbar_front[output] = f;
+            xbar_mask[output / 64] |= 1u64 << (output % 64);
             stats.flits_switched += 1;
             credit_q.push(input, Credit(1u64 << vcn));
             let (iw, ibit) = (ivc / 64, 1u64 << (ivc % 64));
@@ -1863,12 +1881,14 @@ mod tests {
         }
         let mut fast_runs = 0;
         for case in 0..60 {
-            let inputs = 1 + rnd(6) as usize;
-            let outputs = 1 + rnd(6) as usize;
+            // Every fourth case is wider: input VCs straddle the 64-bit words of the sets.
+            let wide = case % 4 == 1;
+            let inputs = if wide { 20 + rnd(12) } else { 1 + rnd(6) } as usize;
+            let outputs = if wide { 1 + rnd(24) } else { 1 + rnd(6) } as usize;
             let c = RouterConfig {
                 inputs,
                 outputs,
-                vcs: 1 + rnd(4) as usize,
+                vcs: if wide { 3 + rnd(5) } else { 1 + rnd(4) } as usize,
                 vc_buf_size: 1 + rnd(4) as usize,
                 wait_for_tail_credit: rnd(3) == 0,
                 output_buffer_size: if rnd(4) == 0 { Some(1) } else { None },
