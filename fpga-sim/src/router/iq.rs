@@ -181,6 +181,68 @@ impl SaBidCtx<'_> {
     }
 }
 
+/// What a switch-allocation winner of the one-cycle pipeline changes.
+struct SaWinner<'a> {
+    b: usize,
+    v: usize,
+    vcs: &'a mut [InputVc],
+    bufs: &'a [Flit],
+    next_buf: &'a mut [BufferState],
+    xbar_front: &'a mut [Flit],
+    xbar_mask: &'a mut [u64],
+    stats: &'a mut RouterStats,
+    credit_q: &'a mut PortQueues<Credit>,
+    sa_set: &'a mut [u64],
+    route_next: &'a mut Vec<u32>,
+    sw_rr_offset: &'a mut [u32],
+    sw_rr_next: &'a [u8; 64],
+}
+
+impl SaWinner<'_> {
+    /// VC `vcn` of `input`, granted `output`, sends its front flit across the switch.
+    #[inline(always)]
+    fn cross(&mut self, input: usize, output: usize, vcn: usize) -> Result<(), RouterError> {
+        let (b, n_ivc) = (self.b, self.vcs.len());
+        let ivc = input * self.v + vcn;
+        self.sw_rr_offset[input] = u32::from(self.sw_rr_next[vcn & 63]);
+        let s = &mut self.vcs[ivc];
+        // One winner per output (no output speedup): the flit moves to the crossbar stage
+        // whole and takes its output VC there.
+        let f = &mut self.xbar_front[output];
+        *f = self.bufs[s.head as usize * n_ivc + ivc];
+        f.vc = s.out_vc;
+        let len = s.len - 1;
+        let head = if len == 0 || s.head as usize + 1 == b {
+            0
+        } else {
+            s.head + 1
+        };
+        (s.len, s.head) = (len, head);
+        self.next_buf[output].sending_flit(f)?;
+        let f = *f;
+        self.xbar_mask[output / 64] |= 1u64 << (output % 64);
+        self.stats.flits_switched += 1;
+        self.credit_q.push(input, Credit(1u64 << vcn));
+        let (iw, ibit) = (ivc / 64, 1u64 << (ivc % 64));
+        if len == 0 {
+            if f.is_tail() {
+                s.state = VcState::Idle;
+            }
+            self.sa_set[iw] &= !ibit;
+        } else if f.is_tail() {
+            // The next packet's head is at the front: it is routed at the next step.
+            let nf = self.bufs[head as usize * n_ivc + ivc];
+            if !nf.is_head() {
+                return Err(RouterError::NotHead { input, vc: nf.vc });
+            }
+            s.state = VcState::Routing;
+            self.route_next.push(ivc as u32);
+            self.sa_set[iw] &= !ibit;
+        }
+        Ok(())
+    }
+}
+
 #[derive(Clone, Copy, Default)]
 struct CreditItem {
     time: i64,
@@ -1396,16 +1458,19 @@ impl IqRouter {
             while m != 0 {
                 let input = w * 64 + m.trailing_zeros() as usize;
                 m &= m - 1;
-                let f = in_flit[input];
-                let ivc = input * v + f.vc as usize;
+                let vc = in_flit[input].vc;
+                let ivc = input * v + vc as usize;
                 let st = &mut vcs[ivc];
                 let len = st.len as usize;
                 if len >= b {
-                    return Err(RouterError::BufferOverflow { input, vc: f.vc });
+                    return Err(RouterError::BufferOverflow { input, vc });
                 }
                 let slot = st.head as usize + len;
                 let slot = if slot >= b { slot - b } else { slot };
-                bufs[slot * n_ivc + ivc] = f;
+                // The flit moves whole (a field-by-field copy costs more).
+                let f = &mut bufs[slot * n_ivc + ivc];
+                *f = in_flit[input];
+                let f = &*f;
                 st.len += 1;
                 let (iw, ibit) = (ivc / 64, 1u64 << (ivc % 64));
                 match st.state {
@@ -1413,7 +1478,7 @@ impl IqRouter {
                         if !f.is_head() || len != 0 {
                             return Err(RouterError::NotHead { input, vc: f.vc });
                         }
-                        Self::fast_route(id, (n_out, v), st, &f, routing)?;
+                        Self::fast_route(id, (n_out, v), st, f, routing)?;
                         va_next[iw] |= ibit;
                     }
                     VcState::Active if len == 0 => sa_set[iw] |= ibit,
@@ -1562,16 +1627,27 @@ impl IqRouter {
     /// Switch-allocation winners cross the switch ([`IqRouter::sa_update`] without
     /// speculation, lookahead or speedup).
     fn fast_sa_winners(&mut self) -> Result<(), RouterError> {
-        let (b, v) = (self.b, self.v);
-        self.sa_wins.clear();
-        match self.sw_alloc.dense_mut() {
-            Some(d) => {
-                let wins = &mut self.sa_wins;
-                d.for_each_match(|i, o, l| wins.push((i, o, l)));
-            }
-            None => self.sw_alloc.grants_into(&mut self.sa_wins),
-        }
         let IqRouter {
+            vcs,
+            bufs,
+            next_buf,
+            xbar_front,
+            xbar_mask,
+            stats,
+            credit_q,
+            sa_set,
+            route_next,
+            sw_alloc,
+            sw_rr_offset,
+            sw_rr_next,
+            sa_wins,
+            b,
+            v,
+            ..
+        } = self;
+        let mut w = SaWinner {
+            b: *b,
+            v: *v,
             vcs,
             bufs,
             next_buf,
@@ -1583,50 +1659,24 @@ impl IqRouter {
             route_next,
             sw_rr_offset,
             sw_rr_next,
-            sa_wins,
-            ..
-        } = self;
-        let (vcs, bufs, next_buf) = (&mut vcs[..], &bufs[..], &mut next_buf[..]);
-        let (sw_rr_offset, xbar_front) = (&mut sw_rr_offset[..], &mut xbar_front[..]);
-        let n_ivc = vcs.len();
-        for &(input, output, vcn) in sa_wins.iter() {
-            let (input, output, vcn) = (input as usize, output as usize, vcn as usize);
-            let ivc = input * v + vcn;
-            sw_rr_offset[input] = u32::from(sw_rr_next[vcn & 63]);
-            let s = &mut vcs[ivc];
-            let mut f = bufs[s.head as usize * n_ivc + ivc];
-            let len = s.len - 1;
-            let head = if len == 0 || s.head as usize + 1 == b {
-                0
-            } else {
-                s.head + 1
-            };
-            (s.len, s.head) = (len, head);
-            f.vc = s.out_vc;
-            next_buf[output].sending_flit(&f)?;
-            // One winner per output (no output speedup).
-            xbar_front[output] = f;
-            xbar_mask[output / 64] |= 1u64 << (output % 64);
-            stats.flits_switched += 1;
-            credit_q.push(input, Credit(1u64 << vcn));
-            let (iw, ibit) = (ivc / 64, 1u64 << (ivc % 64));
-            if len == 0 {
-                if f.is_tail() {
-                    s.state = VcState::Idle;
+        };
+        let mut result = Ok(());
+        match sw_alloc.dense_mut() {
+            // (An error is fatal for the run: the first one is reported.)
+            Some(d) => d.for_each_match(|i, o, l| {
+                if result.is_ok() {
+                    result = w.cross(i as usize, o as usize, l as usize);
                 }
-                sa_set[iw] &= !ibit;
-            } else if f.is_tail() {
-                // The next packet's head is at the front: it is routed at the next step.
-                let nf = bufs[head as usize * n_ivc + ivc];
-                if !nf.is_head() {
-                    return Err(RouterError::NotHead { input, vc: nf.vc });
+            }),
+            None => {
+                sa_wins.clear();
+                sw_alloc.grants_into(sa_wins);
+                for &(i, o, l) in sa_wins.iter() {
+                    w.cross(i as usize, o as usize, l as usize)?;
                 }
-                s.state = VcState::Routing;
-                route_next.push(ivc as u32);
-                sa_set[iw] &= !ibit;
             }
         }
-        Ok(())
+        result
     }
 
     fn switch_update(&mut self, now: i64) {
