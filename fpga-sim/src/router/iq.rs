@@ -191,7 +191,8 @@ struct SaWinner<'a> {
     xbar_front: &'a mut [Flit],
     xbar_mask: &'a mut [u64],
     stats: &'a mut RouterStats,
-    credit_q: &'a mut PortQueues<Credit>,
+    credit_front: &'a mut [Credit],
+    credit_mask: &'a mut [u64],
     sa_set: &'a mut [u64],
     route_next: &'a mut Vec<u32>,
     sw_rr_offset: &'a mut [u32],
@@ -222,7 +223,9 @@ impl SaWinner<'_> {
         let f = *f;
         self.xbar_mask[output / 64] |= 1u64 << (output % 64);
         self.stats.flits_switched += 1;
-        self.credit_q.push(input, Credit(1u64 << vcn));
+        // One credit per input (one switch input each).
+        self.credit_front[input] = Credit(1u64 << vcn);
+        self.credit_mask[input / 64] |= 1u64 << (input % 64);
         let (iw, ibit) = (ivc / 64, 1u64 << (ivc % 64));
         if len == 0 {
             if f.is_tail() {
@@ -424,6 +427,9 @@ pub struct IqRouter {
     /// and a bit per output holding one.
     xbar_front: Vec<Flit>,
     xbar_mask: Vec<u64>,
+    /// This step's credits per input (one at most), and a bit per input holding one.
+    credit_front: Vec<Credit>,
+    credit_mask: Vec<u64>,
 
     active: bool,
     partial_internal: f64,
@@ -534,6 +540,8 @@ impl IqRouter {
             sa_wins: Vec::with_capacity(n_in),
             xbar_front: vec![Flit::default(); n_out],
             xbar_mask: vec![0; n_out.div_ceil(64)],
+            credit_front: vec![Credit::default(); n_in],
+            credit_mask: vec![0; n_in.div_ceil(64)],
             active: false,
             partial_internal: 0.0,
             stats: RouterStats::default(),
@@ -1400,6 +1408,8 @@ impl IqRouter {
             .push_each(&mut self.xbar_front, &mut self.xbar_mask);
         if bids {
             self.fast_sa_winners()?;
+            self.credit_q
+                .push_each(&mut self.credit_front, &mut self.credit_mask);
         }
         let mut busy = !self.route_next.is_empty();
         for &w in &self.xbar_mask {
@@ -1634,7 +1644,8 @@ impl IqRouter {
             xbar_front,
             xbar_mask,
             stats,
-            credit_q,
+            credit_front,
+            credit_mask,
             sa_set,
             route_next,
             sw_alloc,
@@ -1654,7 +1665,8 @@ impl IqRouter {
             xbar_front,
             xbar_mask,
             stats,
-            credit_q,
+            credit_front,
+            credit_mask,
             sa_set,
             route_next,
             sw_rr_offset,
