@@ -1944,9 +1944,23 @@ mod tests {
         let mut fast_runs = 0;
         for case in 0..60 {
             // Every fourth case is wider: input VCs straddle the 64-bit words of the sets.
+            // The last two have more than 64 ports (the sparse switch allocator).
             let wide = case % 4 == 1;
-            let inputs = if wide { 20 + rnd(12) } else { 1 + rnd(6) } as usize;
-            let outputs = if wide { 1 + rnd(24) } else { 1 + rnd(6) } as usize;
+            let huge = case >= 58;
+            let inputs = if huge {
+                65 + rnd(8)
+            } else if wide {
+                20 + rnd(12)
+            } else {
+                1 + rnd(6)
+            } as usize;
+            let outputs = if huge {
+                60 + rnd(10)
+            } else if wide {
+                1 + rnd(24)
+            } else {
+                1 + rnd(6)
+            } as usize;
             let c = RouterConfig {
                 inputs,
                 outputs,
