@@ -59,8 +59,8 @@ impl RoutingFunction for ToDest {
 }
 
 /// A 16-port router with sinks that return credits two cycles later and sources that send
-/// 3-flit packets whenever their VC has credit.
-fn run_router(cycles: u64, count_from: u64) -> u64 {
+/// 3-flit packets whenever their VC has credit; `order_free` selects the one-cycle pipeline.
+fn run_router(cycles: u64, count_from: u64, order_free: bool) -> u64 {
     let cfg = RouterConfig {
         inputs: 16,
         outputs: 16,
@@ -69,6 +69,7 @@ fn run_router(cycles: u64, count_from: u64) -> u64 {
         ..RouterConfig::default()
     };
     let mut r = IqRouter::new(0, &cfg).unwrap();
+    assert_eq!(r.set_order_free_routing(order_free), order_free);
     let mut credit = [[8u32; 4]; 16];
     let mut pending_credits: Vec<(u64, usize, Credit)> = Vec::with_capacity(1024);
     let mut pending_flits: Vec<(u64, usize, Flit)> = Vec::with_capacity(1024);
@@ -151,13 +152,15 @@ fn run_booksim() -> u64 {
 #[test]
 fn steady_state_allocates_nothing() {
     // One test function: the counter is process-wide.
-    let sent = run_router(6000, 1000);
-    assert!(sent > 20_000, "traffic flowed: {sent}");
-    assert_eq!(
-        ALLOCS.load(Ordering::Relaxed),
-        0,
-        "router: allocations in steady state"
-    );
+    for order_free in [false, true] {
+        let sent = run_router(6000, 1000, order_free);
+        assert!(sent > 20_000, "traffic flowed: {sent}");
+        assert_eq!(
+            ALLOCS.load(Ordering::Relaxed),
+            0,
+            "router (order-free routing {order_free}): allocations in steady state"
+        );
+    }
     let flits = run_booksim();
     assert!(flits > 20_000, "traffic flowed: {flits}");
     assert_eq!(

@@ -328,6 +328,13 @@ pub fn build(
             }
         }
     }
+    if let Topology::Fly { .. } = topology {
+        // dest_tag routes are a function of the router and destination alone (no random
+        // up-link draws, unlike nca), so the routers may use their one-cycle pipeline.
+        for r in &mut routers {
+            r.set_order_free_routing(true);
+        }
+    }
     if routers.len() * nodes <= 1 << 22 {
         let mut table = Vec::with_capacity(routers.len() * nodes);
         for r in 0..routers.len() {

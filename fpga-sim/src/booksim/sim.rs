@@ -714,8 +714,9 @@ impl Sim {
         } = self;
         let (dst, routers) = (&wiring.dst[..], &mut routers[..]);
         let credit_list = credits.list(slot);
-        for &(c, f) in arrivals {
-            match dst[c as usize] {
+        for (c, f) in arrivals {
+            // (By reference: the flit is copied whole where it goes.)
+            match dst[*c as usize] {
                 End::Node(n) => {
                     if counting {
                         if let Some(t) = sources.term(n as usize) {
@@ -725,11 +726,11 @@ impl Sim {
                     }
                     credit_list.push((wiring.eject(n as usize) as u32, Credit::for_vc(f.vc)));
                     *credits_in_channels += 1;
-                    ledger.retire(n, f, cycle, record_all, wiring)?;
+                    ledger.retire(n, *f, cycle, record_all, wiring)?;
                 }
                 End::Router { router, port } => {
                     routers[router as usize]
-                        .handle_flit(port as usize, f)
+                        .handle_flit(port as usize, *f)
                         .map_err(|err| SimError::Router { router, cycle, err })?;
                 }
             }

@@ -309,8 +309,16 @@ impl DenseSeparable {
         self.uniform = true;
     }
 
-    #[inline]
-    fn bid(&mut self, input: u32, out: u32, label: u32, pri: i32, offset: u32, labels: u32) {
+    #[inline(always)]
+    pub(crate) fn bid(
+        &mut self,
+        input: u32,
+        out: u32,
+        label: u32,
+        pri: i32,
+        offset: u32,
+        labels: u32,
+    ) {
         debug_assert!(label < 64);
         let (i, o) = (input as usize & 63, out as usize & 63);
         let bit = 1u64 << o;
@@ -336,6 +344,44 @@ impl DenseSeparable {
         if pri != self.first_pri {
             self.explicit[i] |= bit;
             self.pri[i][o] = pri;
+        }
+    }
+
+    /// [`DenseSeparable::bid`] at priority 0, for callers whose every request has priority
+    /// 0 (no priority bookkeeping).
+    #[inline(always)]
+    pub(crate) fn bid_unprioritised(
+        &mut self,
+        input: u32,
+        out: u32,
+        label: u32,
+        offset: u32,
+        labels: u32,
+    ) {
+        let (i, o) = (input as usize & 63, out as usize & 63);
+        let bit = 1u64 << o;
+        if self.req[i] & bit != 0 {
+            // Another VC of the input bids for the same output: the one nearer the offset.
+            let old = u32::from(self.label[i][o]);
+            if rr_dist(label, offset, labels) < rr_dist(old, offset, labels) {
+                self.label[i][o] = label as u8;
+            }
+            return;
+        }
+        self.req[i] |= bit;
+        self.in_any |= 1u64 << i;
+        self.label[i][o] = label as u8;
+    }
+
+    /// Every match of the last allocation, `(input, output, label)`, in input order.
+    #[inline(always)]
+    pub(crate) fn for_each_match(&self, mut f: impl FnMut(u32, u32, u32)) {
+        let mut m = self.in_matched;
+        while m != 0 {
+            let i = m.trailing_zeros() as usize & 63;
+            m &= m - 1;
+            let o = self.grant[i] as usize & 63;
+            f(i as u32, o as u32, u32::from(self.label[i][o]));
         }
     }
 
@@ -459,6 +505,22 @@ impl DenseSeparable {
         }
     }
 
+    /// Every match of the last allocation as `(input, output, label)`, in input order.
+    #[inline]
+    fn grants_into(&self, out: &mut Vec<(u32, u32, u32)>) {
+        let mut m = self.in_matched;
+        while m != 0 {
+            let i = m.trailing_zeros() as usize & 63;
+            m &= m - 1;
+            let o = self.grant[i];
+            out.push((
+                i as u32,
+                u32::from(o),
+                u32::from(self.label[i][o as usize & 63]),
+            ));
+        }
+    }
+
     #[inline]
     fn grant(&self, input: u32) -> Option<(u32, u32)> {
         let i = input as usize & 63;
@@ -500,6 +562,15 @@ impl SwitchAllocator {
         }
     }
 
+    /// The dense allocator, when this is one (its `bid` inlines into a caller's loop).
+    #[inline]
+    pub fn dense_mut(&mut self) -> Option<&mut DenseSeparable> {
+        match self {
+            SwitchAllocator::Dense(d) => Some(d),
+            SwitchAllocator::Sparse(_) => None,
+        }
+    }
+
     /// Input `input` bids for `out` with VC `label` at priority `pri`; when the input already
     /// bids for `out`, the VC that wins round-robin order from `offset` over `labels` VCs
     /// (higher priority first) keeps the bid.
@@ -532,6 +603,22 @@ impl SwitchAllocator {
         match self {
             SwitchAllocator::Dense(d) => d.allocate(),
             SwitchAllocator::Sparse(s) => s.allocate(),
+        }
+    }
+
+    /// Every match of the last allocation as `(input, output, label)` (the output granted
+    /// to the input and the VC label of its request), appended to `out`.
+    #[inline]
+    pub fn grants_into(&self, out: &mut Vec<(u32, u32, u32)>) {
+        match self {
+            SwitchAllocator::Dense(d) => d.grants_into(out),
+            SwitchAllocator::Sparse(s) => {
+                for &i in &s.matched_in {
+                    if let Some((o, label)) = self.grant(i) {
+                        out.push((i, o, label));
+                    }
+                }
+            }
         }
     }
 
@@ -647,6 +734,16 @@ mod tests {
                 for i in 0..n_in as u32 {
                     assert_eq!(d.grant(i), s.grant(i), "case {case} input {i}");
                 }
+                // The listed matches are exactly the per-input grants.
+                let (mut gd, mut gs) = (Vec::new(), Vec::new());
+                d.grants_into(&mut gd);
+                s.grants_into(&mut gs);
+                gs.sort_unstable();
+                let each: Vec<(u32, u32, u32)> = (0..n_in as u32)
+                    .filter_map(|i| d.grant(i).map(|(o, l)| (i, o, l)))
+                    .collect();
+                assert_eq!(gd, each, "case {case}");
+                assert_eq!(gs, each, "case {case}");
             }
         }
     }

@@ -130,6 +130,122 @@ struct XbarItem {
     out: u32,
 }
 
+/// What the one-cycle pipeline's switch bids read.
+struct SaBidCtx<'a> {
+    v: u32,
+    pri_seen: bool,
+    out_limit: usize,
+    vcs: &'a [InputVc],
+    next_buf: &'a [BufferState],
+    bufs: &'a [Flit],
+    out_q: &'a PortQueues<Flit>,
+    sw_rr_offset: &'a [u32],
+}
+
+impl SaBidCtx<'_> {
+    /// Hand every bid of the VCs in `set` to `bid` (the allocator's); returns the number of
+    /// attempts (VCs in the set).
+    #[inline(always)]
+    fn bids(&self, set: &[u64], mut bid: impl FnMut(u32, u32, u32, i32, u32, u32)) -> u64 {
+        let n_ivc = self.vcs.len();
+        let mut attempts = 0u64;
+        for (w, &word) in set.iter().enumerate() {
+            attempts += u64::from(word.count_ones());
+            let mut bits = word;
+            while bits != 0 {
+                let ivc = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let st = &self.vcs[ivc];
+                let port = st.out_port as usize;
+                if self.next_buf[port].is_full_for(st.out_vc as usize)
+                    || (self.out_limit != usize::MAX && self.out_q.len(port) >= self.out_limit)
+                {
+                    continue;
+                }
+                let prio = if self.pri_seen {
+                    i32::from(self.bufs[st.head as usize * n_ivc + ivc].pri)
+                } else {
+                    0
+                };
+                bid(
+                    st.exp_in,
+                    port as u32,
+                    u32::from(st.vc),
+                    prio,
+                    self.sw_rr_offset[st.exp_in as usize],
+                    self.v,
+                );
+            }
+        }
+        attempts
+    }
+}
+
+/// What a switch-allocation winner of the one-cycle pipeline changes.
+struct SaWinner<'a> {
+    b: usize,
+    v: usize,
+    vcs: &'a mut [InputVc],
+    bufs: &'a [Flit],
+    next_buf: &'a mut [BufferState],
+    xbar_front: &'a mut [Flit],
+    xbar_mask: &'a mut [u64],
+    stats: &'a mut RouterStats,
+    credit_front: &'a mut [Credit],
+    credit_mask: &'a mut [u64],
+    sa_set: &'a mut [u64],
+    route_next: &'a mut Vec<u32>,
+    sw_rr_offset: &'a mut [u32],
+    sw_rr_next: &'a [u8; 64],
+}
+
+impl SaWinner<'_> {
+    /// VC `vcn` of `input`, granted `output`, sends its front flit across the switch.
+    #[inline(always)]
+    fn cross(&mut self, input: usize, output: usize, vcn: usize) -> Result<(), RouterError> {
+        let (b, n_ivc) = (self.b, self.vcs.len());
+        let ivc = input * self.v + vcn;
+        self.sw_rr_offset[input] = u32::from(self.sw_rr_next[vcn & 63]);
+        let s = &mut self.vcs[ivc];
+        // One winner per output (no output speedup): the flit moves to the crossbar stage
+        // whole and takes its output VC there.
+        let f = &mut self.xbar_front[output];
+        *f = self.bufs[s.head as usize * n_ivc + ivc];
+        f.vc = s.out_vc;
+        let len = s.len - 1;
+        let head = if len == 0 || s.head as usize + 1 == b {
+            0
+        } else {
+            s.head + 1
+        };
+        (s.len, s.head) = (len, head);
+        self.next_buf[output].sending_flit(f)?;
+        let f = *f;
+        self.xbar_mask[output / 64] |= 1u64 << (output % 64);
+        self.stats.flits_switched += 1;
+        // One credit per input (one switch input each).
+        self.credit_front[input] = Credit(1u64 << vcn);
+        self.credit_mask[input / 64] |= 1u64 << (input % 64);
+        let (iw, ibit) = (ivc / 64, 1u64 << (ivc % 64));
+        if len == 0 {
+            if f.is_tail() {
+                s.state = VcState::Idle;
+            }
+            self.sa_set[iw] &= !ibit;
+        } else if f.is_tail() {
+            // The next packet's head is at the front: it is routed at the next step.
+            let nf = self.bufs[head as usize * n_ivc + ivc];
+            if !nf.is_head() {
+                return Err(RouterError::NotHead { input, vc: nf.vc });
+            }
+            s.state = VcState::Routing;
+            self.route_next.push(ivc as u32);
+            self.sa_set[iw] &= !ibit;
+        }
+        Ok(())
+    }
+}
+
 #[derive(Clone, Copy, Default)]
 struct CreditItem {
     time: i64,
@@ -292,6 +408,29 @@ pub struct IqRouter {
     /// (`(vc + input_speedup) % vcs`).
     sw_rr_next: [u8; 64],
 
+    /// The configuration allows the one-cycle pipeline (see [`IqRouter::set_order_free_routing`]).
+    fast_ok: bool,
+    /// The one-cycle pipeline is in use: stage membership is kept in the bit sets below
+    /// instead of the stage queues.
+    fast: bool,
+    /// Input VCs in VC allocation, and those joining it at the next step.
+    va_set: Vec<u64>,
+    va_next: Vec<u64>,
+    /// Input VCs in switch allocation, and those joining it at the next step.
+    sa_set: Vec<u64>,
+    sa_next: Vec<u64>,
+    /// Input VCs whose next packet's head reached the front: routed at the next step.
+    route_next: Vec<u32>,
+    /// This step's switch grants `(input, output, VC)`.
+    sa_wins: Vec<(u32, u32, u32)>,
+    /// The crossbar stage: the flit each output receives at the next step (one at most),
+    /// and a bit per output holding one.
+    xbar_front: Vec<Flit>,
+    xbar_mask: Vec<u64>,
+    /// This step's credits per input (one at most), and a bit per input holding one.
+    credit_front: Vec<Credit>,
+    credit_mask: Vec<u64>,
+
     active: bool,
     partial_internal: f64,
     stats: RouterStats,
@@ -382,10 +521,49 @@ impl IqRouter {
                 .map(|i| (i % cfg.input_speedup) as u32)
                 .collect(),
             sw_rr_next: std::array::from_fn(|vc| ((vc + cfg.input_speedup) % v) as u8),
+            fast_ok: cfg.routing_delay == 1
+                && cfg.vc_alloc_delay == 1
+                && cfg.sw_alloc_delay == 1
+                && cfg.crossbar_delay() == 1
+                && cfg.credit_delay == 0
+                && cfg.internal_speedup == 1.0
+                && !cfg.speculative
+                && cfg.input_speedup == 1
+                && cfg.output_speedup == 1
+                && cfg.alloc_iters == 1,
+            fast: false,
+            va_set: vec![0; ivcs.div_ceil(64)],
+            va_next: vec![0; ivcs.div_ceil(64)],
+            sa_set: vec![0; ivcs.div_ceil(64)],
+            sa_next: vec![0; ivcs.div_ceil(64)],
+            route_next: Vec::with_capacity(ivcs),
+            sa_wins: Vec::with_capacity(n_in),
+            xbar_front: vec![Flit::default(); n_out],
+            xbar_mask: vec![0; n_out.div_ceil(64)],
+            credit_front: vec![Credit::default(); n_in],
+            credit_mask: vec![0; n_in.div_ceil(64)],
             active: false,
             partial_internal: 0.0,
             stats: RouterStats::default(),
         })
+    }
+
+    /// Declare that the routing function used with this router is *order-free*: its routes
+    /// (and lookahead routes) depend only on its arguments, not on the order or number of
+    /// calls (no random draws, no state). The router may then use its one-cycle pipeline when
+    /// the configuration allows it (every stage delay 1, no credit delay, one internal step
+    /// per cycle, no speculation, no speedups, one allocation pass): stage membership kept
+    /// as bit sets, visited in input-VC order instead of queue order, which gives the same
+    /// results exactly because every allocation in that configuration is independent of
+    /// the order its requests arrive in, and only the routing function could observe it.
+    ///
+    /// Only before the first flit arrives (the stage state has two representations).
+    /// Returns whether the one-cycle pipeline is now in use.
+    pub fn set_order_free_routing(&mut self, order_free: bool) -> bool {
+        if self.stats.flits_in == 0 {
+            self.fast = self.fast_ok && order_free;
+        }
+        self.fast
     }
 
     /// The router's number.
@@ -455,6 +633,11 @@ impl IqRouter {
     pub fn flits_inside(&self) -> usize {
         self.vcs.iter().map(|v| v.len as usize).sum::<usize>()
             + self.xbar_q.q.len()
+            + self
+                .xbar_mask
+                .iter()
+                .map(|w| w.count_ones() as usize)
+                .sum::<usize>()
             + self.out_q.total()
     }
 
@@ -513,6 +696,13 @@ impl IqRouter {
         now: u64,
         routing: &mut R,
     ) -> Result<(), RouterError> {
+        if self.fast {
+            // One internal step per cycle (`partial_internal` would stay 0).
+            if self.active {
+                self.fast_step(now as i64, routing)?;
+            }
+            return Ok(());
+        }
         self.partial_internal += self.internal_speedup;
         while self.partial_internal >= 1.0 {
             self.internal_step(now as i64, routing)?;
@@ -1177,6 +1367,330 @@ impl IqRouter {
         Ok(())
     }
 
+    // ---- the one-cycle pipeline ------------------------------------------------------
+
+    /// One internal step of the one-cycle pipeline (`fast`): the stages of
+    /// [`IqRouter::internal_step`] with every delay 1, in the same order of effects.
+    ///
+    /// * A head arriving at an idle VC is routed at once (the route stage would route it
+    ///   later in the same step) and joins VC allocation at the next step; a flit arriving
+    ///   at an active VC with nothing buffered joins this step's switch allocation.
+    /// * VC allocation grants take their output VC at once (only speculative switch bids
+    ///   read VC availability, and there are none) and join switch allocation at the next
+    ///   step; losers stay.
+    /// * Switch-allocation winners cross to the crossbar stage, which delivers them to the
+    ///   output queues at the next step; losers stay.
+    fn fast_step<R: RoutingFunction>(
+        &mut self,
+        now: i64,
+        routing: &mut R,
+    ) -> Result<(), RouterError> {
+        let _ = now;
+        self.stats.internal_steps += 1;
+        if self.in_any {
+            self.in_any = false;
+            self.fast_arrivals(routing)?;
+        }
+        if !self.route_next.is_empty() {
+            self.fast_route_next(routing)?;
+        }
+        if self.va_set.iter().any(|&w| w != 0) {
+            self.fast_va()?;
+        }
+        self.sw_alloc.clear();
+        let bids = self.sa_set.iter().any(|&w| w != 0);
+        if bids {
+            self.fast_sa_bids();
+            self.sw_alloc.allocate();
+        }
+        // The crossbar: last step's winners reach their output queues (one per output).
+        self.out_q
+            .push_each(&mut self.xbar_front, &mut self.xbar_mask);
+        if bids {
+            self.fast_sa_winners()?;
+            self.credit_q
+                .push_each(&mut self.credit_front, &mut self.credit_mask);
+        }
+        let mut busy = !self.route_next.is_empty();
+        for &w in &self.xbar_mask {
+            busy |= w != 0;
+        }
+        let sets = self.va_set.iter_mut().zip(self.va_next.iter_mut());
+        for (set, next) in sets.zip(self.sa_set.iter_mut().zip(self.sa_next.iter_mut())) {
+            *set.0 |= std::mem::take(set.1);
+            *next.0 |= std::mem::take(next.1);
+            busy |= (*set.0 | *next.0) != 0;
+        }
+        self.active = busy;
+        Ok(())
+    }
+
+    /// Route a head at the front of input VC `ivc` (state `VcAlloc`, joining VC allocation
+    /// at the next step).
+    #[inline(always)]
+    fn fast_route<R: RoutingFunction>(
+        id: u32,
+        (n_out, v): (usize, usize),
+        st: &mut InputVc,
+        f: &Flit,
+        routing: &mut R,
+    ) -> Result<(), RouterError> {
+        let r = routing.route(id, usize::from(st.input), f);
+        if r.port as usize >= n_out || r.vc_lo > r.vc_hi || r.vc_hi as usize >= v {
+            return Err(RouterError::BadRoute {
+                port: r.port,
+                vc_lo: r.vc_lo,
+                vc_hi: r.vc_hi,
+            });
+        }
+        st.route = r;
+        st.head_pri = f.pri;
+        st.state = VcState::VcAlloc;
+        Ok(())
+    }
+
+    /// [`IqRouter::enqueue_arrivals`] for the one-cycle pipeline.
+    fn fast_arrivals<R: RoutingFunction>(&mut self, routing: &mut R) -> Result<(), RouterError> {
+        let (v, b, id, n_out) = (self.v, self.b, self.id, self.n_out);
+        let IqRouter {
+            in_mask,
+            in_flit,
+            vcs,
+            bufs,
+            va_next,
+            sa_set,
+            ..
+        } = self;
+        let (vcs, bufs, in_flit) = (&mut vcs[..], &mut bufs[..], &in_flit[..]);
+        let n_ivc = vcs.len();
+        for (w, mask) in in_mask.iter_mut().enumerate() {
+            let mut m = std::mem::take(mask);
+            while m != 0 {
+                let input = w * 64 + m.trailing_zeros() as usize;
+                m &= m - 1;
+                let vc = in_flit[input].vc;
+                let ivc = input * v + vc as usize;
+                let st = &mut vcs[ivc];
+                let len = st.len as usize;
+                if len >= b {
+                    return Err(RouterError::BufferOverflow { input, vc });
+                }
+                let slot = st.head as usize + len;
+                let slot = if slot >= b { slot - b } else { slot };
+                // The flit moves whole (a field-by-field copy costs more).
+                let f = &mut bufs[slot * n_ivc + ivc];
+                *f = in_flit[input];
+                let f = &*f;
+                st.len += 1;
+                let (iw, ibit) = (ivc / 64, 1u64 << (ivc % 64));
+                match st.state {
+                    VcState::Idle => {
+                        if !f.is_head() || len != 0 {
+                            return Err(RouterError::NotHead { input, vc: f.vc });
+                        }
+                        Self::fast_route(id, (n_out, v), st, f, routing)?;
+                        va_next[iw] |= ibit;
+                    }
+                    VcState::Active if len == 0 => sa_set[iw] |= ibit,
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The route stage for heads that reached the front of their VC last step.
+    fn fast_route_next<R: RoutingFunction>(&mut self, routing: &mut R) -> Result<(), RouterError> {
+        let (v, id, n_out) = (self.v, self.id, self.n_out);
+        let IqRouter {
+            route_next,
+            vcs,
+            bufs,
+            va_next,
+            ..
+        } = self;
+        let n_ivc = vcs.len();
+        for &ivc in route_next.iter() {
+            let ivc = ivc as usize;
+            let st = &mut vcs[ivc];
+            let f = bufs[st.head as usize * n_ivc + ivc];
+            Self::fast_route(id, (n_out, v), st, &f, routing)?;
+            va_next[ivc / 64] |= 1u64 << (ivc % 64);
+        }
+        route_next.clear();
+        Ok(())
+    }
+
+    /// VC allocation over `va_set` ([`IqRouter::va_allocate`] and [`IqRouter::va_update`]
+    /// for one pass and a one-cycle stage).
+    fn fast_va(&mut self) -> Result<(), RouterError> {
+        let v = self.v as u32;
+        let (n_ov, n_iv) = (self.n_out as u32 * v, self.n_in as u32 * v);
+        let IqRouter {
+            vcs,
+            next_buf,
+            va_out,
+            va_touched,
+            va_set,
+            sa_next,
+            stats,
+            ..
+        } = self;
+        let (vcs, next_buf, va_out) = (&mut vcs[..], &mut next_buf[..], &mut va_out[..]);
+        let mut attempts = 0u64;
+        for (w, &word) in va_set.iter().enumerate() {
+            attempts += u64::from(word.count_ones());
+            let mut bits = word;
+            while bits != 0 {
+                let ivc = (w * 64) as u32 + bits.trailing_zeros();
+                bits &= bits - 1;
+                let st = &vcs[ivc as usize];
+                let route = st.route;
+                let port = route.port as usize;
+                let avail = next_buf[port].avail_mask() & range_mask(route.vc_lo, route.vc_hi);
+                if avail == 0 {
+                    continue;
+                }
+                let base = port as u32 * v;
+                let off = st.va_in_ptr.wrapping_sub(base);
+                let off = if off < v { off } else { 0 };
+                let bit = (avail.rotate_right(off).trailing_zeros() + off) & 63;
+                let ov = base + bit;
+                let pri = i32::from(st.head_pri);
+                let out = &mut va_out[ov as usize];
+                let dist = if ivc >= out.ptr {
+                    ivc - out.ptr
+                } else {
+                    ivc + n_iv - out.ptr
+                };
+                out.key = out.key.min(bid_key(pri, dist));
+                va_touched[ov as usize / 64] |= 1u64 << (ov % 64);
+            }
+        }
+        stats.vc_alloc_attempts += attempts;
+        for (w, word) in va_touched.iter_mut().enumerate() {
+            let mut bits = std::mem::take(word);
+            while bits != 0 {
+                let ov = (w * 64) as u32 + bits.trailing_zeros();
+                bits &= bits - 1;
+                let out = &mut va_out[ov as usize];
+                let dist = std::mem::replace(&mut out.key, NO_BID) as u32;
+                let win = out.ptr + dist;
+                let win = if win >= n_iv { win - n_iv } else { win };
+                let packed = out.packed;
+                out.ptr = if win + 1 == n_iv { 0 } else { win + 1 };
+                let st = &mut vcs[win as usize];
+                st.va_in_ptr = if ov + 1 == n_ov { 0 } else { ov + 1 };
+                let (port, ovc) = ((packed >> 6) as usize, (packed & 63) as usize);
+                next_buf[port].take_buffer(ovc, win)?;
+                st.out_port = port as u16;
+                st.out_vc = ovc as u8;
+                st.state = VcState::Active;
+                let (iw, ibit) = (win as usize / 64, 1u64 << (win % 64));
+                va_set[iw] &= !ibit;
+                sa_next[iw] |= ibit;
+            }
+        }
+        Ok(())
+    }
+
+    /// Switch bids of the VCs in `sa_set` ([`IqRouter::sa_bids`] without speculation or
+    /// speedup).
+    fn fast_sa_bids(&mut self) {
+        let IqRouter {
+            sa_set,
+            vcs,
+            next_buf,
+            bufs,
+            out_q,
+            sw_alloc,
+            sw_rr_offset,
+            out_limit,
+            pri_seen,
+            stats,
+            v,
+            ..
+        } = self;
+        let ctx = SaBidCtx {
+            v: *v as u32,
+            pri_seen: *pri_seen,
+            out_limit: *out_limit,
+            vcs,
+            next_buf,
+            bufs,
+            out_q,
+            sw_rr_offset,
+        };
+        let unprioritised = !ctx.pri_seen;
+        stats.sw_alloc_attempts += match sw_alloc.dense_mut() {
+            // Every priority is 0: no priority bookkeeping.
+            Some(d) if unprioritised => ctx.bids(sa_set, |i, o, l, _, off, n| {
+                d.bid_unprioritised(i, o, l, off, n)
+            }),
+            Some(d) => ctx.bids(sa_set, |i, o, l, p, off, n| d.bid(i, o, l, p, off, n)),
+            None => ctx.bids(sa_set, |i, o, l, p, off, n| {
+                sw_alloc.bid(i, o, l, p, off, n)
+            }),
+        };
+    }
+
+    /// Switch-allocation winners cross the switch ([`IqRouter::sa_update`] without
+    /// speculation, lookahead or speedup).
+    fn fast_sa_winners(&mut self) -> Result<(), RouterError> {
+        let IqRouter {
+            vcs,
+            bufs,
+            next_buf,
+            xbar_front,
+            xbar_mask,
+            stats,
+            credit_front,
+            credit_mask,
+            sa_set,
+            route_next,
+            sw_alloc,
+            sw_rr_offset,
+            sw_rr_next,
+            sa_wins,
+            b,
+            v,
+            ..
+        } = self;
+        let mut w = SaWinner {
+            b: *b,
+            v: *v,
+            vcs,
+            bufs,
+            next_buf,
+            xbar_front,
+            xbar_mask,
+            stats,
+            credit_front,
+            credit_mask,
+            sa_set,
+            route_next,
+            sw_rr_offset,
+            sw_rr_next,
+        };
+        let mut result = Ok(());
+        match sw_alloc.dense_mut() {
+            // (An error is fatal for the run: the first one is reported.)
+            Some(d) => d.for_each_match(|i, o, l| {
+                if result.is_ok() {
+                    result = w.cross(i as usize, o as usize, l as usize);
+                }
+            }),
+            None => {
+                sa_wins.clear();
+                sw_alloc.grants_into(sa_wins);
+                for &(i, o, l) in sa_wins.iter() {
+                    w.cross(i as usize, o as usize, l as usize)?;
+                }
+            }
+        }
+        result
+    }
+
     fn switch_update(&mut self, now: i64) {
         let n = self.xbar_q.take_due(now);
         let (a, b) = self.xbar_q.q.front_slices_mut(n);
@@ -1405,6 +1919,148 @@ mod tests {
         let mut r = IqRouter::new(0, &c).unwrap();
         let out = run(&mut r, &[(0, 0, Flit::new(1, 1, true, true))], 10);
         assert_eq!(out[0].0, 2);
+    }
+
+    /// The one-cycle pipeline (order-free routing) and the general one give the same
+    /// flits, credits and counters, cycle by cycle, under random traffic that obeys flow
+    /// control: multi-flit packets, priorities, tail-credit waits, small and output buffers.
+    #[test]
+    fn one_cycle_pipeline_matches_general_pipeline() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        struct ByDest(usize);
+        impl RoutingFunction for ByDest {
+            fn route(&mut self, _r: u32, _i: usize, f: &Flit) -> Route {
+                let vcs = self.0 as u8;
+                let lo = (f.dest >> 16) as u8 % vcs;
+                Route::new((f.dest & 0xffff) as u16, lo, vcs - 1)
+            }
+        }
+        let mut fast_runs = 0;
+        for case in 0..60 {
+            // Every fourth case is wider: input VCs straddle the 64-bit words of the sets.
+            // The last two have more than 64 ports (the sparse switch allocator).
+            let wide = case % 4 == 1;
+            let huge = case >= 58;
+            let inputs = if huge {
+                65 + rnd(8)
+            } else if wide {
+                20 + rnd(12)
+            } else {
+                1 + rnd(6)
+            } as usize;
+            let outputs = if huge {
+                60 + rnd(10)
+            } else if wide {
+                1 + rnd(24)
+            } else {
+                1 + rnd(6)
+            } as usize;
+            let c = RouterConfig {
+                inputs,
+                outputs,
+                vcs: if wide { 3 + rnd(5) } else { 1 + rnd(4) } as usize,
+                vc_buf_size: 1 + rnd(4) as usize,
+                wait_for_tail_credit: rnd(3) == 0,
+                output_buffer_size: if rnd(4) == 0 { Some(1) } else { None },
+                ..RouterConfig::default()
+            };
+            let (v, b) = (c.vcs, c.vc_buf_size);
+            let mut fast = IqRouter::new(0, &c).unwrap();
+            let mut general = IqRouter::new(0, &c).unwrap();
+            assert!(fast.set_order_free_routing(true));
+            assert!(!general.set_order_free_routing(false));
+            fast_runs += 1;
+            let max_len = 1 + rnd(4) as u32;
+            let rate = 1 + rnd(10);
+            // Sender state per input VC: credits, and the packet being sent (flits left).
+            let mut credits = vec![b; inputs * v];
+            let mut left = vec![0u32; inputs * v];
+            let mut dest = vec![0u32; inputs * v];
+            let mut pending: Vec<(u64, usize, Credit)> = Vec::new();
+            let mut next_id = 0u32;
+            for now in 0..400u64 {
+                for &(t, o, cr) in &pending {
+                    if t == now {
+                        fast.handle_credit(now, o, cr).unwrap();
+                        general.handle_credit(now, o, cr).unwrap();
+                    }
+                }
+                pending.retain(|&(t, _, _)| t > now);
+                for input in 0..inputs {
+                    if now >= 300 || rnd(10) >= rate {
+                        continue;
+                    }
+                    let vc = rnd(v as u64) as usize;
+                    let ivc = input * v + vc;
+                    if credits[ivc] == 0 {
+                        continue;
+                    }
+                    let head = left[ivc] == 0;
+                    if head {
+                        left[ivc] = 1 + rnd(u64::from(max_len)) as u32;
+                        dest[ivc] = rnd(outputs as u64) as u32 | (rnd(v as u64) as u32) << 16;
+                    }
+                    left[ivc] -= 1;
+                    let mut f = Flit::new(next_id, dest[ivc], head, left[ivc] == 0);
+                    next_id += 1;
+                    f.vc = vc as u8;
+                    if case % 3 == 0 {
+                        f.pri = rnd(3) as u16;
+                    }
+                    credits[ivc] -= 1;
+                    fast.handle_flit(input, f).unwrap();
+                    general.handle_flit(input, f).unwrap();
+                }
+                fast.step(now, &mut ByDest(v)).unwrap();
+                general.step(now, &mut ByDest(v)).unwrap();
+                let (mut a, mut g) = (Vec::new(), Vec::new());
+                fast.poll_flits(|o, f| a.push((o, f)));
+                general.poll_flits(|o, f| g.push((o, f)));
+                assert_eq!(a, g, "case {case} cycle {now}: flits");
+                for &(o, f) in &a {
+                    // The downstream buffer drains after a random delay.
+                    pending.push((now + 1 + rnd(4), o, Credit::for_vc(f.vc)));
+                }
+                let (mut ca, mut cg) = (Vec::new(), Vec::new());
+                fast.poll_credits(|i, cr| ca.push((i, cr)));
+                general.poll_credits(|i, cr| cg.push((i, cr)));
+                assert_eq!(ca, cg, "case {case} cycle {now}: credits");
+                for &(i, cr) in &ca {
+                    for vc in 0..v {
+                        if cr.0 & (1u64 << vc) != 0 {
+                            credits[i * v + vc] += 1;
+                        }
+                    }
+                }
+                assert_eq!(fast.stats(), general.stats(), "case {case} cycle {now}");
+                assert_eq!(fast.is_idle(), general.is_idle(), "case {case} cycle {now}");
+                assert_eq!(fast.flits_inside(), general.flits_inside());
+            }
+            assert!(fast.stats().flits_switched > 0, "case {case} moved nothing");
+        }
+        assert_eq!(fast_runs, 60);
+        // Configurations outside the one-cycle pipeline keep the general one.
+        let mut r = IqRouter::new(
+            0,
+            &RouterConfig {
+                speculative: true,
+                ..cfg()
+            },
+        )
+        .unwrap();
+        assert!(!r.set_order_free_routing(true));
+        let mut r = IqRouter::new(0, &cfg()).unwrap();
+        r.handle_flit(0, Flit::new(1, 1, true, true)).unwrap();
+        assert!(
+            !r.set_order_free_routing(true),
+            "only before the first flit"
+        );
     }
 
     #[test]

@@ -182,6 +182,31 @@ impl<T: Copy + Default> PortQueues<T> {
         }
     }
 
+    /// Append `vals[p]` to the queue of every port `p` whose bit is set in `mask` (one entry
+    /// per port, in port order) and empty `mask`. When every queue is empty the tables are
+    /// exchanged instead of copied, which leaves stale values in `vals`. `vals` has an entry
+    /// per port and `mask` a word per 64 ports.
+    #[inline]
+    pub fn push_each(&mut self, vals: &mut Vec<T>, mask: &mut Vec<u64>) {
+        if self.pending == 0 && vals.len() == self.front.len() && mask.len() == self.mask.len() {
+            // No queue holds anything: every `mask` and `more` word is zero.
+            std::mem::swap(&mut self.front, vals);
+            std::mem::swap(&mut self.mask, mask);
+            self.pending = self.mask.iter().map(|w| w.count_ones() as usize).sum();
+            return;
+        }
+        for (w, word) in mask.iter_mut().enumerate() {
+            let mut bits = std::mem::take(word);
+            while bits != 0 {
+                let p = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if let Some(&v) = vals.get(p) {
+                    self.push(p, v);
+                }
+            }
+        }
+    }
+
     /// Entries waiting at port `p`.
     #[inline]
     pub fn len(&self, p: usize) -> usize {
@@ -318,5 +343,28 @@ mod tests {
         q.pop_fronts(|p, v| got.push((p, v)));
         assert_eq!(got, vec![(3, 3), (69, 6), (3, 4)]);
         assert!(q.is_empty() && q.total() == 0);
+        q.push(3, 3);
+        q.push(3, 4);
+        // One entry per marked port: appended behind what waits, or swapped in when empty.
+        let mut vals: Vec<u32> = (100..170).collect();
+        let mut mask = vec![1u64 << 3 | 1, 1 << 5];
+        q.push_each(&mut vals, &mut mask);
+        assert_eq!(mask, vec![0, 0]);
+        assert_eq!((q.len(0), q.len(3), q.len(69)), (1, 3, 1));
+        got.clear();
+        while !q.is_empty() {
+            q.pop_fronts(|p, v| got.push((p, v)));
+        }
+        assert_eq!(got, vec![(0, 100), (3, 3), (69, 169), (3, 4), (3, 103)]);
+        let mut mask = vec![1u64 << 7, 1 << 1];
+        q.push_each(&mut vals, &mut mask);
+        assert_eq!(
+            (mask, q.len(7), q.len(65), q.total()),
+            (vec![0, 0], 1, 1, 2)
+        );
+        got.clear();
+        q.pop_fronts(|p, v| got.push((p, v)));
+        assert_eq!(got, vec![(7, 107), (65, 165)]);
+        assert!(q.is_empty());
     }
 }
