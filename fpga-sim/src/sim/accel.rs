@@ -299,8 +299,9 @@ impl Sim {
             }
         }
         self.note_accel_work(e);
-        // Responses sent release the requests' credits and free completer slots.
-        self.flush_credits(e, now);
+        // Responses sent release the requests' credits (the end's `Tx` event, which called
+        // this, packs them next) and free completer slots.
+        self.hot[ei].owes = self.ports[ei].owes();
         if responded {
             if let Some(ap) = self.accels.port_mut(e) {
                 if std::mem::take(&mut ap.cpl_blocked) {
@@ -349,7 +350,7 @@ impl Sim {
             self.note_accel_work(owner);
         }
         self.frames.free(h);
-        self.flush_credits(r, now);
+        self.note_owed(r, now);
         self.drain_completions(owner, now);
         if owner != r {
             // The owner's requester may send again (a tag came free).
@@ -461,7 +462,7 @@ impl Sim {
         }
         if handled {
             self.note_accel_work(r);
-            self.flush_credits(r, now);
+            self.note_owed(r, now);
             self.kick(r, now);
         }
     }

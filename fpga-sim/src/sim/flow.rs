@@ -1,29 +1,34 @@
-//! Moving flits and frames: transmitters, wires, receivers, control messages and switch
-//! pipelines (`spec-notes/simulator.md#links`).
+//! Moving flits and frames: transmitters, wires, receivers, in-band credit returns and
+//! switch pipelines (`spec-notes/simulator.md#links`).
 
-use super::port::{flow_of, vc_of, FrameSlab};
+use super::port::{flow_of, vc_of, Credits, FrameSlab, VCS};
 use super::switch::frame_cost;
 use super::trace::Mark;
-use super::{Ctl, Ev, Owner, Sim};
+use super::{Ev, Owner, Sim};
 use podlink_protocol::link::TlSink;
 use podlink_protocol::time::Instant;
 use podlink_protocol::txn::Flow;
 use podlink_protocol::wire::dl_stream::TL_FLIT_LEN;
-use podlink_protocol::wire::{TlItem, TlPushError, TlUnpacker};
+use podlink_protocol::wire::{TlItem, TlMessage, TlPushError, TlUnpacker};
 use podlink_switch::header::Header;
 use std::collections::VecDeque;
 
 /// Data half-flits kept in a TL packer before a DL flit is packed (about one DL flit).
 const PREFILL_HALVES: usize = 20;
 
-/// The link's sink: TL flits into the TL unpacker, transfers into owned frames.
+/// The link's sink: TL flits into the TL unpacker, transfers into owned frames,
+/// flow-control fields into the receiving end's credits (for the VC the stream's last
+/// `TlMessage::CreditTarget` selected).
 struct Sink<'a> {
     tlu: &'a mut TlUnpacker,
     frames: &'a mut FrameSlab,
     batch: &'a mut Vec<u32>,
+    credits: &'a mut Credits,
+    target: &'a mut u8,
     ingress: u32,
     tl: u64,
     errors: u64,
+    fields: u64,
 }
 
 impl TlSink for Sink<'_> {
@@ -35,6 +40,20 @@ impl TlSink for Sink<'_> {
                 Ok(Some(TlItem::Transfer(t))) => {
                     let h = self.frames.alloc_transfer(&t, self.ingress);
                     self.batch.push(h);
+                }
+                Ok(Some(TlItem::Credits(fc))) => {
+                    let vc = usize::from(*self.target);
+                    if vc < VCS {
+                        self.credits.add_field(vc, &fc);
+                        self.fields += 1;
+                    } else {
+                        // The model grants no pool credits: a return for the pool is a
+                        // stream error (the sender always selects a VC first).
+                        self.errors += 1;
+                    }
+                }
+                Ok(Some(TlItem::Message(TlMessage::CreditTarget { target }))) => {
+                    *self.target = target;
                 }
                 Ok(Some(_)) => {}
                 Ok(None) => break,
@@ -95,7 +114,8 @@ impl Sim {
     pub(crate) fn source_waiting(&self, e: u32) -> bool {
         let h = &self.hot[e as usize];
         debug_assert_eq!(h.tx_backlog, self.tx_backlog_now(e), "end {e}");
-        if h.tx_backlog {
+        debug_assert_eq!(h.owes, self.ports[e as usize].owes(), "end {e}");
+        if h.tx_backlog || h.owes {
             return true;
         }
         match self.owner[e as usize] {
@@ -140,7 +160,8 @@ impl Sim {
         // something (flags in EndHot), so that a transmitter with nothing but link work to do
         // does not touch them.
         let filled = self.prefill(e, now);
-        let fed = filled || self.hot[ei].tl_busy;
+        let credited = self.hot[ei].owes && self.pack_credits(e);
+        let fed = filled || credited || self.hot[ei].tl_busy;
         if fed {
             self.feed_link(e);
         }
@@ -269,9 +290,6 @@ impl Sim {
             }
             Owner::Accel { .. } => {
                 if !overflow && !self.hot[e as usize].accel_work {
-                    // Nothing to send; owed credits are returned as they are released, so
-                    // this returns nothing either (kept for the invariant's sake).
-                    self.flush_credits(e, now);
                     return false;
                 }
                 self.prefill_accel(e, now);
@@ -363,7 +381,7 @@ impl Sim {
         }
     }
 
-    /// The receiver of frame `h` released its buffer: return the credits to the sender.
+    /// The receiver of frame `h` released its buffer: its credits are owed to the sender.
     pub(crate) fn release_frame(&mut self, h: u32, now: u64) {
         let Some(f) = self.frames.get(h) else {
             return;
@@ -374,74 +392,61 @@ impl Sim {
             usize::from(vc_of(&f.field).get()),
             f.beats(),
         );
-        let port = &mut self.ports[r as usize];
-        port.owed.give(flow, vc, 1, beats);
-        if !port.return_in_flight && port.owes() {
-            let c = port.take_owed();
-            port.return_in_flight = true;
-            self.ctl_send(r, Ctl::Credits(c), now);
+        self.ports[r as usize].owed.give(flow, vc, 1, beats);
+        self.note_owed(r, now);
+    }
+
+    /// End `r`'s owed credits or withheld VCs changed: record whether it owes credits it may
+    /// return now (`EndHot::owes`) and, if so, wake its transmitter, which sends them in band
+    /// even when it has nothing else to send.
+    pub(crate) fn note_owed(&mut self, r: u32, now: u64) {
+        let owes = self.ports[r as usize].owes();
+        self.hot[r as usize].owes = owes;
+        if owes {
+            self.kick(r, now);
         }
     }
 
-    /// Return the credits end `r` owes its peer, unless a return is already travelling
-    /// (then they go with the next one).
-    pub(crate) fn flush_credits(&mut self, r: u32, now: u64) {
-        let port = &mut self.ports[r as usize];
-        if !port.return_in_flight && port.owes() {
-            let c = port.take_owed();
-            port.return_in_flight = true;
-            self.ctl_send(r, Ctl::Credits(c), now);
-        }
-    }
-
-    /// Send a control message from end `r` to its peer (one flit latency, out of band).
-    pub(crate) fn ctl_send(&mut self, r: u32, msg: Ctl, now: u64) {
-        let at = now + self.t.link;
-        let q = &mut self.rxs[r as usize].ctl_out;
-        let first = q.is_empty();
-        q.push_back((at, msg));
-        if first {
-            self.schedule(at, Ev::Ctl(r));
-        }
-    }
-
-    pub(crate) fn on_ctl(&mut self, r: u32, now: u64) {
-        let ri = r as usize;
-        // A credit return travels in the link's flits: it waits while the link is down
-        // (the link-up schedules it again), and a stale event finds it not yet due.
-        match self.rxs[ri].ctl_out.front() {
-            None => return,
-            Some(_) if !self.hot[ri].phy_up => return,
-            Some(&(at, _)) if at > now => {
-                self.schedule(at, Ev::Ctl(r));
-                return;
-            }
-            Some(_) => {}
-        }
-        let Some((_, msg)) = self.rxs[ri].ctl_out.pop_front() else {
-            return;
-        };
-        if let Some(&(at, _)) = self.rxs[ri].ctl_out.front() {
-            self.schedule(at, Ev::Ctl(r));
-        }
-        let e = self.peer[ri];
+    /// Put the credits end `e` owes its peer into its TL packer as TL flow-control fields,
+    /// each preceded by a `TlMessage::CreditTarget` when it returns another VC's credits
+    /// than the stream's last field, as the switch library's `LinkPort` does (the public
+    /// field names no VC). A field holds at most what its encoding does (6-bit command,
+    /// 8-bit data counts, `flow::Credits::to_field`); the rest follows in further fields.
+    /// Stops when the packer is full (the rest stays owed). Returns whether anything was
+    /// pushed; keeps `EndHot::owes` up to date.
+    fn pack_credits(&mut self, e: u32) -> bool {
         let ei = e as usize;
-        let Ctl::Credits(c) = msg;
-        self.ports[ei].credits.add(&c);
-        self.ports[ri].return_in_flight = false;
-        if self.ports[ri].owes() {
-            let c = self.ports[ri].take_owed();
-            self.ports[ri].return_in_flight = true;
-            self.ctl_send(r, Ctl::Credits(c), now);
+        let mut pushed = false;
+        while let Some((vc, fc)) = self.ports[ei].next_return(self.txs[ei].credit_target) {
+            let tx = &mut self.txs[ei];
+            if vc != tx.credit_target {
+                let select = TlItem::Message(TlMessage::CreditTarget { target: vc });
+                match tx.tl.push(&select) {
+                    Ok(()) => {
+                        tx.credit_target = vc;
+                        pushed = true;
+                    }
+                    Err(TlPushError::Full) => break,
+                    Err(TlPushError::Invalid(_)) => {
+                        self.stats.invalid_frames += 1;
+                        break;
+                    }
+                }
+            }
+            match tx.tl.push(&TlItem::Credits(fc)) {
+                Ok(()) => {
+                    self.ports[ei].returned(vc, &fc);
+                    pushed = true;
+                }
+                Err(TlPushError::Full) => break,
+                Err(TlPushError::Invalid(_)) => {
+                    self.stats.invalid_frames += 1;
+                    break;
+                }
+            }
         }
-        if let Owner::Switch { s, p } = self.owner[ei] {
-            let sw = &mut self.switches[s as usize];
-            let range = sw.base as usize..(sw.base + sw.n) as usize;
-            sw.fwd.refresh(p, &self.ports[range]);
-        }
-        if self.source_waiting(e) {
-            self.kick(e, now);
-        }
+        self.hot[ei].owes = self.ports[ei].owes();
+        pushed
     }
 
     pub(crate) fn on_arrive(&mut self, e: u32, now: u64) {
@@ -454,9 +459,12 @@ impl Sim {
             tlu: &mut rx.tlu,
             frames: &mut self.frames,
             batch: &mut batch,
+            credits: &mut self.ports[ri].credits,
+            target: &mut rx.credit_target,
             ingress: r,
             tl: 0,
             errors: 0,
+            fields: 0,
         };
         let wire = &mut self.wires[ei];
         let Some(f) = wire.flight.front() else {
@@ -471,8 +479,19 @@ impl Sim {
         let next = wire.flight.front().map(|n| n.at);
         rx.tl_delivered += sink.tl;
         rx.tl_errors += sink.errors;
+        let credited = sink.fields > 0;
+        rx.credit_fields += sink.fields;
         if let Some(at) = next {
             self.schedule(at, Ev::Arrive(e));
+        }
+        // Credits returned in band: the switch's forwarding logic sees them (the kick below
+        // wakes the transmitter if it has frames waiting for them).
+        if credited {
+            if let Owner::Switch { s, p } = self.owner[ri] {
+                let sw = &mut self.switches[s as usize];
+                let range = sw.base as usize..(sw.base + sw.n) as usize;
+                sw.fwd.refresh(p, &self.ports[range]);
+            }
         }
         // The receiving end may owe an ack or a replay request, or may send again now that
         // an ack freed its replay buffer.
@@ -610,5 +629,136 @@ impl Sim {
         if let Some(at) = next {
             self.schedule_pipe(r, at);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fault::{Fault, FaultKind, FaultPlan, PortRef};
+    use super::super::port::Credits;
+    use super::super::{Options, Sim};
+    use crate::pod::config::PodFile;
+    use crate::pod::presets;
+
+    /// Credits each receiver grants per VC and class in these tests: one largest transfer's
+    /// worth (a switch reserves 4 data credits per frame), so every link can carry one
+    /// frame per VC and flow at a time, and a run finishes only if credits keep coming back.
+    const GRANT: u32 = 4;
+
+    /// Run `pod` with `opts` for 2 µs of injection from 6 µs, drain, then let the last
+    /// credit returns land; returns the sim (not yet reported).
+    fn run_settled(pod: &PodFile, opts: &Options) -> Sim {
+        let mut sim = Sim::new(pod, opts).expect("pod builds");
+        let start = 6_000_000;
+        sim.run_to(start);
+        sim.start_workload(start);
+        let mut t = start + opts.duration_ps;
+        sim.run_to(t);
+        while sim.accels.open() > 0 && t < start + 1_000_000_000 {
+            t += 1_000_000;
+            sim.run_to(t);
+        }
+        // The last responses released credits: give their returns a few flit times.
+        sim.run_to(t + 1_000_000);
+        sim
+    }
+
+    fn shallow() -> PodFile {
+        let mut pod = presets::load("single-switch-16").expect("preset");
+        pod.switch.buffer_flits_per_vc = GRANT;
+        for w in &mut pod.workloads {
+            w.offered_load = 0.5;
+        }
+        pod
+    }
+
+    /// Every end holds its whole grant again and owes nothing: each credit spent came back
+    /// exactly once, through the TL flow-control fields its peer's unpacker delivered.
+    fn all_credits_home(sim: &Sim) {
+        for e in 0..sim.ends() {
+            assert_eq!(sim.ports[e].credits, Credits::all(GRANT), "end {e}");
+            assert!(
+                sim.ports[e].owed.is_zero(),
+                "end {e}: {:?}",
+                sim.ports[e].owed
+            );
+            assert!(!sim.hot[e].owes, "end {e}");
+            assert!(sim.txs[e].tl.is_idle(), "end {e}");
+        }
+    }
+
+    /// Credits travel in band: with one frame's worth of credits per link, thousands of
+    /// operations complete only because the receivers' TL unpackers deliver flow-control
+    /// fields (counted per end), and at the end every credit is back where it started.
+    #[test]
+    fn credits_return_in_band_through_shallow_buffers() {
+        let pod = shallow();
+        let opts = Options {
+            duration_ps: 2_000_000,
+            warmup_ps: 0,
+            ..Options::default()
+        };
+        let sim = run_settled(&pod, &opts);
+        all_credits_home(&sim);
+        // Every link carried traffic both ways, so every receiving end applied returns.
+        for e in 0..sim.ends() {
+            assert!(sim.rxs[e].credit_fields > 0, "end {e} received no credits");
+            assert_eq!(sim.rxs[e].tl_errors, 0, "end {e}");
+        }
+        let fields = sim.credit_fields();
+        let ends = sim.ends() as u64;
+        let r = sim.report(None);
+        let s = &r.summary;
+        assert!(s.drained && s.integrity.ok() && s.conservation.ok, "{s:?}");
+        // Far more operations than one grant per link: credits cycled many times.
+        assert!(
+            s.conservation.ops_completed > 20 * ends,
+            "{} operations",
+            s.conservation.ops_completed
+        );
+        assert!(fields > s.conservation.ops_completed, "{fields} fields");
+    }
+
+    /// Credits in flight when a link goes down are replayed with the link's flits when it
+    /// comes back (none lost, none applied twice), and credits withheld by a receiver go
+    /// back when it releases them.
+    #[test]
+    fn credits_survive_a_link_flap_and_withholding() {
+        let pod = shallow();
+        let link = PortRef { switch: 0, port: 3 };
+        let opts = Options {
+            duration_ps: 2_000_000,
+            warmup_ps: 0,
+            faults: FaultPlan {
+                faults: vec![
+                    Fault {
+                        at_ps: 300_000,
+                        what: FaultKind::Withhold { accel: 5, vc: 0 },
+                    },
+                    Fault {
+                        at_ps: 500_000,
+                        what: FaultKind::LinkDown(link),
+                    },
+                    Fault {
+                        at_ps: 500_000 + 30_000,
+                        what: FaultKind::LinkUp(link),
+                    },
+                    Fault {
+                        at_ps: 900_000,
+                        what: FaultKind::Release { accel: 5, vc: 0 },
+                    },
+                ],
+                ..FaultPlan::default()
+            },
+            ..Options::default()
+        };
+        let sim = run_settled(&pod, &opts);
+        let lost = sim.fault.as_ref().map_or(0, |f| f.report.flits_lost);
+        assert!(lost > 0, "the flap lost flits on the wire");
+        all_credits_home(&sim);
+        let r = sim.report(None);
+        let s = &r.summary;
+        assert!(s.drained && s.integrity.ok() && s.conservation.ok, "{s:?}");
+        assert_eq!(s.integrity.failed, 0, "{:?}", s.integrity);
     }
 }

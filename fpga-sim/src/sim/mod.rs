@@ -39,6 +39,7 @@ use crate::pod::topology::{check_routes, Attach, Fabric, RouteProblem};
 use crate::report::{Latency, OpClass};
 use crate::rng::Rng;
 use crate::workload::Generator;
+use podlink_protocol::flow::CreditTarget;
 use podlink_protocol::link::{UaLink, UaLinkConfig};
 use podlink_protocol::time::Duration;
 use podlink_protocol::time::Instant;
@@ -89,8 +90,6 @@ pub enum Ev {
     Tx(u32),
     /// The oldest flit on the wire from end `e` arrives at its peer.
     Arrive(u32),
-    /// The oldest credit return from end `e` arrives at its peer.
-    Ctl(u32),
     /// A timer of end `e`'s link (ack coalescing, replay, control) may be due.
     Timer(u32),
     /// Frames in the pipeline of switch ingress end `e` are due.
@@ -184,11 +183,8 @@ impl std::fmt::Display for Owner {
     }
 }
 
-/// A message travelling back to the sender of a link direction out of band.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Ctl {
-    Credits(Credits),
-}
+/// The credit target a TL stream starts at: the shared pool (`TlMessage::CreditTarget`).
+const POOL: u8 = CreditTarget::Shared.index() as u8;
 
 /// DL flits each link end keeps for replay (the round trip of a link is about 20 flit times).
 pub const REPLAY_FLITS: usize = 32;
@@ -219,6 +215,10 @@ pub(crate) struct EndTx {
     pub link: Link,
     /// Frames taken from a source that did not fit in the TL packer.
     pub txq: VecDeque<u32>,
+    /// The credit target (VC 0..=3, 4 the shared pool) the TL stream this end sends has
+    /// selected (`TlMessage::CreditTarget`): the flow-control fields pushed return its
+    /// credits. A stream starts at the pool.
+    pub credit_target: u8,
 }
 
 /// The small, often-read state of a link end's transmitter, kept apart from [`EndTx`] so that
@@ -253,6 +253,10 @@ pub(crate) struct EndHot {
     /// An accelerator end's requester or completer has something queued (kept up to date
     /// wherever either is changed: `Sim::note_accel_work`).
     pub accel_work: bool,
+    /// The end owes its peer credits it may return now (`PortState::owes`; kept up to date
+    /// wherever the owed credits or the withheld VCs change: `Sim::note_owed`, and the
+    /// end's own `Tx` event, which packs them).
+    pub owes: bool,
     /// The PHY is up (false while a fault holds the link down).
     pub phy_up: bool,
 }
@@ -274,6 +278,7 @@ impl EndHot {
         tl_busy: false,
         link_queued: false,
         accel_work: false,
+        owes: false,
         phy_up: true,
     };
 }
@@ -290,8 +295,11 @@ pub(crate) struct EndRx {
     pub rsp: VecDeque<(u64, u32)>,
     /// Time of the `Pipe` event scheduled for this end (`u64::MAX`: none).
     pub pipe_at: u64,
-    /// Credit returns to the peer, with arrival times.
-    pub ctl_out: VecDeque<(u64, Ctl)>,
+    /// The credit target the TL stream this end receives has selected: the flow-control
+    /// fields it carries return that VC's credits (a stream starts at the pool).
+    pub credit_target: u8,
+    /// Flow-control fields the end's TL unpacker delivered (credit returns applied).
+    pub credit_fields: u64,
     /// TL flits delivered by the link.
     pub tl_delivered: u64,
     pub tl_errors: u64,
@@ -454,6 +462,7 @@ impl Sim {
                     l
                 },
                 txq: VecDeque::new(),
+                credit_target: POOL,
             })
             .collect();
         let wires = (0..n)
@@ -465,7 +474,8 @@ impl Sim {
                 fifo: VecDeque::new(),
                 rsp: VecDeque::new(),
                 pipe_at: u64::MAX,
-                ctl_out: VecDeque::new(),
+                credit_target: POOL,
+                credit_fields: 0,
                 tl_delivered: 0,
                 tl_errors: 0,
             })
@@ -548,6 +558,11 @@ impl Sim {
         self.sched.executed()
     }
 
+    /// Flow-control fields (credit returns) the TL unpackers of all link ends delivered.
+    pub fn credit_fields(&self) -> u64 {
+        self.rxs.iter().map(|r| r.credit_fields).sum()
+    }
+
     /// Run until `until` ps (or until nothing is left to do). Returns events executed.
     pub fn run_to(&mut self, until: u64) -> u64 {
         let start = self.sched.executed();
@@ -586,7 +601,6 @@ impl Sim {
         match ev {
             Ev::Tx(e) => self.on_tx(e, now),
             Ev::Arrive(e) => self.on_arrive(e, now),
-            Ev::Ctl(e) => self.on_ctl(e, now),
             Ev::Timer(e) => self.on_timer(e, now),
             Ev::Pipe(e) => self.on_pipe(e, now),
             Ev::Cpl(e) => self.on_cpl(e, now),

@@ -138,8 +138,8 @@ impl Sim {
                         p.withheld |= 1 << vc;
                     } else {
                         p.withheld &= !(1 << vc);
-                        self.flush_credits(e, now);
                     }
+                    self.note_owed(e, now);
                 }
             }
             FaultKind::Mark { .. } => {}
@@ -191,9 +191,6 @@ impl Sim {
             let tx = &mut self.txs[x as usize];
             tx.link.handle_link_up(Instant::from_ps(now));
             while tx.link.poll_event().is_some() {}
-            if let Some(&(at, _)) = self.rxs[x as usize].ctl_out.front() {
-                self.schedule(at.max(now), Ev::Ctl(x));
-            }
             self.kick(x, now);
             self.arm_timer(x, now);
         }

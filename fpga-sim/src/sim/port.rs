@@ -1,8 +1,9 @@
 //! Link ends as the forwarding logic sees them, TL credits, and owned TL transfers (frames)
 //! (`spec-notes/simulator.md#credits`).
 
+use podlink_protocol::flow::{CreditClass, Credits as FieldCredits};
 use podlink_protocol::txn::{CreditGate, Flow, Pool};
-use podlink_protocol::wire::{TlField, TlTransfer, Vc};
+use podlink_protocol::wire::{TlField, TlFlowControl, TlTransfer, Vc};
 use podlink_switch::header::{FrameKind, Header};
 use podlink_switch::port::{LinkStats, PortLink};
 
@@ -54,18 +55,54 @@ impl Credits {
         }
     }
 
-    /// Add every counter of `o`.
-    pub fn add(&mut self, o: &Credits) {
-        for (a, b) in self.0.iter_mut().zip(o.0.iter()) {
-            for (x, y) in a.iter_mut().zip(b.iter()) {
-                *x = x.saturating_add(*y);
-            }
-        }
-    }
-
     /// All zero.
     pub fn is_zero(&self) -> bool {
         self.0.iter().all(|v| v.iter().all(|&x| x == 0))
+    }
+
+    /// VC `vc`'s counters in the protocol's class order (request command, response command,
+    /// request data, response data), each at most `u16::MAX`.
+    fn field_credits(&self, vc: usize) -> FieldCredits {
+        let v = self.0.get(vc).copied().unwrap_or_default();
+        let c = |x: u32| u16::try_from(x).unwrap_or(u16::MAX);
+        FieldCredits([c(v[0]), c(v[2]), c(v[1]), c(v[3])])
+    }
+
+    /// Add the credits a flow-control field returns for VC `vc`.
+    pub fn add_field(&mut self, vc: usize, fc: &TlFlowControl) {
+        let c = FieldCredits::from_field(fc);
+        let get = |k: CreditClass| u32::from(c.get(k));
+        self.give(
+            Flow::Request,
+            vc,
+            get(CreditClass::ReqCmd),
+            get(CreditClass::ReqData),
+        );
+        self.give(
+            Flow::Response,
+            vc,
+            get(CreditClass::RspCmd),
+            get(CreditClass::RspData),
+        );
+    }
+
+    /// Take away the credits a flow-control field returns for VC `vc` (at most what is
+    /// there).
+    fn sub_field(&mut self, vc: usize, fc: &TlFlowControl) {
+        let c = FieldCredits::from_field(fc);
+        if let Some(v) = self.0.get_mut(vc) {
+            for (i, k) in [
+                CreditClass::ReqCmd,
+                CreditClass::ReqData,
+                CreditClass::RspCmd,
+                CreditClass::RspData,
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                v[i] = v[i].saturating_sub(u32::from(c.get(k)));
+            }
+        }
     }
 }
 
@@ -100,10 +137,9 @@ pub struct PortState {
     pub accepting: bool,
     /// Credits the far end granted.
     pub credits: Credits,
-    /// Credits to return to the far end (frames it sent that this end has released).
+    /// Credits to return to the far end (frames it sent that this end has released), not
+    /// yet put into the end's TL packer as flow-control fields.
     pub owed: Credits,
-    /// A credit return is travelling to the far end.
-    pub return_in_flight: bool,
     /// VCs (bit per VC) whose credits this end keeps instead of returning (a fault).
     pub withheld: u8,
     /// Health counters for the switch (CRC errors and replays seen on this end).
@@ -111,18 +147,31 @@ pub struct PortState {
 }
 
 impl PortState {
-    /// Take the owed credits that may be returned now (all but the withheld VCs').
-    pub fn take_owed(&mut self) -> Credits {
-        if self.withheld == 0 {
-            return std::mem::take(&mut self.owed);
-        }
-        let mut c = Credits::default();
-        for (vc, (out, owed)) in c.0.iter_mut().zip(self.owed.0.iter_mut()).enumerate() {
-            if self.withheld & (1 << vc) == 0 {
-                *out = std::mem::take(owed);
-            }
-        }
-        c
+    /// The next credit return to send, if any: a VC whose owed credits may go now (not
+    /// withheld), `current` (the VC the outgoing TL stream has selected) first, and the
+    /// flow-control field carrying as much of them as the field's encoding holds
+    /// (`flow::Credits::to_field`; the rest goes in later fields).
+    pub fn next_return(&self, current: u8) -> Option<(u8, TlFlowControl)> {
+        let may = |vc: usize| {
+            self.withheld & (1 << vc) == 0
+                && self
+                    .owed
+                    .0
+                    .get(vc)
+                    .is_some_and(|v| v.iter().any(|&x| x != 0))
+        };
+        let vc = if usize::from(current) < VCS && may(usize::from(current)) {
+            usize::from(current)
+        } else {
+            (0..VCS).find(|&vc| may(vc))?
+        };
+        let (fc, _) = self.owed.field_credits(vc).to_field();
+        Some((vc as u8, fc))
+    }
+
+    /// The return `fc` of VC `vc` went into the TL packer: those credits are no longer owed.
+    pub fn returned(&mut self, vc: u8, fc: &TlFlowControl) {
+        self.owed.sub_field(usize::from(vc), fc);
     }
 
     /// Whether owed credits could be returned now.
@@ -176,7 +225,7 @@ impl PortLink for PortState {
 
 /// The transaction layer's credit gate at an accelerator port: it spends the credits the
 /// far end granted and owes the far end the credits of what the port consumed (the model
-/// returns them; `Sim::flush_credits`).
+/// returns them in band; `Sim::note_owed`).
 impl CreditGate for PortState {
     fn try_consume(&mut self, flow: Flow, vc: Vc, data_beats: u8) -> Option<Pool> {
         let vc = usize::from(vc.get());
@@ -324,5 +373,40 @@ mod tests {
         assert!(p.try_consume(Flow::Request, Vc::default(), 1).is_none());
         p.release(Flow::Response, Vc::default(), Pool::PerVc, 2);
         assert_eq!(p.owed.0[0], [0, 0, 1, 2]);
+    }
+
+    /// Owed credits go out in fields no larger than the encoding holds (6-bit command,
+    /// 8-bit data counts), split over several returns, none lost or counted twice; the
+    /// selected VC goes first and withheld VCs not at all.
+    #[test]
+    fn returns_split_to_the_field_width() {
+        let mut p = PortState::default();
+        p.owed.give(Flow::Request, 2, 100, 300);
+        p.owed.give(Flow::Response, 2, 5, 20);
+        p.owed.give(Flow::Response, 1, 1, 4);
+        let mut back = Credits::default();
+        let mut fields = 0;
+        let mut current = 4;
+        while let Some((vc, fc)) = p.next_return(current) {
+            assert!(fc.req_cmd <= 63 && fc.rsp_cmd <= 63);
+            if fields == 0 {
+                assert_eq!(vc, 1, "lowest VC first when the stream selects the pool");
+            } else if current == 2 {
+                assert_eq!(vc, 2, "the selected VC goes on");
+            }
+            back.add_field(usize::from(vc), &fc);
+            p.returned(vc, &fc);
+            current = vc;
+            fields += 1;
+        }
+        assert!(p.owed.is_zero());
+        assert_eq!(back.0[2], [100, 300, 5, 20]);
+        assert_eq!(back.0[1], [0, 0, 1, 4]);
+        // VC 1 in one field, VC 2's 100 request commands in two (63 + 37).
+        assert_eq!(fields, 3);
+        p.owed.give(Flow::Request, 3, 1, 1);
+        p.withheld = 1 << 3;
+        assert_eq!(p.next_return(3), None);
+        assert!(!p.owes());
     }
 }

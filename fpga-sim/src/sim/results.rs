@@ -66,7 +66,7 @@ pub fn run(
 }
 
 impl Sim {
-    fn report(mut self, zero: Option<(Vec<Stage>, u64, u32)>) -> Report {
+    pub(crate) fn report(mut self, zero: Option<(Vec<Stage>, u64, u32)>) -> Report {
         let now = self.now().max(1);
         let drained = self.accels.open() == 0;
         // Integrity: lost operations, atomics (only meaningful when drained), reads that
