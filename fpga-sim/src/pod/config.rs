@@ -149,6 +149,11 @@ pub struct LinkParams {
     /// Link-level retry: send a standalone Ack this long after the first unacknowledged
     /// delivery when no payload flit carries one sooner, ns.
     pub ack_delay_ns: f64,
+    /// TL credit return policy (the protocol's `CreditReceiver`): return a receiver's freed
+    /// credits at once when a class has this many pending (1 = every freed buffer at once).
+    pub credit_return_threshold: u32,
+    /// … otherwise this long after the first pending credit, ns.
+    pub credit_return_ns: f64,
 }
 
 impl Default for LinkParams {
@@ -164,6 +169,8 @@ impl Default for LinkParams {
             ns_per_m: 5.0,
             ber: 0.0,
             ack_delay_ns: 1000.0,
+            credit_return_threshold: 8,
+            credit_return_ns: 100.0,
         }
     }
 }
@@ -570,6 +577,7 @@ impl PodFile {
             ("link.cable_m", l.cable_m),
             ("link.ns_per_m", l.ns_per_m),
             ("link.ack_delay_ns", l.ack_delay_ns),
+            ("link.credit_return_ns", l.credit_return_ns),
             ("accelerator.completer_ns", self.accelerator.completer_ns),
             ("accelerator.endpoint_ns", self.accelerator.endpoint_ns),
             (
@@ -581,6 +589,12 @@ impl PodFile {
             if !(v.is_finite() && (0.0..=1e6).contains(&v)) {
                 return e(name, format!("{v}: must be a finite number in [0, 1e6]"));
             }
+        }
+        if !(1..=u32::from(u16::MAX)).contains(&l.credit_return_threshold) {
+            return e(
+                "link.credit_return_threshold",
+                format!("{}: must be 1..=65535", l.credit_return_threshold),
+            );
         }
         if !(l.ber.is_finite() && (0.0..1e-2).contains(&l.ber)) {
             return e("link.ber", format!("{}: must be in [0, 0.01)", l.ber));

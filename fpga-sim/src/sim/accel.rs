@@ -299,9 +299,10 @@ impl Sim {
             }
         }
         self.note_accel_work(e);
-        // Responses sent release the requests' credits (the end's `Tx` event, which called
-        // this, packs them next) and free completer slots.
-        self.hot[ei].owes = self.ports[ei].owes();
+        // Responses sent release the requests' credits (the return policy decides when they
+        // go; the end's `Tx` event, which called this, packs what is due next) and free
+        // completer slots.
+        self.apply_credit_policy(e, now);
         if responded {
             if let Some(ap) = self.accels.port_mut(e) {
                 if std::mem::take(&mut ap.cpl_blocked) {

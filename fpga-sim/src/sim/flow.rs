@@ -5,6 +5,7 @@ use super::port::{flow_of, vc_of, Credits, FrameSlab, VCS};
 use super::switch::frame_cost;
 use super::trace::Mark;
 use super::{Ev, Owner, Sim};
+use podlink_protocol::flow::{CreditOutput, CreditTarget};
 use podlink_protocol::link::TlSink;
 use podlink_protocol::time::Instant;
 use podlink_protocol::txn::Flow;
@@ -248,12 +249,17 @@ impl Sim {
         }
     }
 
-    /// Schedule a `Timer` event for end `e`'s link deadline if it is earlier than the one
-    /// already scheduled. Requester deadlines are not timers: the periodic sweep
+    /// Schedule a `Timer` event for end `e`'s link deadline or credit return deadline,
+    /// whichever is first, if it is earlier than the one already scheduled. Requester deadlines are not timers: the periodic sweep
     /// (`Sim::on_sweep`) handles them. (A `Timer` armed for an expired requester deadline
     /// that only the sweep clears re-armed itself at the same instant forever.)
     pub(crate) fn arm_timer(&mut self, e: u32, now: u64) {
-        if let Some(t) = self.txs[e as usize].link.poll_timeout() {
+        let tx = &self.txs[e as usize];
+        let next = match (tx.link.poll_timeout(), tx.credit_rx.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(t) = next {
             let t = t.as_ps().max(now);
             let h = &mut self.hot[e as usize];
             if t < h.timer_at {
@@ -270,8 +276,11 @@ impl Sim {
         }
         h.timer_at = u64::MAX;
         let tx = &mut self.txs[e as usize];
-        tx.link.handle_timeout(Instant::from_ps(now));
+        let t = Instant::from_ps(now);
+        tx.link.handle_timeout(t);
         while tx.link.poll_event().is_some() {}
+        tx.credit_rx.handle_timeout(t);
+        self.take_due_returns(e);
         self.arm_timer(e, now);
         self.kick_lazily(e, now);
     }
@@ -381,7 +390,8 @@ impl Sim {
         }
     }
 
-    /// The receiver of frame `h` released its buffer: its credits are owed to the sender.
+    /// The receiver of frame `h` released its buffer: its credits are freed, to go back to
+    /// the sender when the return policy says.
     pub(crate) fn release_frame(&mut self, h: u32, now: u64) {
         let Some(f) = self.frames.get(h) else {
             return;
@@ -392,19 +402,71 @@ impl Sim {
             usize::from(vc_of(&f.field).get()),
             f.beats(),
         );
-        self.ports[r as usize].owed.give(flow, vc, 1, beats);
+        self.ports[r as usize].freed.give(flow, vc, 1, beats);
         self.note_owed(r, now);
     }
 
-    /// End `r`'s owed credits or withheld VCs changed: record whether it owes credits it may
-    /// return now (`EndHot::owes`) and, if so, wake its transmitter, which sends them in band
-    /// even when it has nothing else to send.
+    /// End `r` freed buffers or its withheld VCs changed: apply the return policy
+    /// ([`Sim::apply_credit_policy`]) and, if credits may go now, wake its transmitter,
+    /// which sends them in band even when it has nothing else to send.
     pub(crate) fn note_owed(&mut self, r: u32, now: u64) {
-        let owes = self.ports[r as usize].owes();
-        self.hot[r as usize].owes = owes;
-        if owes {
+        if self.apply_credit_policy(r, now) {
             self.kick(r, now);
         }
+    }
+
+    /// The protocol decides when end `r` returns credits: the buffers it freed since the
+    /// last call (`PortState::freed`) are handed to its `CreditReceiver` (consumed and
+    /// released at once: the model keeps the buffers' occupancy itself), and the returns
+    /// the receiver makes due (a class reached `link.credit_return_threshold` pending, or
+    /// `link.credit_return_ns` passed since the first pending credit: its timer, armed here,
+    /// fires through the end's `Timer` event) become owed (`PortState::owed`), which the
+    /// end's next `Tx` event packs. Records and returns whether the end owes credits it may
+    /// send now (`EndHot::owes`). Does not kick.
+    pub(crate) fn apply_credit_policy(&mut self, r: u32, now: u64) -> bool {
+        let ri = r as usize;
+        let freed = std::mem::take(&mut self.ports[ri].freed);
+        let rx = &mut self.txs[ri].credit_rx;
+        if !freed.is_zero() {
+            let t = Instant::from_ps(now);
+            for (vc, target) in CreditTarget::ALL.into_iter().enumerate().take(VCS) {
+                let c = freed.field_credits(vc);
+                if c.is_zero() {
+                    continue;
+                }
+                // The model's credits never let the peer overrun the grant, so neither call
+                // fails; if one did, the credits would go back at once rather than be lost.
+                let ok = rx.handle_consumed(target, c).is_ok() && rx.release(t, target, c).is_ok();
+                debug_assert!(ok, "end {r}: credit receiver refused {c:?} on VC {vc}");
+                if !ok {
+                    if let (Some(o), Some(f)) = (self.ports[ri].owed.0.get_mut(vc), freed.0.get(vc))
+                    {
+                        for (o, f) in o.iter_mut().zip(f) {
+                            *o = o.saturating_add(*f);
+                        }
+                    }
+                }
+            }
+        }
+        self.take_due_returns(r);
+        self.arm_timer(r, now);
+        self.hot[ri].owes
+    }
+
+    /// Move the returns end `r`'s `CreditReceiver` says are due into its owed credits;
+    /// update `EndHot::owes`.
+    fn take_due_returns(&mut self, r: u32) {
+        let ri = r as usize;
+        let rx = &mut self.txs[ri].credit_rx;
+        while let Some(out) = rx.poll_return() {
+            if let CreditOutput::Return { target, fc } = out {
+                let vc = target.index();
+                if vc < VCS {
+                    self.ports[ri].owed.add_field(vc, &fc);
+                }
+            }
+        }
+        self.hot[ri].owes = self.ports[ri].owes();
     }
 
     /// Put the credits end `e` owes its peer into its TL packer as TL flow-control fields,
@@ -635,10 +697,11 @@ impl Sim {
 #[cfg(test)]
 mod tests {
     use super::super::fault::{Fault, FaultKind, FaultPlan, PortRef};
-    use super::super::port::Credits;
+    use super::super::port::{Credits, VCS};
     use super::super::{Options, Sim};
     use crate::pod::config::PodFile;
     use crate::pod::presets;
+    use podlink_protocol::flow::{CreditClass, CreditTarget};
 
     /// Credits each receiver grants per VC and class in these tests: one largest transfer's
     /// worth (a switch reserves 4 data credits per frame), so every link can carry one
@@ -648,6 +711,11 @@ mod tests {
     /// Run `pod` with `opts` for 2 µs of injection from 6 µs, drain, then let the last
     /// credit returns land; returns the sim (not yet reported).
     fn run_settled(pod: &PodFile, opts: &Options) -> Sim {
+        run_settled_until(pod, opts).0
+    }
+
+    /// [`run_settled`], also returning the time the run ended.
+    fn run_settled_until(pod: &PodFile, opts: &Options) -> (Sim, u64) {
         let mut sim = Sim::new(pod, opts).expect("pod builds");
         let start = 6_000_000;
         sim.run_to(start);
@@ -658,9 +726,10 @@ mod tests {
             t += 1_000_000;
             sim.run_to(t);
         }
-        // The last responses released credits: give their returns a few flit times.
+        // The last responses released credits: give their returns a few flit times (and
+        // the return policy's delay).
         sim.run_to(t + 1_000_000);
-        sim
+        (sim, t + 1_000_000)
     }
 
     fn shallow() -> PodFile {
@@ -684,7 +753,64 @@ mod tests {
             );
             assert!(!sim.hot[e].owes, "end {e}");
             assert!(sim.txs[e].tl.is_idle(), "end {e}");
+            assert!(sim.ports[e].freed.is_zero(), "end {e}");
+            let rx = &sim.txs[e].credit_rx;
+            for target in CreditTarget::ALL {
+                for class in CreditClass::ALL {
+                    assert_eq!(rx.pending(target, class), 0, "end {e} {target:?} {class:?}");
+                }
+            }
         }
+    }
+
+    /// The protocol's return policy decides when credits go back: with a threshold no
+    /// class reaches (deep buffers), every return waits for the `CreditReceiver`'s delay, so
+    /// an end receives at most one field per VC per delay (the timer restarts only with the
+    /// first credit freed after a return); returning at once (threshold 1) on the same pod
+    /// sends many times more fields, one per freed frame or so. Both runs complete their
+    /// operations and bring every credit home.
+    #[test]
+    fn credit_returns_follow_the_threshold_and_delay() {
+        const DEEP: u32 = 64;
+        const DELAY_NS: f64 = 200.0;
+        let run = |threshold: u32| {
+            let mut pod = shallow();
+            pod.switch.buffer_flits_per_vc = DEEP;
+            pod.link.credit_return_threshold = threshold;
+            pod.link.credit_return_ns = DELAY_NS;
+            let opts = Options {
+                duration_ps: 2_000_000,
+                warmup_ps: 0,
+                ..Options::default()
+            };
+            let (sim, end) = run_settled_until(&pod, &opts);
+            for e in 0..sim.ends() {
+                assert_eq!(sim.ports[e].credits, Credits::all(DEEP), "end {e}");
+                assert!(sim.ports[e].owed.is_zero(), "end {e}");
+            }
+            let r = sim.report(None);
+            let s = &r.summary;
+            assert!(s.drained && s.integrity.ok() && s.conservation.ok, "{s:?}");
+            let most = sim.rxs.iter().map(|r| r.credit_fields).max().unwrap_or(0);
+            (sim.credit_fields(), most, s.conservation.ops_completed, end)
+        };
+        let (coalesced, most, ops, end) = run(u32::from(u16::MAX));
+        let (at_once, _, ops_at_once, _) = run(1);
+        assert!(
+            ops > 1000 && ops_at_once > 1000,
+            "{ops} / {ops_at_once} operations"
+        );
+        // From the start of injection (6 µs) to the end, one expiry per delay at most.
+        let expiries = (end - 6_000_000) / (DELAY_NS as u64 * 1000) + 1;
+        assert!(
+            most <= VCS as u64 * expiries,
+            "an end received {most} fields in {expiries} delays"
+        );
+        assert!(coalesced < ops, "{coalesced} fields for {ops} operations");
+        assert!(
+            at_once > 4 * coalesced,
+            "at once {at_once} fields, coalesced {coalesced}"
+        );
     }
 
     /// Credits travel in band: with one frame's worth of credits per link, thousands of

@@ -39,7 +39,7 @@ use crate::pod::topology::{check_routes, Attach, Fabric, RouteProblem};
 use crate::report::{Latency, OpClass};
 use crate::rng::Rng;
 use crate::workload::Generator;
-use podlink_protocol::flow::CreditTarget;
+use podlink_protocol::flow::{CreditReceiver, CreditTarget, ReceiverConfig};
 use podlink_protocol::link::{UaLink, UaLinkConfig};
 use podlink_protocol::time::Duration;
 use podlink_protocol::time::Instant;
@@ -219,6 +219,10 @@ pub(crate) struct EndTx {
     /// selected (`TlMessage::CreditTarget`): the flow-control fields pushed return its
     /// credits. A stream starts at the pool.
     pub credit_target: u8,
+    /// The protocol's return policy for the credits this end grants its peer: it is told
+    /// of every buffer the end frees and says when the credits are due
+    /// (`spec-notes/simulator.md#credits`, `Sim::apply_credit_policy`).
+    pub credit_rx: CreditReceiver,
 }
 
 /// The small, often-read state of a link end's transmitter, kept apart from [`EndTx`] so that
@@ -369,6 +373,31 @@ fn grant(pod: &PodFile) -> u32 {
     pod.switch.buffer_flits_per_vc
 }
 
+/// A link end's credit return policy: the protocol's `CreditReceiver` granting
+/// [`grant`] credits of every class per VC (none in the shared pool, which the model does
+/// not use), returning them at `link.credit_return_threshold` pending in a class or
+/// `link.credit_return_ns` after the first pending credit. The model starts with every
+/// grant already held by the peer, so the initial release is taken out here and not sent.
+fn credit_receiver(pod: &PodFile) -> CreditReceiver {
+    let g = u16::try_from(grant(pod)).unwrap_or(u16::MAX);
+    let per_vc = podlink_protocol::flow::Credits([g; 4]);
+    let mut r = CreditReceiver::new(ReceiverConfig {
+        capacity: [
+            per_vc,
+            per_vc,
+            per_vc,
+            per_vc,
+            podlink_protocol::flow::Credits::ZERO,
+        ],
+        return_threshold: u16::try_from(pod.link.credit_return_threshold)
+            .unwrap_or(u16::MAX)
+            .max(1),
+        return_delay: ns(pod.link.credit_return_ns),
+    });
+    while r.poll_return().is_some() {}
+    r
+}
+
 impl Sim {
     /// Build the pod model.
     ///
@@ -463,6 +492,7 @@ impl Sim {
                 },
                 txq: VecDeque::new(),
                 credit_target: POOL,
+                credit_rx: credit_receiver(pod),
             })
             .collect();
         let wires = (0..n)

@@ -62,7 +62,7 @@ impl Credits {
 
     /// VC `vc`'s counters in the protocol's class order (request command, response command,
     /// request data, response data), each at most `u16::MAX`.
-    fn field_credits(&self, vc: usize) -> FieldCredits {
+    pub fn field_credits(&self, vc: usize) -> FieldCredits {
         let v = self.0.get(vc).copied().unwrap_or_default();
         let c = |x: u32| u16::try_from(x).unwrap_or(u16::MAX);
         FieldCredits([c(v[0]), c(v[2]), c(v[1]), c(v[3])])
@@ -137,8 +137,12 @@ pub struct PortState {
     pub accepting: bool,
     /// Credits the far end granted.
     pub credits: Credits,
-    /// Credits to return to the far end (frames it sent that this end has released), not
-    /// yet put into the end's TL packer as flow-control fields.
+    /// Credits of frames the far end sent that this end has released, not yet handed to
+    /// the end's return policy (`Sim::apply_credit_policy` moves them into the protocol's
+    /// `CreditReceiver` at once).
+    pub freed: Credits,
+    /// Credits the return policy made due, not yet put into the end's TL packer as
+    /// flow-control fields (withheld VCs' stay here).
     pub owed: Credits,
     /// VCs (bit per VC) whose credits this end keeps instead of returning (a fault).
     pub withheld: u8,
@@ -224,8 +228,8 @@ impl PortLink for PortState {
 }
 
 /// The transaction layer's credit gate at an accelerator port: it spends the credits the
-/// far end granted and owes the far end the credits of what the port consumed (the model
-/// returns them in band; `Sim::note_owed`).
+/// far end granted and frees the credits of what the port consumed (the return policy
+/// decides when they go back in band; `Sim::note_owed`).
 impl CreditGate for PortState {
     fn try_consume(&mut self, flow: Flow, vc: Vc, data_beats: u8) -> Option<Pool> {
         let vc = usize::from(vc.get());
@@ -239,7 +243,7 @@ impl CreditGate for PortState {
     }
 
     fn release(&mut self, flow: Flow, vc: Vc, _pool: Pool, data_beats: u8) {
-        self.owed
+        self.freed
             .give(flow, usize::from(vc.get()), 1, u32::from(data_beats));
     }
 }
@@ -372,7 +376,7 @@ mod tests {
         assert!(p.try_consume(Flow::Request, Vc::default(), 3).is_some());
         assert!(p.try_consume(Flow::Request, Vc::default(), 1).is_none());
         p.release(Flow::Response, Vc::default(), Pool::PerVc, 2);
-        assert_eq!(p.owed.0[0], [0, 0, 1, 2]);
+        assert_eq!(p.freed.0[0], [0, 0, 1, 2]);
     }
 
     /// Owed credits go out in fields no larger than the encoding holds (6-bit command,
