@@ -831,6 +831,25 @@ mod tests {
     }
 
     #[test]
+    fn credit_return_policy_parses_and_is_checked() {
+        let text = format!("{GOOD}[link]\ncredit_return_threshold = 32\ncredit_return_ns = 250\n");
+        let l = PodFile::parse(&text, "p").unwrap().link;
+        assert_eq!((l.credit_return_threshold, l.credit_return_ns), (32, 250.0));
+        let text = format!("{GOOD}[link]\ncredit_return_threshold = 0\n");
+        let e = PodFile::parse(&text, "p").unwrap_err();
+        assert_eq!(
+            e.field.as_deref(),
+            Some("link.credit_return_threshold"),
+            "{e}"
+        );
+        let text = format!("{GOOD}[link]\ncredit_return_threshold = 65536\n");
+        assert!(PodFile::parse(&text, "p").is_err());
+        let text = format!("{GOOD}[link]\ncredit_return_ns = -1\n");
+        let e = PodFile::parse(&text, "p").unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("link.credit_return_ns"), "{e}");
+    }
+
+    #[test]
     fn memory_must_hold_the_address_plan() {
         let text = format!("{GOOD}[accelerator]\nmemory_bytes = 65536\n");
         let e = PodFile::parse(&text, "p").unwrap_err();

@@ -788,11 +788,12 @@ mod tests {
                 assert_eq!(sim.ports[e].credits, Credits::all(DEEP), "end {e}");
                 assert!(sim.ports[e].owed.is_zero(), "end {e}");
             }
+            let most = sim.rxs.iter().map(|r| r.credit_fields).max().unwrap_or(0);
+            let fields = sim.credit_fields();
             let r = sim.report(None);
             let s = &r.summary;
             assert!(s.drained && s.integrity.ok() && s.conservation.ok, "{s:?}");
-            let most = sim.rxs.iter().map(|r| r.credit_fields).max().unwrap_or(0);
-            (sim.credit_fields(), most, s.conservation.ops_completed, end)
+            (fields, most, s.conservation.ops_completed, end)
         };
         let (coalesced, most, ops, end) = run(u32::from(u16::MAX));
         let (at_once, _, ops_at_once, _) = run(1);
