@@ -1,12 +1,12 @@
 //! Moving flits and frames: transmitters, wires, receivers, in-band credit returns and
 //! switch pipelines (`spec-notes/simulator.md#links`).
 
-use super::port::{flow_of, vc_of, Credits, FrameSlab, VCS};
-use super::switch::frame_cost;
+use super::port::{flow_of, vc_of, FrameSlab, VCS};
 use super::trace::Mark;
 use super::{Ev, Owner, Sim};
-use podlink_protocol::flow::{CreditOutput, CreditTarget};
+use podlink_protocol::flow::{CreditOutput, CreditSender, CreditTarget};
 use podlink_protocol::link::TlSink;
+use podlink_protocol::retry::LinkState;
 use podlink_protocol::time::Instant;
 use podlink_protocol::txn::Flow;
 use podlink_protocol::wire::dl_stream::TL_FLIT_LEN;
@@ -18,13 +18,14 @@ use std::collections::VecDeque;
 const PREFILL_HALVES: usize = 20;
 
 /// The link's sink: TL flits into the TL unpacker, transfers into owned frames,
-/// flow-control fields into the receiving end's credits (for the VC the stream's last
-/// `TlMessage::CreditTarget` selected).
+/// flow-control fields and the "initial credit release complete" message into the
+/// receiving end's protocol `CreditSender` (a field returns the credits of the target the
+/// stream's last `TlMessage::CreditTarget` selected).
 struct Sink<'a> {
     tlu: &'a mut TlUnpacker,
     frames: &'a mut FrameSlab,
     batch: &'a mut Vec<u32>,
-    credits: &'a mut Credits,
+    credits: &'a mut CreditSender,
     target: &'a mut u8,
     ingress: u32,
     tl: u64,
@@ -42,19 +43,20 @@ impl TlSink for Sink<'_> {
                     let h = self.frames.alloc_transfer(&t, self.ingress);
                     self.batch.push(h);
                 }
-                Ok(Some(TlItem::Credits(fc))) => {
-                    let vc = usize::from(*self.target);
-                    if vc < VCS {
-                        self.credits.add_field(vc, &fc);
+                Ok(Some(TlItem::Credits(fc))) => match CreditTarget::from_index(*self.target) {
+                    Some(t) => {
+                        self.credits.handle_return(t, &fc);
                         self.fields += 1;
-                    } else {
-                        // The model grants no pool credits: a return for the pool is a
-                        // stream error (the sender always selects a VC first).
-                        self.errors += 1;
                     }
-                }
+                    // A target the encoding does not name: a stream error.
+                    None => self.errors += 1,
+                },
                 Ok(Some(TlItem::Message(TlMessage::CreditTarget { target }))) => {
                     *self.target = target;
+                }
+                Ok(Some(TlItem::Message(TlMessage::InitialCreditReleaseComplete))) => {
+                    self.credits.handle_initial_release_complete();
+                    self.fields += 1;
                 }
                 Ok(Some(_)) => {}
                 Ok(None) => break,
@@ -194,7 +196,12 @@ impl Sim {
         h.tx_backlog = h.overflow || h.tl_busy || h.link_queued;
         self.arm_timer(e, now);
         if !sent {
-            if self.hot[ei].stall_since.is_none() && self.source_waiting(e) {
+            // A stall: TL data (or credits owed) waiting while the link carries payload and
+            // sent nothing (not link bring-up, when only the link's own flits go).
+            if self.hot[ei].stall_since.is_none()
+                && self.txs[ei].link.state() == LinkState::Up
+                && self.source_waiting(e)
+            {
                 self.hot[ei].stall_since = Some(now);
             }
             return;
@@ -321,14 +328,9 @@ impl Sim {
                         break;
                     }
                     let range = sw.base as usize..(sw.base + sw.n) as usize;
-                    let frames = &self.frames;
                     let got = sw
                         .fwd
-                        .pull(Instant::from_ps(now), p, &mut self.ports[range], |h| {
-                            frames
-                                .get(h)
-                                .map_or((podlink_protocol::txn::Flow::Request, 4), frame_cost)
-                        });
+                        .pull(Instant::from_ps(now), p, &mut self.ports[range]);
                     match got {
                         Some(h) => {
                             pulled = true;
@@ -455,14 +457,19 @@ impl Sim {
 
     /// Move the returns end `r`'s `CreditReceiver` says are due into its owed credits;
     /// update `EndHot::owes`.
-    fn take_due_returns(&mut self, r: u32) {
+    pub(crate) fn take_due_returns(&mut self, r: u32) {
         let ri = r as usize;
         let rx = &mut self.txs[ri].credit_rx;
         while let Some(out) = rx.poll_return() {
-            if let CreditOutput::Return { target, fc } = out {
-                let vc = target.index();
-                if vc < VCS {
-                    self.ports[ri].owed.add_field(vc, &fc);
+            match out {
+                CreditOutput::Return { target, fc } => {
+                    let vc = target.index();
+                    if vc < VCS {
+                        self.ports[ri].owed.add_field(vc, &fc);
+                    }
+                }
+                CreditOutput::InitialReleaseComplete => {
+                    self.ports[ri].owe_release_complete = true;
                 }
             }
         }
@@ -504,6 +511,20 @@ impl Sim {
                 Err(TlPushError::Invalid(_)) => {
                     self.stats.invalid_frames += 1;
                     break;
+                }
+            }
+        }
+        if self.ports[ei].release_complete_due() {
+            let done = TlItem::Message(TlMessage::InitialCreditReleaseComplete);
+            match self.txs[ei].tl.push(&done) {
+                Ok(()) => {
+                    self.ports[ei].owe_release_complete = false;
+                    pushed = true;
+                }
+                Err(TlPushError::Full) => {}
+                Err(TlPushError::Invalid(_)) => {
+                    self.stats.invalid_frames += 1;
+                    self.ports[ei].owe_release_complete = false;
                 }
             }
         }
@@ -697,15 +718,16 @@ impl Sim {
 #[cfg(test)]
 mod tests {
     use super::super::fault::{Fault, FaultKind, FaultPlan, PortRef};
-    use super::super::port::{Credits, VCS};
+    use super::super::port::VCS;
     use super::super::{Options, Sim};
     use crate::pod::config::PodFile;
     use crate::pod::presets;
     use podlink_protocol::flow::{CreditClass, CreditTarget};
+    use podlink_protocol::wire::Vc;
 
     /// Credits each receiver grants per VC and class in these tests: one largest transfer's
-    /// worth (a switch reserves 4 data credits per frame), so every link can carry one
-    /// frame per VC and flow at a time, and a run finishes only if credits keep coming back.
+    /// worth (4 data beats), so every link can carry one 256 B frame per VC and flow at a
+    /// time, and a run finishes only if credits keep coming back.
     const GRANT: u32 = 4;
 
     /// Run `pod` with `opts` for 2 µs of injection from 6 µs, drain, then let the last
@@ -741,11 +763,31 @@ mod tests {
         pod
     }
 
+    /// End `e`'s protocol `CreditSender` learnt a grant of `g` credits of every class on
+    /// every VC (nothing in the pool) from its peer's initial release, which is complete,
+    /// holds all of them now, and saw no return above the grant.
+    fn holds_grant(sim: &Sim, e: usize, g: u32) {
+        let c = &sim.ports[e].credits;
+        assert!(c.initial_release_complete(), "end {e}");
+        assert_eq!(c.stats().return_above_grant, 0, "end {e}");
+        for target in CreditTarget::ALL {
+            let want = if target == CreditTarget::Shared { 0 } else { g };
+            for class in CreditClass::ALL {
+                assert_eq!(c.grant(target, class), want, "end {e} {target:?} {class:?}");
+                assert_eq!(
+                    c.available(target, class),
+                    want,
+                    "end {e} {target:?} {class:?}"
+                );
+            }
+        }
+    }
+
     /// Every end holds its whole grant again and owes nothing: each credit spent came back
     /// exactly once, through the TL flow-control fields its peer's unpacker delivered.
     fn all_credits_home(sim: &Sim) {
         for e in 0..sim.ends() {
-            assert_eq!(sim.ports[e].credits, Credits::all(GRANT), "end {e}");
+            holds_grant(sim, e, GRANT);
             assert!(
                 sim.ports[e].owed.is_zero(),
                 "end {e}: {:?}",
@@ -785,7 +827,7 @@ mod tests {
             };
             let (sim, end) = run_settled_until(&pod, &opts);
             for e in 0..sim.ends() {
-                assert_eq!(sim.ports[e].credits, Credits::all(DEEP), "end {e}");
+                holds_grant(&sim, e, DEEP);
                 assert!(sim.ports[e].owed.is_zero(), "end {e}");
             }
             let most = sim.rxs.iter().map(|r| r.credit_fields).max().unwrap_or(0);
@@ -812,6 +854,40 @@ mod tests {
             at_once > 4 * coalesced,
             "at once {at_once} fields, coalesced {coalesced}"
         );
+    }
+
+    /// No end starts with credits: each learns its peer's grant from the initial credit
+    /// release, which travels in band (a credit-target message and flow-control fields per
+    /// VC, then "initial credit release complete") once the link carries TL flits, well
+    /// before the traced read at 5 µs. The grant is the pod's `buffer_flits_per_vc`.
+    #[test]
+    fn initial_credit_release_travels_in_band() {
+        let mut pod = presets::load("single-switch-16").expect("preset");
+        pod.switch.buffer_flits_per_vc = 300; // more than one field holds per class
+        let opts = Options {
+            traffic: false,
+            ..Options::default()
+        };
+        let mut sim = Sim::new(&pod, &opts).expect("pod builds");
+        for e in 0..sim.ends() {
+            let c = &sim.ports[e].credits;
+            assert!(!c.initial_release_complete(), "end {e}");
+            assert_eq!(
+                c.available(CreditTarget::Vc(Vc::default()), CreditClass::ReqCmd),
+                0
+            );
+            assert!(sim.hot[e].owes, "end {e} has its release to send");
+        }
+        sim.run_to(5_000_000);
+        for e in 0..sim.ends() {
+            holds_grant(&sim, e, 300);
+            assert!(!sim.hot[e].owes && sim.ports[e].owed.is_zero(), "end {e}");
+            // 300 commands of each class need 5 fields of at most 63 (the data counts fit
+            // in 2 of at most 255, and ride the same fields), on each of 4 VCs, then the
+            // closing message; nothing else was returned on the idle pod.
+            assert_eq!(sim.rxs[e].credit_fields, 4 * 5 + 1, "end {e}");
+            assert_eq!(sim.rxs[e].tl_errors, 0, "end {e}");
+        }
     }
 
     /// Credits travel in band: with one frame's worth of credits per link, thousands of

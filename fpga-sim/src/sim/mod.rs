@@ -28,7 +28,7 @@ pub mod trace;
 use self::check::{Reference, SparseMem};
 use self::fault::FaultPlan;
 use self::link::{FlitPool, Wire};
-use self::port::{Credits, FrameSlab, PortState};
+use self::port::{FrameSlab, PortState};
 use self::steer::FaultState;
 use self::switch::Forwarder;
 use self::trace::Trace;
@@ -373,15 +373,15 @@ fn grant(pod: &PodFile) -> u32 {
     pod.switch.buffer_flits_per_vc
 }
 
-/// A link end's credit return policy: the protocol's `CreditReceiver` granting
-/// [`grant`] credits of every class per VC (none in the shared pool, which the model does
-/// not use), returning them at `link.credit_return_threshold` pending in a class or
-/// `link.credit_return_ns` after the first pending credit. The model starts with every
-/// grant already held by the peer, so the initial release is taken out here and not sent.
+/// A link end's credit policy: the protocol's `CreditReceiver` granting [`grant`] credits
+/// of every class per VC (none in the shared pool, which the model does not use), released
+/// in band after link bring-up (`TlMessage::CreditTarget` + flow-control fields per VC, then
+/// "initial credit release complete"), later returned at `link.credit_return_threshold`
+/// pending in a class or `link.credit_return_ns` after the first pending credit.
 fn credit_receiver(pod: &PodFile) -> CreditReceiver {
     let g = u16::try_from(grant(pod)).unwrap_or(u16::MAX);
     let per_vc = podlink_protocol::flow::Credits([g; 4]);
-    let mut r = CreditReceiver::new(ReceiverConfig {
+    CreditReceiver::new(ReceiverConfig {
         capacity: [
             per_vc,
             per_vc,
@@ -393,9 +393,7 @@ fn credit_receiver(pod: &PodFile) -> CreditReceiver {
             .unwrap_or(u16::MAX)
             .max(1),
         return_delay: ns(pod.link.credit_return_ns),
-    });
-    while r.poll_return().is_some() {}
-    r
+    })
 }
 
 impl Sim {
@@ -473,7 +471,6 @@ impl Sim {
         let ports = (0..n)
             .map(|_| PortState {
                 up: true,
-                credits: Credits::all(grant(pod)),
                 ..Default::default()
             })
             .collect();
@@ -560,8 +557,10 @@ impl Sim {
         }
         let sweep = sim.sweep_ps;
         sim.schedule(sweep, Ev::Sweep);
-        // Bring every link up: NOP flits both ways, then the DL control exchange.
+        // Bring every link up: NOP flits both ways, then the DL control exchange; each end's
+        // initial credit release waits in its TL packer until the link carries TL flits.
         for e in 0..sim.ends() as u32 {
+            sim.take_due_returns(e);
             sim.kick(e, 0);
             sim.arm_timer(e, 0);
         }

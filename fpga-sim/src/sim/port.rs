@@ -1,7 +1,7 @@
 //! Link ends as the forwarding logic sees them, TL credits, and owned TL transfers (frames)
 //! (`spec-notes/simulator.md#credits`).
 
-use podlink_protocol::flow::{CreditClass, Credits as FieldCredits};
+use podlink_protocol::flow::{CreditClass, CreditSender, CreditTarget, Credits as FieldCredits};
 use podlink_protocol::txn::{CreditGate, Flow, Pool};
 use podlink_protocol::wire::{TlField, TlFlowControl, TlTransfer, Vc};
 use podlink_switch::header::{FrameKind, Header};
@@ -11,9 +11,6 @@ use podlink_switch::port::{LinkStats, PortLink};
 pub const CLASSES: usize = 4;
 /// Virtual channels.
 pub const VCS: usize = 4;
-/// Most data beats one transfer carries (256 B).
-pub const MAX_BEATS: u32 = 4;
-
 /// TL credits per VC and class: `[vc][class]`, class 0/1 request command/data, 2/3 response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Credits(pub [[u32; CLASSES]; VCS]);
@@ -126,6 +123,15 @@ pub fn vc_of(f: &TlField) -> Vc {
     }
 }
 
+/// The protocol credits a frame of `flow` with `beats` data beats spends on a hop: one
+/// command credit of its flow's class and one data credit per beat.
+pub fn needs(flow: Flow, beats: u8) -> FieldCredits {
+    match flow {
+        Flow::Request => FieldCredits::request(u16::from(beats)),
+        Flow::Response => FieldCredits::response(u16::from(beats)),
+    }
+}
+
 /// The sending state of one link end, as the switch's forwarding logic sees it
 /// ([`PortLink`]): link up, the TL credits the far end granted, and whether the end's
 /// transmitter is pulling frames right now.
@@ -135,8 +141,10 @@ pub struct PortState {
     pub up: bool,
     /// The transmitter is packing a DL flit and takes a frame now.
     pub accepting: bool,
-    /// Credits the far end granted.
-    pub credits: Credits,
+    /// Credits the far end granted: the protocol's `flow::CreditSender`, which learns the
+    /// grant from the far end's initial release (in band, after link bring-up) and refuses
+    /// returns above it.
+    pub credits: CreditSender,
     /// Credits of frames the far end sent that this end has released, not yet handed to
     /// the end's return policy (`Sim::apply_credit_policy` moves them into the protocol's
     /// `CreditReceiver` at once).
@@ -144,6 +152,8 @@ pub struct PortState {
     /// Credits the return policy made due, not yet put into the end's TL packer as
     /// flow-control fields (withheld VCs' stay here).
     pub owed: Credits,
+    /// The "initial credit release complete" message is due, after every owed credit.
+    pub owe_release_complete: bool,
     /// VCs (bit per VC) whose credits this end keeps instead of returning (a fault).
     pub withheld: u8,
     /// Health counters for the switch (CRC errors and replays seen on this end).
@@ -178,13 +188,22 @@ impl PortState {
         self.owed.sub_field(usize::from(vc), fc);
     }
 
-    /// Whether owed credits could be returned now.
+    /// Whether owed credits (or the "initial credit release complete" message, which follows
+    /// every owed credit) could be sent now.
     pub fn owes(&self) -> bool {
-        self.owed
-            .0
-            .iter()
-            .enumerate()
-            .any(|(vc, v)| self.withheld & (1 << vc) == 0 && v.iter().any(|&x| x != 0))
+        self.release_complete_due()
+            || self
+                .owed
+                .0
+                .iter()
+                .enumerate()
+                .any(|(vc, v)| self.withheld & (1 << vc) == 0 && v.iter().any(|&x| x != 0))
+    }
+
+    /// The "initial credit release complete" message may go now: it is owed and every
+    /// credit of the release went before it.
+    pub fn release_complete_due(&self) -> bool {
+        self.owe_release_complete && self.owed.is_zero()
     }
 }
 
@@ -198,28 +217,33 @@ impl PortLink for PortState {
     /// completer short of request credits block the responses its own requester waited for:
     /// the pod deadlocked at high load.)
     fn tx_credits(&self, vc: Vc) -> u32 {
-        self.credits
-            .0
-            .get(usize::from(vc.get()))
-            .map_or(0, |v| v[0].saturating_add(v[2]))
+        [CreditClass::ReqCmd, CreditClass::RspCmd]
+            .map(|c| self.credits.available(CreditTarget::Vc(vc), c))
+            .into_iter()
+            .fold(0u32, u32::saturating_add)
     }
 
-    /// Reserves a command credit and the largest transfer's data credits (the header does
-    /// not say how many beats the frame has); the simulator refunds the difference as soon
-    /// as the switch names the frame.
+    /// Takes the frame's protocol credits on its VC (a command credit of its flow and one
+    /// data credit per beat, as the header says; the model's receivers grant nothing in the
+    /// shared pool), as the switch library's own `LinkPort` does, if the end's transmitter
+    /// is pulling a frame now.
     fn try_consume_credit(&mut self, h: &Header) -> bool {
         let flow = match h.kind {
             FrameKind::Request => Flow::Request,
             FrameKind::Response => Flow::Response,
             FrameKind::LinkLocal => return false,
         };
-        let vc = usize::from(h.vc.get());
-        if !self.accepting || !self.credits.has(flow, vc, MAX_BEATS) {
+        if !self.accepting {
             return false;
         }
-        self.credits.take(flow, vc, MAX_BEATS);
-        self.accepting = false;
-        true
+        let ok = self
+            .credits
+            .consume(CreditTarget::Vc(h.vc), needs(flow, h.beats))
+            .is_ok();
+        if ok {
+            self.accepting = false;
+        }
+        ok
     }
 
     fn stats(&self) -> LinkStats {
@@ -232,14 +256,10 @@ impl PortLink for PortState {
 /// decides when they go back in band; `Sim::note_owed`).
 impl CreditGate for PortState {
     fn try_consume(&mut self, flow: Flow, vc: Vc, data_beats: u8) -> Option<Pool> {
-        let vc = usize::from(vc.get());
-        let beats = u32::from(data_beats);
-        if self.credits.has(flow, vc, beats) {
-            self.credits.take(flow, vc, beats);
-            Some(Pool::PerVc)
-        } else {
-            None
-        }
+        self.credits
+            .consume(CreditTarget::Vc(vc), needs(flow, data_beats))
+            .ok()
+            .map(|()| Pool::PerVc)
     }
 
     fn release(&mut self, flow: Flow, vc: Vc, _pool: Pool, data_beats: u8) {
@@ -352,31 +372,57 @@ mod tests {
     use super::*;
     use podlink_protocol::wire::AccelId;
 
+    /// A sender holding `n` credits of every class on every VC, learnt from an initial
+    /// release as its peer sends it.
+    fn granted(n: u16) -> CreditSender {
+        let mut c = CreditSender::new();
+        let (fc, rest) = FieldCredits([n; 4]).to_field();
+        assert!(rest.is_zero(), "one field holds {n}");
+        for vc in 0..4 {
+            c.handle_return(CreditTarget::Vc(Vc::from_bits_truncate(vc)), &fc);
+        }
+        c.handle_initial_release_complete();
+        c
+    }
+
+    /// The switch takes exactly the frame's credits (a command credit of its flow, a data
+    /// credit per beat the header names), only while the transmitter pulls; accelerators
+    /// spend through the same protocol `CreditSender`.
     #[test]
-    fn credits_reserve_max_and_refund() {
+    fn frames_spend_exactly_their_credits() {
         let mut p = PortState {
             up: true,
-            credits: Credits::all(4),
+            credits: granted(4),
             ..Default::default()
         };
-        let h = Header::request(
-            AccelId::new(1).unwrap(),
-            AccelId::new(2).unwrap(),
-            Vc::default(),
-            0,
-        );
+        let (a, b) = (AccelId::new(1).unwrap(), AccelId::new(2).unwrap());
+        let vc0 = CreditTarget::Vc(Vc::default());
+        let mut h = Header::request(a, b, Vc::default(), 0);
+        h.beats = 3;
         assert!(!p.try_consume_credit(&h), "not accepting");
         p.accepting = true;
         assert!(p.try_consume_credit(&h));
-        assert_eq!(p.credits.0[0], [3, 0, 4, 4]);
+        assert!(!p.accepting, "one frame per pull");
+        assert_eq!(p.credits.available(vc0, CreditClass::ReqCmd), 3);
+        assert_eq!(p.credits.available(vc0, CreditClass::ReqData), 1);
+        assert_eq!(p.credits.available(vc0, CreditClass::RspData), 4);
         p.accepting = true;
         assert!(!p.try_consume_credit(&h), "data credits exhausted");
-        p.credits.give(Flow::Request, 0, 0, 3);
-        assert_eq!(p.credits.0[0][1], 3);
-        assert!(p.try_consume(Flow::Request, Vc::default(), 3).is_some());
+        assert!(p.accepting, "nothing taken");
+        h.beats = 1;
+        assert!(p.try_consume_credit(&h), "one beat still fits");
         assert!(p.try_consume(Flow::Request, Vc::default(), 1).is_none());
+        assert!(p.try_consume(Flow::Response, Vc::default(), 4).is_some());
+        assert_eq!(p.credits.available(vc0, CreditClass::RspCmd), 3);
         p.release(Flow::Response, Vc::default(), Pool::PerVc, 2);
         assert_eq!(p.freed.0[0], [0, 0, 1, 2]);
+        // A return above the grant is the peer's error: capped and counted (per class:
+        // both data classes overflow here, the command classes do not).
+        let (fc, _) = FieldCredits([1, 1, 9, 9]).to_field();
+        p.credits.handle_return(vc0, &fc);
+        assert_eq!(p.credits.stats().return_above_grant, 2);
+        assert_eq!(p.credits.available(vc0, CreditClass::RspCmd), 4);
+        assert_eq!(p.credits.available(vc0, CreditClass::ReqData), 4);
     }
 
     /// Owed credits go out in fields no larger than the encoding holds (6-bit command,

@@ -14,11 +14,10 @@
 //! Frames wait in the switch until the egress port's transmitter pulls them while it packs a
 //! DL flit, so arbitration happens at the serialisation point.
 
-use super::port::{flow_of, Frame, PortState};
+use super::port::{Frame, PortState};
 use crate::pod::config::PodFile;
 use crate::pod::topology::Fabric;
 use podlink_protocol::time::Instant;
-use podlink_protocol::txn::Flow;
 use podlink_protocol::wire::Vc;
 use podlink_switch::event::PortCounters;
 use podlink_switch::header::Header;
@@ -274,15 +273,8 @@ impl Forwarder {
             .map(|r| u32::from(r.port()))
     }
 
-    /// The next frame for egress `port` that may go now (credits taken), if any. `beats_of`
-    /// gives a handle's data beats (to refund the library's worst-case reservation).
-    pub fn pull(
-        &mut self,
-        now: Instant,
-        port: u32,
-        ports: &mut [PortState],
-        beats_of: impl Fn(u32) -> (Flow, u32),
-    ) -> Option<u32> {
+    /// The next frame for egress `port` that may go now (its credits taken), if any.
+    pub fn pull(&mut self, now: Instant, port: u32, ports: &mut [PortState]) -> Option<u32> {
         let port16 = u16::try_from(port).ok()?;
         // The library's choice for this port alone (as its `poll_transmit` with every other
         // port unavailable).
@@ -292,13 +284,6 @@ impl Forwarder {
         p.accepting = false;
         let tx = tx?;
         debug_assert_eq!(u32::from(tx.port), port, "frame pulled for another port");
-        let (flow, beats) = beats_of(tx.handle);
-        if let Some(p) = ports.get_mut(usize::from(tx.port)) {
-            let vc = usize::from(tx.header.vc.get());
-            p.credits
-                .give(flow, vc, 0, super::port::MAX_BEATS.saturating_sub(beats));
-            self.sw.refresh_port(tx.port, p);
-        }
         Some(tx.handle)
     }
 
@@ -314,11 +299,6 @@ impl Forwarder {
             ("flushed", u64::from(t.flushed)),
         ]
     }
-}
-
-/// The credit flow and beats of a frame (for [`Forwarder::pull`]).
-pub fn frame_cost(f: &Frame) -> (Flow, u32) {
-    (flow_of(&f.field), f.beats())
 }
 
 #[cfg(test)]
