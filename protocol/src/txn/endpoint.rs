@@ -54,9 +54,15 @@ pub struct EndpointConfig {
     pub partitions: PartitionTable,
     /// The link.
     pub link: UaLinkConfig,
-    /// Buffers this end grants its peer, per class, all in the shared pool
-    /// (request-command credits are capped at the completer's response slots).
+    /// Buffers this end grants its peer in the shared pool, per class (request-command
+    /// credits, here and in `per_vc` together, are capped at the completer's response slots;
+    /// the VCs keep theirs first).
     pub credits: Credits,
+    /// Buffers this end grants its peer on each VC's own credits, per class (default none:
+    /// everything in the pool). Returns of a VC's credits are preceded by a
+    /// `TlMessage::CreditTarget` naming it (`spec-notes/link.md` L12); the peer spends a VC's
+    /// own credits first and the pool after.
+    pub per_vc: Credits,
     /// Return credits at once when a class has this many pending.
     pub credit_return_threshold: u16,
     /// … otherwise this long after the first pending credit.
@@ -73,6 +79,7 @@ impl EndpointConfig {
             partitions: PartitionTable::default(),
             link: UaLinkConfig::default(),
             credits: Credits([64, 64, 256, 256]),
+            per_vc: Credits::ZERO,
             credit_return_threshold: 8,
             credit_return_delay: Duration::from_ns(100),
         }
@@ -159,6 +166,9 @@ pub struct Endpoint<
     credit_stash: Option<CreditOutput>,
     /// Target of the flow-control fields received next (set by `TlMessage::CreditTarget`).
     credit_target: CreditTarget,
+    /// Target of the flow-control fields this end sends next (the last
+    /// `TlMessage::CreditTarget` it sent; a stream starts at the pool).
+    tx_target: CreditTarget,
     events: Deque<EndpointEvent, EVENTS>,
     stats: EndpointStats,
 }
@@ -188,6 +198,7 @@ impl<
             stash: None,
             credit_stash: None,
             credit_target: CreditTarget::Shared,
+            tx_target: CreditTarget::Shared,
             events: Deque::new(),
             stats: EndpointStats::default(),
         }
@@ -281,6 +292,7 @@ impl<
         self.stash = None;
         self.credit_stash = None;
         self.credit_target = CreditTarget::Shared;
+        self.tx_target = CreditTarget::Shared;
         self.drain_link_events();
     }
 
@@ -435,12 +447,28 @@ impl<
         }
     }
 
-    /// Push a credit output; `false` when the packer is full.
+    /// Push a credit output (a return of another target than the last one is preceded by a
+    /// `TlMessage::CreditTarget`); `false` when the packer is full (then nothing of the
+    /// return went, or only its credit-target message, which is not repeated).
     fn push_credit(&mut self, c: CreditOutput) -> bool {
         let item = match c {
-            // Every return is the pool's (the endpoint grants nothing else), the target a TL
-            // stream starts at, so no `TlMessage::CreditTarget` is needed (L12).
-            CreditOutput::Return { fc, .. } => TlItem::Credits(fc),
+            CreditOutput::Return { target, fc } => {
+                if target != self.tx_target {
+                    let select = TlItem::Message(TlMessage::CreditTarget {
+                        target: target.index() as u8,
+                    });
+                    match self.packer.push(&select) {
+                        Ok(()) => self.tx_target = target,
+                        Err(TlPushError::Full) => return false,
+                        Err(TlPushError::Invalid(_)) => {
+                            self.stats.packer_refusals =
+                                self.stats.packer_refusals.saturating_add(1);
+                            return true;
+                        }
+                    }
+                }
+                TlItem::Credits(fc)
+            }
             CreditOutput::InitialReleaseComplete => {
                 TlItem::Message(TlMessage::InitialCreditReleaseComplete)
             }
@@ -497,15 +525,36 @@ fn push_transfer(packer: &mut TlPacker, t: &TlTransfer<'_>, stats: &mut Endpoint
     }
 }
 
-/// The credit receiver's settings: everything in the shared pool, request commands capped at
-/// the completer's response slots.
+/// The credit receiver's settings: the pool and each VC's own credits as configured, request
+/// commands capped at the completer's response slots in all (VC 0 to 3 keep theirs first,
+/// the pool gets what is left), so that a peer within its credits never finds the completer
+/// full.
 fn receiver_config(cfg: &EndpointConfig, resp: usize) -> ReceiverConfig {
-    let mut pool = cfg.credits;
-    let cap = u16::try_from(resp).unwrap_or(u16::MAX);
-    pool.set(CreditClass::ReqCmd, pool.get(CreditClass::ReqCmd).min(cap));
+    let mut left = u16::try_from(resp).unwrap_or(u16::MAX);
     let mut capacity = [Credits::ZERO; CreditTarget::COUNT];
+    for t in CreditTarget::ALL {
+        if let Some(c) = capacity.get_mut(t.index()) {
+            *c = if t == CreditTarget::Shared {
+                cfg.credits
+            } else {
+                cfg.per_vc
+            };
+        }
+    }
+    // VCs keep their own request commands before the pool does: the cap goes over the
+    // VCs in order, then the pool gets what is left.
+    for t in CreditTarget::ALL {
+        if t == CreditTarget::Shared {
+            continue;
+        }
+        if let Some(c) = capacity.get_mut(t.index()) {
+            let n = c.get(CreditClass::ReqCmd).min(left);
+            c.set(CreditClass::ReqCmd, n);
+            left -= n;
+        }
+    }
     if let Some(c) = capacity.get_mut(CreditTarget::Shared.index()) {
-        *c = pool;
+        c.set(CreditClass::ReqCmd, c.get(CreditClass::ReqCmd).min(left));
     }
     ReceiverConfig {
         capacity,
@@ -608,30 +657,40 @@ mod tests {
     }
 
     fn pair() -> Box<Pair> {
+        pair_of(end(1), end(2))
+    }
+
+    fn pair_of(a: End, b: End) -> Box<Pair> {
         let wire = |s| {
             Wire::new(
                 FaultInjector::new(FaultConfig::default(), s),
                 Duration::from_ns(50),
             )
         };
-        let mut p = Box::new(LinkPair::new(
-            end(1),
-            end(2),
-            wire(1),
-            wire(2),
-            PairConfig::default(),
-        ));
+        let mut p = Box::new(LinkPair::new(a, b, wire(1), wire(2), PairConfig::default()));
         p.set_link(true);
         p
     }
 
     #[test]
     fn receiver_config_caps_request_commands() {
-        let cfg = EndpointConfig::new(RequesterConfig::new(id(1)), CompleterConfig::new(id(1)));
+        let mut cfg = EndpointConfig::new(RequesterConfig::new(id(1)), CompleterConfig::new(id(1)));
         let r = receiver_config(&cfg, 8);
         let shared = r.capacity[CreditTarget::Shared.index()];
         assert_eq!(shared, Credits([8, 64, 256, 256]));
         assert_eq!(r.capacity[0], Credits::ZERO);
+        // Per-VC grants keep their request commands first; the pool gets what is left of
+        // the completer's 8 slots (3 + 3 + 2 + 0, pool 0).
+        cfg.per_vc = Credits([3, 4, 16, 16]);
+        let r = receiver_config(&cfg, 8);
+        let cmds: Vec<u16> = r
+            .capacity
+            .iter()
+            .map(|c| c.get(CreditClass::ReqCmd))
+            .collect();
+        assert_eq!(cmds, [3, 3, 2, 0, 0]);
+        assert_eq!(r.capacity[3], Credits([0, 4, 16, 16]));
+        assert_eq!(r.capacity[4], Credits([0, 64, 256, 256]));
         assert_eq!(target(Vc::default(), Pool::Shared), CreditTarget::Shared);
         assert_eq!(needs(Flow::Response, 2), Credits::response(2));
     }
@@ -734,6 +793,98 @@ mod tests {
                 }
             }
             assert_eq!(p.a.stats().overruns + p.b.stats().overruns, 0);
+        });
+    }
+
+    /// Per-VC grants: each end learns its peer's grant per VC and in the pool from the
+    /// initial release (the returns of a VC preceded by a credit-target message), spends a
+    /// VC's own credits first and the pool after, and every credit comes home to the target
+    /// it was taken from, none above a grant.
+    #[test]
+    fn per_vc_grants_are_released_spent_and_returned_per_target() {
+        on_big_stack(|| {
+            let end_vc = |me: u16| {
+                let mut cfg =
+                    EndpointConfig::new(RequesterConfig::new(id(me)), CompleterConfig::new(id(me)));
+                cfg.per_vc = Credits([1, 1, 4, 4]);
+                cfg.credits = Credits([2, 2, 8, 8]);
+                let host = Host {
+                    mem: WindowMemory::new(0),
+                    reads: Vec::new(),
+                };
+                Endpoint::new(cfg, host)
+            };
+            let mut p = pair_of(end_vc(1), end_vc(2));
+            let vc = |n| Vc::new(n).unwrap();
+            let data = [0x5au8; 256];
+            let now = p.now();
+            let mut ops = Vec::new();
+            for k in 0..4u64 {
+                let w = Request {
+                    dst: id(2),
+                    vc: vc(1),
+                    op: Operation::Write {
+                        addr: k * 256,
+                        data: &data,
+                        enables: None,
+                    },
+                };
+                ops.push(p.a.submit(now, &w).unwrap());
+                let r = Request {
+                    dst: id(2),
+                    vc: vc(2),
+                    op: Operation::Read {
+                        addr: 2048 + k * 256,
+                        len: 256,
+                    },
+                };
+                ops.push(p.a.submit(now, &r).unwrap());
+            }
+            let back = Request {
+                dst: id(1),
+                vc: vc(3),
+                op: Operation::Write {
+                    addr: 0,
+                    data: &data,
+                    enables: None,
+                },
+            };
+            let b_op = p.b.submit(now, &back).unwrap();
+            p.wake();
+            p.drive(now + Duration::from_us(50));
+            let mut done = Vec::new();
+            while let Some(c) = p.a.poll_completion() {
+                assert_eq!(c.result, Ok(None), "{c:?}");
+                done.push(c.id);
+            }
+            done.sort_by_key(|o| o.0);
+            ops.sort_by_key(|o| o.0);
+            assert_eq!(done, ops);
+            assert_eq!(
+                p.b.poll_completion().map(|c| (c.id, c.result)),
+                Some((b_op, Ok(None)))
+            );
+            assert_eq!(&p.b.host().mem.bytes()[..1024], &[0x5au8; 1024][..]);
+            assert_eq!(&p.a.host().mem.bytes()[..256], &data[..]);
+            // Four 4-beat writes on VC 1 with one command credit there: the pool carried some.
+            assert!(p.a.credit_sender().stats().pool_spends > 0);
+            for e in [&p.a, &p.b] {
+                let s = e.credit_sender();
+                assert!(s.initial_release_complete());
+                assert_eq!(s.stats().return_above_grant, 0);
+                for t in CreditTarget::ALL {
+                    let want = if t == CreditTarget::Shared {
+                        Credits([2, 2, 8, 8])
+                    } else {
+                        Credits([1, 1, 4, 4])
+                    };
+                    for c in CreditClass::ALL {
+                        assert_eq!(s.grant(t, c), u32::from(want.get(c)), "{t:?} {c:?}");
+                        assert_eq!(s.available(t, c), s.grant(t, c), "{t:?} {c:?}");
+                    }
+                }
+                assert_eq!(e.stats().overruns + e.stats().busy_drops, 0);
+            }
         });
     }
 

@@ -15,10 +15,9 @@ use crate::wire::dl_stream::TL_FLIT_LEN;
 use crate::wire::tl_flit::{BEAT_LEN, MAX_BEATS};
 use crate::wire::{TlField, TlItem, TlMessage, TlUnpacker, Vc};
 
-/// The credits of one port, seen through the transaction layer's [`CreditGate`].
-///
-/// FIXME: every VC runs from the shared pool, because a TL flow-control field does not say
-/// which VC or pool it returns (`spec-notes/link.md` L12); per-VC credits need that first.
+/// The credits of one port, seen through the transaction layer's [`CreditGate`]: a VC's own
+/// credits first, else the shared pool (the transfer's `pool` bit says which; the peer's
+/// returns name their target with `TlMessage::CreditTarget`, `spec-notes/link.md` L12).
 pub(crate) struct Gate<'a> {
     pub(crate) sender: &'a mut CreditSender,
     pub(crate) receiver: &'a mut CreditReceiver,
