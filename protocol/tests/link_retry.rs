@@ -244,3 +244,25 @@ fn long_outage_replays_without_fault() {
     assert_eq!(p.a.link.stats().link_downs, 1);
     assert_eq!(p.a.link.stats().faults, 0);
 }
+
+/// A case proptest found (session 12): burst errors on a piggybacked link plus a 1 ns flap
+/// at 576 ns delivered 16 flits twice and one out of order.
+#[test]
+fn burst_errors_and_a_short_flap_regression() {
+    let s = Setup {
+        cfg: test_config(true, 10),
+        faults: FaultConfig {
+            bit_error_rate: Probability(217_377_812_964_196),
+            burst_rate: Probability(303_014_892_760_334_208),
+            burst_len: 38,
+            ..FaultConfig::default()
+        },
+        latency: Duration::from_ns(192),
+        flits: 300,
+        seed: 1_878_489_349_821_234_341,
+    };
+    let p = run(&s, &[(576, 1)]);
+    check(&p, s.flits).unwrap();
+    assert_eq!(p.a.log.delivered, s.flits);
+    assert_eq!(p.b.log.delivered, s.flits);
+}

@@ -185,7 +185,13 @@ impl<const CAP: usize> Tx<CAP> {
             flit,
             resend: self.next < self.sent,
             replay_start: self.replay_start,
-            explicit: self.replay_start || self.force_explicit,
+            // Every resent flit carries its full number, not only the first of a replay: if
+            // the ReplayStart flit is corrupted, the receiver cannot know the stream went
+            // back, and an old flit's low 3 bits could resolve to the flit it expects next
+            // (anchor + 1 ≡ anchor − 7), delivering it twice and out of order. Flits sent for
+            // the first time are always ahead of the receiver's anchor, where resolution is
+            // sound (`rx.rs`).
+            explicit: self.replay_start || self.force_explicit || self.next < self.sent,
         })
     }
 
