@@ -10,9 +10,10 @@ use std::collections::HashMap;
 enum Op {
     /// Request of flow `f` (0..14).
     Send(u8),
-    /// The response to an unanswered request of flow `f` (the oldest, or with `newest` the
-    /// newest: answers need not come in order), entering on trunk `k`; `split`: first a
-    /// response field that is not the last.
+    /// The response to an unanswered request of flow `f` that has left the switch (the
+    /// oldest, or with `newest` the newest: answers need not come in order), entering on
+    /// trunk `k`; `split`: first a response field that is not the last. A request still
+    /// queued here cannot have been answered (its completer has not seen it).
     Answer(u8, u8, bool, bool),
     /// Grant `n` credits on trunk `k` (VC of flow).
     Grant(u8, u8),
@@ -96,6 +97,7 @@ proptest! {
         // Per flow, the handles queued in the switch, in arrival order.
         let mut queued: HashMap<u8, Vec<u32>> = HashMap::new();
         let mut handle_flow: HashMap<u32, u8> = HashMap::new();
+        let mut handle_tag: HashMap<u32, u16> = HashMap::new();
         for op in ops {
             match op {
                 Op::Send(f) => {
@@ -119,12 +121,16 @@ proptest! {
                     last_port.insert(f, got.port());
                     if let Forwarded::Queued { .. } = got {
                         handle_flow.insert(handle, f);
+                        handle_tag.insert(handle, tag);
                         queued.entry(f).or_default().push(handle);
                     }
                 }
                 Op::Answer(f, k, split, newest) => {
-                    let Some(tags) = unanswered.get_mut(&f).filter(|v| !v.is_empty()) else { continue };
-                    let tag = if newest { tags.pop().unwrap() } else { tags.remove(0) };
+                    let waiting: Vec<u16> = queued.get(&f).map_or(Vec::new(), |q| q.iter().map(|h| handle_tag[h]).collect());
+                    let Some(tags) = unanswered.get_mut(&f) else { continue };
+                    let gone: Vec<usize> = (0..tags.len()).filter(|&i| !waiting.contains(&tags[i])).collect();
+                    let (Some(&first), Some(&last)) = (gone.first(), gone.last()) else { continue };
+                    let tag = tags.remove(if newest { last } else { first });
                     let req = flow(f);
                     let resp = Header::response(Some(req.dst), req.src.unwrap(), req.vc).with_tag(tag);
                     let trunk = TRUNKS[usize::from(k)];
