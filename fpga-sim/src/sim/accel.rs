@@ -3,7 +3,7 @@
 //! (`spec-notes/simulator.md#accelerators`).
 
 use super::check::{pattern, IntMap};
-use super::port::flow_of;
+use super::port::{flow_of, vc_of};
 use super::trace::Mark;
 use super::{class_index, Ev, Owner, Sim};
 use crate::pod::config::PodFile;
@@ -448,12 +448,16 @@ impl Sim {
                 break;
             };
             let gate = &mut self.ports[r as usize];
+            // Counted as held before the completer sees it (it may release at once).
+            let (vc, beats) = (usize::from(vc_of(&f.field).get()), f.beats());
+            gate.held.give(Flow::Request, vc, 1, beats);
             if ap
                 .cpl
                 .handle_request(Instant::from_ps(now), &f.transfer(), &mut mem, gate)
                 .is_err()
             {
                 // Response slots full: the request waits until responses leave.
+                gate.held.take(Flow::Request, vc, beats);
                 ap.cpl_blocked = true;
                 break;
             }
@@ -518,7 +522,7 @@ impl Sim {
             let (src, dst) = (o.src, o.dst);
             self.reference
                 .found
-                .note(|| format!("operation {op} from {src} to {dst} failed"));
+                .note_failed(|| format!("operation {op} from {src} to {dst} failed"));
         }
         let o = *o;
         if let (OpClass::Atomic, Some(old)) = (o.class, old) {

@@ -223,6 +223,14 @@ impl Integrity {
             self.first_problems.push(what());
         }
     }
+
+    /// Note an operation reported failed: kept in words only while fewer than 5 problems
+    /// are, so that failures (expected under some faults) leave room for worse ones.
+    pub fn note_failed(&mut self, what: impl FnOnce() -> String) {
+        if self.first_problems.len() < 5 {
+            self.first_problems.push(what());
+        }
+    }
 }
 
 /// Most disagreeing reads kept for judging after the run (the rest count as mismatches).

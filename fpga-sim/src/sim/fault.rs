@@ -252,6 +252,12 @@ pub struct FaultReport {
     pub switch_drops: Vec<(String, u64)>,
     /// DL flits lost on the wire when links went down.
     pub flits_lost: u64,
+    /// Link ends retrained (a link that stayed down past the hold-off comes back with empty
+    /// link and TL state and a fresh credit release, not replaying what it held).
+    pub retrains: u64,
+    /// TL transfers the retrained ends had taken but not yet sent (dropped with the TL
+    /// state; their operations fail by timeout).
+    pub frames_discarded: u64,
     /// Link-down and link-up transitions of the protocol's link ends (summed).
     pub link_downs: u64,
     /// Link ups (bring-ups started), summed over link ends.

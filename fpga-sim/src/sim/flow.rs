@@ -404,7 +404,7 @@ impl Sim {
             usize::from(vc_of(&f.field).get()),
             f.beats(),
         );
-        self.ports[r as usize].freed.give(flow, vc, 1, beats);
+        self.ports[r as usize].free_buffers(flow, vc, beats);
         self.note_owed(r, now);
     }
 

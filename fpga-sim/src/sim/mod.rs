@@ -223,6 +223,10 @@ pub(crate) struct EndTx {
     /// of every buffer the end frees and says when the credits are due
     /// (`spec-notes/simulator.md#credits`, `Sim::apply_credit_policy`).
     pub credit_rx: CreditReceiver,
+    /// TL flits this end's link dropped at retrains (`Sim::retrain`): queued in the link,
+    /// and packed into DL flits the peer never delivered.
+    pub discarded_queued: u64,
+    pub discarded_packed: u64,
 }
 
 /// The small, often-read state of a link end's transmitter, kept apart from [`EndTx`] so that
@@ -490,6 +494,8 @@ impl Sim {
                 txq: VecDeque::new(),
                 credit_target: POOL,
                 credit_rx: credit_receiver(pod),
+                discarded_queued: 0,
+                discarded_packed: 0,
             })
             .collect();
         let wires = (0..n)

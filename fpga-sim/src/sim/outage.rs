@@ -4,8 +4,10 @@
 //! endpoints what changed. See [`super::fault`] for the plan and what each fault means.
 
 use super::fault::{Entry, FaultKind, Happening, PortRef};
+use super::port::{flow_of, vc_of, Credits};
 use super::steer::Known;
 use super::{Ev, Owner, Sim};
+use podlink_protocol::flow::CreditSender;
 use podlink_protocol::time::{Duration, Instant};
 use podlink_switch::health::TransceiverReading;
 use podlink_switch::{DropReason, Event, Health, HealthPolicy};
@@ -182,6 +184,11 @@ impl Sim {
         }
         f.down_at[a as usize] = None;
         let declared = f.declared[a as usize];
+        if declared {
+            for x in [a, b] {
+                self.retrain(x, now);
+            }
+        }
         for x in [a, b] {
             let h = &mut self.hot[x as usize];
             if h.phy_up {
@@ -196,6 +203,75 @@ impl Sim {
         }
         if declared {
             self.declare(p, true, now);
+        }
+    }
+
+    /// Link end `x` of a link that stayed down past the hold-off (its switch and endpoints
+    /// were told it was down) starts over, as a port reported down is reinitialised rather
+    /// than resumed: the protocol link is reset (sequence numbers restart, the replay buffer
+    /// is emptied, so nothing sent before the outage is delivered after the operations it
+    /// belongs to were reported failed), the TL packer and unpacker and the compressed-address
+    /// caches restart, transfers taken but not sent are dropped, and credits start over: the
+    /// end's `CreditSender` learns the peer's grant again from a fresh initial release, and
+    /// the end queues its own. Buffers the end still holds (frames received before, requests
+    /// its completer holds) were granted again by that release, so freeing them later
+    /// returns nothing (`PortState::stale`).
+    fn retrain(&mut self, x: u32, now: u64) {
+        let xi = x as usize;
+        let t = Instant::from_ps(now);
+        let txq = std::mem::take(&mut self.txs[xi].txq);
+        let dropped = txq.len() as u64;
+        for h in txq {
+            self.frames.free(h);
+        }
+        let delivered = self.rxs[self.peer[xi] as usize].tl_delivered;
+        let tx = &mut self.txs[xi];
+        // What the reset drops, for the conservation balance: TL flits queued in the link,
+        // and those packed that the peer never delivered (the wire lost its flits when the
+        // link went down; the replay buffer goes now).
+        tx.discarded_queued += (super::LINK_TXQ - tx.link.tx_room()) as u64;
+        tx.discarded_packed = tx.link.stats().tl_packed.saturating_sub(delivered);
+        tx.link.reset(t);
+        while tx.link.poll_event().is_some() {}
+        tx.tl.reset();
+        tx.credit_target = super::POOL;
+        tx.credit_rx.reset();
+        let rx = &mut self.rxs[xi];
+        rx.tlu.reset();
+        rx.credit_target = super::POOL;
+        if let Some(ap) = self.accels.port_mut(x) {
+            ap.req.reset_addr_cache();
+            ap.cpl.reset_addr_cache();
+        }
+        let mut stale = self.ports[xi].held;
+        for f in self.frames.live_frames().filter(|f| f.ingress == x) {
+            stale.give(
+                flow_of(&f.field),
+                usize::from(vc_of(&f.field).get()),
+                1,
+                f.beats(),
+            );
+        }
+        let p = &mut self.ports[xi];
+        p.credits = CreditSender::new();
+        p.owed = Credits::default();
+        p.freed = Credits::default();
+        p.owe_release_complete = false;
+        p.stale = stale;
+        self.take_due_returns(x);
+        let h = &mut self.hot[xi];
+        h.overflow = false;
+        h.tl_busy = false;
+        h.link_queued = false;
+        h.tx_backlog = false;
+        if let Owner::Switch { s, p } = self.owner[xi] {
+            let sw = &mut self.switches[s as usize];
+            let range = sw.base as usize..(sw.base + sw.n) as usize;
+            sw.fwd.refresh(p, &self.ports[range]);
+        }
+        if let Some(f) = self.fault.as_mut() {
+            f.report.retrains += 1;
+            f.report.frames_discarded += dropped;
         }
     }
 
@@ -267,6 +343,17 @@ impl Sim {
             if let Some(f) = self.fault.as_mut() {
                 let i = (e - f.accel_base) as usize;
                 f.local_ok[i] = up;
+            }
+            if !up {
+                // The port's own requester gives up everything open on it (the link will be
+                // retrained before it carries anything again): nothing queued there can go
+                // out later, after its successors were steered to other ports.
+                if let Some(ap) = self.accels.port_mut(e) {
+                    ap.req.abort(Instant::from_ps(now));
+                    while ap.req.poll_event().is_some() {}
+                }
+                self.note_accel_work(e);
+                self.drain_completions(e, now);
             }
             let state = if up { self.known_of(p) } else { Known::Down };
             self.notify(e, state, p, now);

@@ -120,12 +120,18 @@ pub fn summary_text(s: &Summary) -> String {
         let _ = writeln!(o, "    {p}");
     }
     let c = &s.conservation;
+    let discarded = if c.tl_discarded > 0 {
+        format!(" + {} discarded at link retrains", c.tl_discarded)
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         o,
-        "  conservation: {} TL flits injected = {} delivered + {} in flight; {} operations = {} completed + {} open: {}",
+        "  conservation: {} TL flits injected = {} delivered + {} in flight{}; {} operations = {} completed + {} open: {}",
         c.tl_injected,
         c.tl_delivered,
         c.tl_in_flight,
+        discarded,
         c.ops_issued,
         c.ops_completed,
         c.ops_open,

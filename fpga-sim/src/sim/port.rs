@@ -21,7 +21,7 @@ impl Credits {
         Credits([[n; CLASSES]; VCS])
     }
 
-    fn classes(flow: Flow) -> (usize, usize) {
+    pub(crate) fn classes(flow: Flow) -> (usize, usize) {
         match flow {
             Flow::Request => (0, 1),
             Flow::Response => (2, 3),
@@ -154,6 +154,13 @@ pub struct PortState {
     pub owed: Credits,
     /// The "initial credit release complete" message is due, after every owed credit.
     pub owe_release_complete: bool,
+    /// Requests an accelerator end's completer holds (their credits are released when it
+    /// answers them).
+    pub held: Credits,
+    /// Credits of buffers the end still held when its link was retrained (frames received
+    /// before, requests its completer held): the fresh initial release granted them again,
+    /// so freeing them returns nothing.
+    pub stale: Credits,
     /// VCs (bit per VC) whose credits this end keeps instead of returning (a fault).
     pub withheld: u8,
     /// Health counters for the switch (CRC errors and replays seen on this end).
@@ -186,6 +193,22 @@ impl PortState {
     /// The return `fc` of VC `vc` went into the TL packer: those credits are no longer owed.
     pub fn returned(&mut self, vc: u8, fc: &TlFlowControl) {
         self.owed.sub_field(usize::from(vc), fc);
+    }
+
+    /// The end freed a buffer of a frame of `flow` with `beats` data beats on VC `vc`: its
+    /// credits go to the return policy (`freed`), unless the buffer was held across a
+    /// retrain (`stale`), whose credits the fresh initial release already gave back.
+    pub fn free_buffers(&mut self, flow: Flow, vc: usize, beats: u32) {
+        let (c, d) = Credits::classes(flow);
+        let Some(st) = self.stale.0.get_mut(vc) else {
+            return;
+        };
+        let from_stale = [(c, 1), (d, beats)].map(|(k, n)| {
+            let t = st[k].min(n);
+            st[k] -= t;
+            n - t
+        });
+        self.freed.give(flow, vc, from_stale[0], from_stale[1]);
     }
 
     /// Whether owed credits (or the "initial credit release complete" message, which follows
@@ -263,8 +286,11 @@ impl CreditGate for PortState {
     }
 
     fn release(&mut self, flow: Flow, vc: Vc, _pool: Pool, data_beats: u8) {
-        self.freed
-            .give(flow, usize::from(vc.get()), 1, u32::from(data_beats));
+        let (vc, beats) = (usize::from(vc.get()), u32::from(data_beats));
+        if flow == Flow::Request {
+            self.held.take(flow, vc, beats);
+        }
+        self.free_buffers(flow, vc, beats);
     }
 }
 
@@ -359,6 +385,21 @@ impl FrameSlab {
     /// The frame of a handle.
     pub fn get(&self, h: u32) -> Option<&Frame> {
         self.frames.get(h as usize)
+    }
+
+    /// The frames currently stored.
+    pub fn live_frames(&self) -> impl Iterator<Item = &Frame> {
+        let mut free = vec![false; self.frames.len()];
+        for &h in &self.free {
+            if let Some(f) = free.get_mut(h as usize) {
+                *f = true;
+            }
+        }
+        self.frames
+            .iter()
+            .zip(free)
+            .filter(|(_, free)| !free)
+            .map(|(f, _)| f)
     }
 
     /// Frames currently stored.

@@ -108,19 +108,23 @@ impl Sim {
             let packed = st.tl_packed;
             let hot = &self.hot[e];
             let wire = &self.wires[e];
-            if hot.tl_submitted != queued + packed || packed < rx.tl_delivered {
+            // A retrained end dropped TL flits (`Sim::retrain`): queued ones were never
+            // packed, packed ones never delivered.
+            let (dq, dp) = (tx.discarded_queued, tx.discarded_packed);
+            if hot.tl_submitted != queued + packed + dq || packed < rx.tl_delivered + dp {
                 ok = false;
             }
             if tx.link.retry().buffered() == 0
                 && wire.flight.is_empty()
-                && packed != rx.tl_delivered
+                && packed != rx.tl_delivered + dp
             {
                 ok = false;
             }
-            let in_flight = hot.tl_submitted.saturating_sub(rx.tl_delivered);
+            let in_flight = hot.tl_submitted.saturating_sub(rx.tl_delivered + dq + dp);
             c.tl_injected += hot.tl_submitted;
             c.tl_delivered += rx.tl_delivered;
             c.tl_in_flight += in_flight;
+            c.tl_discarded += dq + dp;
             let util = hot.busy_window_ps as f64 / window_len;
             util_sum += util;
             links.utilisation_max = links.utilisation_max.max(util);

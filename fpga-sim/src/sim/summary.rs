@@ -117,6 +117,8 @@ pub struct Conservation {
     pub tl_delivered: u64,
     /// TL flits in DL flits sent and not yet delivered.
     pub tl_in_flight: u64,
+    /// TL flits dropped by link retrains (a link down past the hold-off comes back reset).
+    pub tl_discarded: u64,
     /// Operations issued, completed, open.
     pub ops_issued: u64,
     /// Operations completed.

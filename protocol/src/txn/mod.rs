@@ -97,6 +97,9 @@ pub enum TxnError {
     Status(Status),
     /// Response data arrived poisoned; it was not delivered.
     Poisoned,
+    /// The port's link was reported down: the operation was abandoned
+    /// ([`Requester::abort`](requester::Requester::abort)).
+    LinkDown,
 }
 
 impl fmt::Display for TxnError {
@@ -105,6 +108,7 @@ impl fmt::Display for TxnError {
             TxnError::Timeout => f.write_str("timed out"),
             TxnError::Status(s) => write!(f, "completer answered {s}"),
             TxnError::Poisoned => f.write_str("poisoned data"),
+            TxnError::LinkDown => f.write_str("link reported down"),
         }
     }
 }

@@ -573,6 +573,40 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
         self.ops.get(usize::from(op)).map(|o| o.queue_deadline)
     }
 
+    /// The port's link was reported down (and will be reset before it carries anything
+    /// again): every open operation, queued or in flight, completes now with
+    /// [`TxnError::LinkDown`], instead of by timeout, so that nothing queued here is sent
+    /// after the operation was given up and its successors were sent another way. The tags
+    /// of requests in flight are quarantined as after a timeout (a response already on its
+    /// way must not match a new request). Work is bounded by `TAGS + QUEUE`.
+    pub fn abort(&mut self, now: Instant) {
+        let failed_before = self.stats.ops_failed;
+        while let Some(tag) = self.tags.oldest_in_flight() {
+            let op = self
+                .outstanding
+                .get(usize::from(tag.get()))
+                .map_or(0, |o| o.op);
+            if self.config.tag_quarantine == Duration::ZERO {
+                self.tags.release(tag);
+            } else {
+                self.tags.quarantine(tag, now + self.config.tag_quarantine);
+            }
+            if let Some(o) = self.ops.get_mut(usize::from(op)) {
+                o.in_flight = o.in_flight.saturating_sub(1);
+            }
+            self.fail_op(op, TxnError::LinkDown);
+        }
+        while let Some(op) = self.queue.get(0).map(|p| p.op) {
+            // Cancels every queued request of the op, so the loop moves on.
+            self.fail_op(op, TxnError::LinkDown);
+            if self.queue.get(0).map(|p| p.op) == Some(op) {
+                // Unreachable (a queued request always has a live op); never loop forever.
+                let _ = self.queue.remove(0);
+            }
+        }
+        self.stats.ops_aborted += self.stats.ops_failed - failed_before;
+    }
+
     /// When [`handle_timeout`](Self::handle_timeout) next has work, if ever.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
@@ -1011,6 +1045,51 @@ mod tests {
         let mut high = RequesterConfig::new(id(1));
         high.tag_base = 2047;
         assert_eq!(Req::new(high).tag_base(), 2044);
+    }
+
+    /// Abort: every open operation, in flight or queued, completes at once with `LinkDown`;
+    /// nothing queued is sent afterwards; the in-flight tag is quarantined, so a response on
+    /// its way is dropped as late; new operations work as before.
+    #[test]
+    fn abort_fails_everything_open_and_sends_nothing_after() {
+        let mut cfg = RequesterConfig::new(id(1));
+        cfg.request_timeout = Duration::from_ns(1000);
+        cfg.tag_quarantine = Duration::from_ns(50);
+        let mut r = Req::new(cfg);
+        let a = r.submit_read(t(0), id(2), vc0(), 0, 64).unwrap();
+        let q = sent(&mut r, t(0));
+        let b = r
+            .submit_write(t(0), id(2), vc0(), 4096, &[7; 300], None)
+            .unwrap();
+        assert_eq!((r.in_flight(), r.queued()), (1, 2));
+        r.abort(t(5));
+        let mut done: std::vec::Vec<_> = core::iter::from_fn(|| r.poll_completion())
+            .map(|c| (c.id, c.result))
+            .collect();
+        done.sort_by_key(|d| d.0 .0);
+        assert_eq!(
+            done,
+            [(a, Err(TxnError::LinkDown)), (b, Err(TxnError::LinkDown))]
+        );
+        assert_eq!((r.in_flight(), r.queued(), r.ops_open()), (0, 0, 0));
+        assert_eq!(r.stats().ops_aborted, 2);
+        assert!(
+            r.poll_transmit(t(6), &mut Unlimited).is_none(),
+            "nothing left to send"
+        );
+        assert!(give(&mut r, &rsp(&q, Status::OK, 0, 1)).is_none());
+        assert_eq!(r.stats().dropped_late, 1);
+        // The quarantine ends; a new operation goes out and completes.
+        r.handle_timeout(t(55));
+        let c = r.submit_read(t(60), id(2), vc0(), 0, 64).unwrap();
+        let q2 = sent(&mut r, t(60));
+        assert!(give(&mut r, &rsp(&q2, Status::OK, 0, 1)).is_some());
+        assert_eq!(
+            r.poll_completion().map(|x| (x.id, x.result)),
+            Some((c, Ok(None)))
+        );
+        r.abort(t(70));
+        assert_eq!(r.stats().ops_aborted, 2, "nothing open: nothing aborted");
     }
 
     #[test]

@@ -165,4 +165,6 @@ pub struct RequesterStats {
     pub partition_denied: u64,
     /// Events discarded because the event queue was full.
     pub events_lost: u64,
+    /// Operations abandoned by [`Requester::abort`](super::Requester::abort).
+    pub ops_aborted: u64,
 }

@@ -145,6 +145,14 @@ impl<const N: usize> TagTable<N> {
         n
     }
 
+    /// The oldest in-flight tag, whatever its deadline.
+    pub(crate) fn oldest_in_flight(&self) -> Option<Tag> {
+        if self.in_flight.head == NIL {
+            return None;
+        }
+        Tag::new(self.in_flight.head)
+    }
+
     /// The oldest in-flight tag, if its deadline is at or before `now`.
     pub(crate) fn expired(&self, now: Instant) -> Option<Tag> {
         let d = self.deadline_of(self.in_flight.head)?;
