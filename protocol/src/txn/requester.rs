@@ -522,26 +522,14 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
     /// `TAGS + QUEUE`; [`poll_timeout`](Self::poll_timeout) is O(1).
     pub fn handle_timeout(&mut self, now: Instant) {
         while let Some(tag) = self.tags.expired(now) {
-            let op = self
-                .outstanding
-                .get(usize::from(tag.get()))
-                .map_or(0, |o| o.op);
-            if self.config.tag_quarantine == Duration::ZERO {
-                self.tags.release(tag);
-            } else {
-                self.tags.quarantine(tag, now + self.config.tag_quarantine);
-            }
             self.stats.request_timeouts += 1;
+            let op = self.give_up_tag(tag, now, TxnError::Timeout);
             let id = self.ops.get(usize::from(op)).map_or(OpId(0), |o| o.id);
             let wire = self.wire_tag(tag);
             self.push_event(RequesterEvent::TimedOut {
                 op: id,
                 tag: Some(wire),
             });
-            if let Some(o) = self.ops.get_mut(usize::from(op)) {
-                o.in_flight = o.in_flight.saturating_sub(1);
-            }
-            self.fail_op(op, TxnError::Timeout);
         }
         self.tags.expire_quarantine(now);
         // The oldest queued request belongs to the op with the earliest queue deadline.
@@ -557,12 +545,37 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
                 op: o.id,
                 tag: None,
             });
-            // Cancels every queued request of the op, so the loop moves on.
-            self.fail_op(op, TxnError::Timeout);
-            if self.queue.get(0).map(|p| p.op) == Some(op) {
-                // Unreachable (a queued request always has a live op); never loop forever.
-                let _ = self.queue.remove(0);
-            }
+            self.give_up_queued(op, TxnError::Timeout);
+        }
+    }
+
+    /// The request with `tag` will not be answered: the tag leaves flight (quarantined, so a
+    /// late response is dropped, or freed when there is no quarantine) and its operation
+    /// fails with `err`. Returns the operation's slot.
+    fn give_up_tag(&mut self, tag: Tag, now: Instant, err: TxnError) -> u16 {
+        let op = self
+            .outstanding
+            .get(usize::from(tag.get()))
+            .map_or(0, |o| o.op);
+        if self.config.tag_quarantine == Duration::ZERO {
+            self.tags.release(tag);
+        } else {
+            self.tags.quarantine(tag, now + self.config.tag_quarantine);
+        }
+        if let Some(o) = self.ops.get_mut(usize::from(op)) {
+            o.in_flight = o.in_flight.saturating_sub(1);
+        }
+        self.fail_op(op, err);
+        op
+    }
+
+    /// Operation `op`, at the head of the queue, fails with `err`: every queued request of it
+    /// is cancelled, so a loop over the queue head moves on.
+    fn give_up_queued(&mut self, op: u16, err: TxnError) {
+        self.fail_op(op, err);
+        if self.queue.get(0).map(|p| p.op) == Some(op) {
+            // Unreachable (a queued request always has a live op); never loop forever.
+            let _ = self.queue.remove(0);
         }
     }
 
@@ -582,27 +595,10 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
     pub fn abort(&mut self, now: Instant) {
         let failed_before = self.stats.ops_failed;
         while let Some(tag) = self.tags.oldest_in_flight() {
-            let op = self
-                .outstanding
-                .get(usize::from(tag.get()))
-                .map_or(0, |o| o.op);
-            if self.config.tag_quarantine == Duration::ZERO {
-                self.tags.release(tag);
-            } else {
-                self.tags.quarantine(tag, now + self.config.tag_quarantine);
-            }
-            if let Some(o) = self.ops.get_mut(usize::from(op)) {
-                o.in_flight = o.in_flight.saturating_sub(1);
-            }
-            self.fail_op(op, TxnError::LinkDown);
+            self.give_up_tag(tag, now, TxnError::LinkDown);
         }
         while let Some(op) = self.queue.get(0).map(|p| p.op) {
-            // Cancels every queued request of the op, so the loop moves on.
-            self.fail_op(op, TxnError::LinkDown);
-            if self.queue.get(0).map(|p| p.op) == Some(op) {
-                // Unreachable (a queued request always has a live op); never loop forever.
-                let _ = self.queue.remove(0);
-            }
+            self.give_up_queued(op, TxnError::LinkDown);
         }
         self.stats.ops_aborted += self.stats.ops_failed - failed_before;
     }
