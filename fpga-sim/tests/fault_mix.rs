@@ -1,11 +1,12 @@
-//! Random fault mixes: link flaps shorter and longer than the hold-off, bit error rates,
-//! transceiver errors under a health monitor, port and plane failures, withheld credits and
-//! rogue writes, in random combinations and at random times, on the conformance pods
-//! (8 accelerators × 4 planes; 8 accelerators with 2 ports each on one switch; 2 leaves ×
-//! 2 spines). Whatever the mix, a run must finish with every operation completed exactly
-//! once, no read wrong, the conservation balances holding, and operations reported failed
-//! only when the mix could lose frames (a failure, or a link down past the hold-off, or
-//! credits withheld for longer than a request may wait).
+//! Random fault mixes: link flaps (short, between the request timeout and the hold-off, past
+//! the hold-off), bit error rates, transceiver errors under a health monitor, port and plane
+//! failures, withheld credits and rogue writes, in random combinations and at random times,
+//! on the conformance pods (8 accelerators × 4 planes; 8 accelerators with 2 ports each on
+//! one switch; 2 leaves × 2 spines) and on the planes pod with a 4 µs request timeout.
+//! Whatever the mix, a run must finish with every operation completed exactly once, no read
+//! wrong, the conservation balances holding, and operations reported failed only when the mix
+//! could lose frames (a failure, errors at warning level, a link down past the request
+//! timeout or the hold-off, credits withheld for half a request timeout or more).
 //!
 //! `FAULT_MIX_PLANS=N` runs N plans per pod instead of the default few (the plans are the same
 //! for the same N: plan k is built from seed k).
@@ -36,12 +37,11 @@ impl Gen {
 const US: u64 = 1_000_000;
 /// Injection time of every run.
 const DURATION_PS: u64 = 8 * US;
-/// Requests wait at most this long (the conformance pods' timeout).
-const TIMEOUT_PS: u64 = 10 * US;
 
 /// A random plan for `pod`; returns it and whether it may make operations fail.
 fn plan(pod: &PodFile, seed: u64) -> (FaultPlan, bool) {
     let fabric = Fabric::build(pod);
+    let timeout_ps = (pod.accelerator.timeout_us * 1e6) as u64;
     let mut g = Gen(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ 0x5eed);
     let links: Vec<PortRef> = fabric
         .switches
@@ -67,14 +67,15 @@ fn plan(pod: &PodFile, seed: u64) -> (FaultPlan, bool) {
         let mut push = |at_ps: u64, what| p.faults.push(Fault { at_ps, what });
         match g.below(9) {
             0 | 1 => {
-                // A flap: mostly below the hold-off (retry hides it), sometimes past it.
+                // A flap: mostly short (retry hides it), sometimes past the hold-off or
+                // between the request timeout and the hold-off.
                 let link = pick(&mut g);
-                let down = if g.below(3) == 0 {
-                    may_fail = true;
-                    10 * US + g.below(4 * US)
-                } else {
-                    1_000 + g.below(3 * US)
+                let down = match g.below(6) {
+                    0 | 1 => 10 * US + g.below(4 * US),
+                    2 => 3 * US + g.below(7 * US),
+                    _ => 1_000 + g.below(3 * US),
                 };
+                may_fail |= down >= timeout_ps.min(10 * US);
                 push(at_ps, FaultKind::LinkDown(link));
                 push(at_ps + down, FaultKind::LinkUp(link));
             }
@@ -108,8 +109,8 @@ fn plan(pod: &PodFile, seed: u64) -> (FaultPlan, bool) {
             6 | 7 => {
                 let accel = g.below(u64::from(fabric.accels)) as u32;
                 let vc = g.below(4) as u8;
-                let hold = g.below(2 * TIMEOUT_PS);
-                may_fail |= hold >= TIMEOUT_PS / 2;
+                let hold = g.below(2 * timeout_ps);
+                may_fail |= hold >= timeout_ps / 2;
                 push(at_ps, FaultKind::Withhold { accel, vc });
                 push(at_ps + hold, FaultKind::Release { accel, vc });
             }
@@ -139,10 +140,14 @@ fn plan(pod: &PodFile, seed: u64) -> (FaultPlan, bool) {
 }
 
 fn pods() -> Vec<PodFile> {
+    // The planes pod again with requests timing out at 4 µs, well inside the 10 µs hold-off.
+    let mut quick = scenarios::planes_pod("fault-mix, 4 us request timeout");
+    quick.accelerator.timeout_us = 4.0;
     vec![
         scenarios::planes_pod("fault-mix"),
         scenarios::single_pod("fault-mix", 8, 2),
         scenarios::degraded_drain_setup(1, true).pod,
+        quick,
     ]
 }
 

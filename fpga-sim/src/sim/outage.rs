@@ -173,18 +173,22 @@ impl Sim {
         self.schedule(at, Ev::Holdoff(a));
     }
 
-    /// Both ends' PHY come up: bring-up, then retry replays what was not acknowledged.
+    /// Both ends' PHY come up: bring-up, then retry replays what was not acknowledged; or,
+    /// after an outage past the hold-off or past the request timeout, the link is retrained
+    /// ([`Sim::retrain`]): what it held belongs to operations already reported failed.
     fn phy_up(&mut self, p: PortRef, now: u64) {
         let (a, b) = self.ends_of(p);
+        let timeout = crate::pod::timing::ns(self.pod.accelerator.timeout_us * 1000.0).as_ps();
         let Some(f) = self.fault.as_mut() else {
             return;
         };
         if f.failed[a as usize] {
             return;
         }
+        let down_for = f.down_at[a as usize].map_or(0, |t| now.saturating_sub(t));
         f.down_at[a as usize] = None;
         let declared = f.declared[a as usize];
-        if declared {
+        if declared || down_for >= timeout {
             for x in [a, b] {
                 self.retrain(x, now);
             }
