@@ -299,13 +299,178 @@ pub enum Topology {
         /// Levels.
         n: u32,
     },
+    /// k-ary n-dimensional mesh (BookSim's `kncube` without wrap-around routes) with
+    /// dimension-order routing; one terminal per router.
+    Mesh {
+        /// Routers per dimension.
+        k: u32,
+        /// Dimensions.
+        n: u32,
+    },
+    /// k-ary n-cube (torus) with dimension-order routing and two dateline VC classes.
+    Torus {
+        /// Routers per dimension.
+        k: u32,
+        /// Dimensions.
+        n: u32,
+    },
 }
 
 impl Topology {
+    /// `(k, n)`.
+    pub fn k_n(&self) -> (u32, u32) {
+        let (Topology::Fly { k, n }
+        | Topology::FatTree { k, n }
+        | Topology::Mesh { k, n }
+        | Topology::Torus { k, n }) = *self;
+        (k, n)
+    }
+
     /// Terminals (`k^n`).
     pub fn nodes(&self) -> usize {
-        let (Topology::Fly { k, n } | Topology::FatTree { k, n }) = *self;
+        let (k, n) = self.k_n();
         (k as usize).pow(n)
+    }
+}
+
+/// `traffic`: how a new packet's destination is chosen (BookSim's `traffic.cpp`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Traffic {
+    /// `uniform`: `RandomInt(nodes - 1)`, the source itself included.
+    Uniform,
+    /// `bitcomp`: the complement of the source's bits (nodes a power of two).
+    BitComp,
+    /// `transpose`: the source's high and low halves of bits swapped (nodes an even power of
+    /// two).
+    Transpose,
+    /// `bitrev`: the source's bits reversed (nodes a power of two).
+    BitRev,
+    /// `shuffle`: the source's bits rotated left by one (nodes a power of two).
+    Shuffle,
+    /// `tornado`: each radix-`xr * k` digit advanced by `ceil(xr * k / 2) - 1`.
+    Tornado {
+        /// Radix parameter.
+        k: u32,
+        /// Digits.
+        n: u32,
+        /// Concentration parameter.
+        xr: u32,
+    },
+    /// `neighbor`: each radix-`xr * k` digit advanced by one.
+    Neighbor {
+        /// Radix parameter.
+        k: u32,
+        /// Digits.
+        n: u32,
+        /// Concentration parameter.
+        xr: u32,
+    },
+    /// `randperm`: a random permutation drawn from its own generator seeded with `perm_seed`.
+    RandPerm {
+        /// The permutation's seed.
+        seed: i64,
+    },
+}
+
+impl Traffic {
+    /// The destination of each source for the permutation patterns (`None` for `uniform`),
+    /// or the first destination outside `0..nodes` (BookSim stops with "Incorrect packet
+    /// destination").
+    pub fn table(&self, nodes: usize) -> Result<Option<Vec<u32>>, usize> {
+        let bits = nodes.trailing_zeros();
+        let digits = |k: u32, n: u32, xr: u32, add: u64| -> Vec<u64> {
+            let radix = u64::from(xr) * u64::from(k);
+            (0..nodes as u64)
+                .map(|s| {
+                    let (mut offset, mut result) = (1u64, 0u64);
+                    for _ in 0..n {
+                        result = result.saturating_add(
+                            offset.saturating_mul(((s / offset) % radix + add) % radix),
+                        );
+                        offset = offset.saturating_mul(radix);
+                    }
+                    result
+                })
+                .collect()
+        };
+        let t: Vec<u64> = match *self {
+            Traffic::Uniform => return Ok(None),
+            Traffic::BitComp => (0..nodes as u64).map(|s| !s & (nodes as u64 - 1)).collect(),
+            Traffic::Transpose => {
+                let shift = bits / 2;
+                let lo = (1u64 << shift) - 1;
+                (0..nodes as u64)
+                    .map(|s| ((s >> shift) & lo) | ((s << shift) & (lo << shift)))
+                    .collect()
+            }
+            Traffic::BitRev => (0..nodes as u64)
+                .map(|s| {
+                    let (mut src, mut r) = (s, 0u64);
+                    for _ in 0..bits {
+                        r = (r << 1) | (src & 1);
+                        src >>= 1;
+                    }
+                    r
+                })
+                .collect(),
+            Traffic::Shuffle => (0..nodes as u64)
+                .map(|s| {
+                    let sh = s << 1;
+                    (sh & (nodes as u64 - 1)) | u64::from(sh & nodes as u64 != 0)
+                })
+                .collect(),
+            Traffic::Tornado { k, n, xr } => {
+                let radix = u64::from(xr) * u64::from(k);
+                digits(k, n, xr, radix.div_ceil(2) - 1)
+            }
+            Traffic::Neighbor { k, n, xr } => digits(k, n, xr, 1),
+            Traffic::RandPerm { seed } => {
+                // BookSim saves the generators, reseeds with perm_seed, draws, and restores:
+                // the main streams are untouched (and are reseeded afterwards anyway).
+                let mut rng = super::rng::KnuthInt::new(seed);
+                let mut dest = vec![u64::MAX; nodes];
+                // Free sources counted in a Fenwick tree, to find the ind-th free one in
+                // O(log nodes) (BookSim scans; the result is the same).
+                let mut tree = vec![0u32; nodes + 1];
+                for i in 1..=nodes {
+                    tree[i] += 1;
+                    let up = i + (i & i.wrapping_neg());
+                    if up <= nodes {
+                        tree[up] += tree[i];
+                    }
+                }
+                let top = if nodes == 0 {
+                    0
+                } else {
+                    1usize << (usize::BITS - 1 - nodes.leading_zeros())
+                };
+                for i in 0..nodes {
+                    // The (ind + 1)-th still unassigned source gets destination i.
+                    let ind = rng.int((nodes - 1 - i) as u32);
+                    let (mut pos, mut rem, mut step) = (0usize, ind, top);
+                    while step > 0 {
+                        if pos + step <= nodes && tree[pos + step] <= rem {
+                            pos += step;
+                            rem -= tree[pos];
+                        }
+                        step >>= 1;
+                    }
+                    // `pos` free sources lie before source `pos` (0-based), which is free.
+                    let j = pos;
+                    dest[j] = i as u64;
+                    let mut x = j + 1;
+                    while x <= nodes {
+                        tree[x] -= 1;
+                        x += x & x.wrapping_neg();
+                    }
+                }
+                dest
+            }
+        };
+        match t.iter().position(|&d| d >= nodes as u64) {
+            Some(s) => Err(t[s].min(usize::MAX as u64) as usize),
+            None => Ok(Some(t.into_iter().map(|d| d as u32).collect())),
+        }
     }
 }
 
@@ -323,6 +488,11 @@ pub enum SimType {
 pub struct BooksimConfig {
     /// Network.
     pub topology: Topology,
+    /// Latency of the router-to-router channels, cycles (2 for a torus with
+    /// `use_noc_latency`, else 1; injection and ejection channels always take 1).
+    pub link_latency: u32,
+    /// `traffic`.
+    pub traffic: Traffic,
     /// Router parameters (ports are filled in per router).
     pub router: RouterConfig,
     /// Flits per packet.
@@ -371,15 +541,12 @@ const INERT_KEYS: &[(&str, Option<&str>)] = &[
     ("c", None),
     ("x", None),
     ("y", None),
-    ("xr", None),
     ("yr", None),
-    ("use_noc_latency", None),
     ("fail_seed", None),
     ("in_ports", None),
     ("out_ports", None),
     ("output_delay", None),
     ("vct", None),
-    ("perm_seed", None),
     ("burst_alpha", None),
     ("burst_beta", None),
     ("burst_r1", None),
@@ -439,11 +606,6 @@ const FIXED_KEYS: &[(&str, &str, &str)] = &[
     ),
     ("subnets", "1", "one network"),
     ("classes", "1", "one traffic class"),
-    (
-        "traffic",
-        "uniform",
-        "uniform random traffic (a node may pick itself)",
-    ),
     ("injection_process", "bernoulli", "Bernoulli injection"),
     ("priority", "none", "no message priorities"),
     ("use_read_write", "0", "no request/reply traffic"),
@@ -557,6 +719,102 @@ fn check_allocator(key: &str, name: &str) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// BookSim's `TrafficPattern::New`: a pattern name with optional `(parameters)`.
+fn parse_traffic(
+    spec: &str,
+    k: i64,
+    n: i64,
+    xr: i64,
+    perm_seed: i64,
+    nodes: usize,
+) -> Result<Traffic, ConfigError> {
+    let (name, params): (&str, Vec<&str>) = match spec.find('(') {
+        None => (spec, Vec::new()),
+        Some(i) => {
+            let inner = spec[i + 1..].trim_end_matches(')');
+            (
+                &spec[..i],
+                inner.split(',').filter(|p| !p.is_empty()).collect(),
+            )
+        }
+    };
+    let param = |i: usize, default: i64| -> Result<i64, ConfigError> {
+        match params.get(i) {
+            None => Ok(default),
+            Some(p) => p
+                .trim()
+                .parse()
+                .map_err(|_| unsupported("traffic", spec, "parameters must be integers")),
+        }
+    };
+    let pow2 = nodes.is_power_of_two();
+    let traffic = match name {
+        "uniform" => Traffic::Uniform,
+        "bitcomp" | "bitrev" | "shuffle" | "transpose" => {
+            if !pow2 {
+                return Err(unsupported(
+                    "traffic",
+                    spec,
+                    "bit permutations need a power-of-two number of terminals (BookSim's rule)",
+                ));
+            }
+            match name {
+                "bitcomp" => Traffic::BitComp,
+                "bitrev" => Traffic::BitRev,
+                "shuffle" => Traffic::Shuffle,
+                _ => {
+                    if nodes.trailing_zeros() % 2 != 0 {
+                        return Err(unsupported(
+                            "traffic",
+                            spec,
+                            "transpose needs the number of terminals to be an even power of \
+                             two (BookSim's rule)",
+                        ));
+                    }
+                    Traffic::Transpose
+                }
+            }
+        }
+        "tornado" | "neighbor" => {
+            let (pk, pn, pxr) = (param(0, k)?, param(1, n)?, param(2, xr)?);
+            if !(1..=1 << 20).contains(&pk)
+                || !(1..=64).contains(&pn)
+                || !(1..=1 << 20).contains(&pxr)
+            {
+                return Err(unsupported("traffic", spec, "k, n and xr must be positive"));
+            }
+            let (k, n, xr) = (pk as u32, pn as u32, pxr as u32);
+            if name == "tornado" {
+                Traffic::Tornado { k, n, xr }
+            } else {
+                Traffic::Neighbor { k, n, xr }
+            }
+        }
+        "randperm" => Traffic::RandPerm {
+            seed: param(0, perm_seed)?,
+        },
+        _ => {
+            return Err(unsupported(
+                "traffic",
+                spec,
+                "supported: uniform, bitcomp, transpose, bitrev, shuffle, tornado, neighbor, \
+                 randperm",
+            ))
+        }
+    };
+    if let Err(d) = traffic.table(nodes) {
+        return Err(unsupported(
+            "traffic",
+            spec,
+            &format!(
+                "sends to terminal {d}, outside the {nodes} terminals (BookSim stops with \
+                 \"Incorrect packet destination\")"
+            ),
+        ));
+    }
+    Ok(traffic)
+}
+
 impl BooksimConfig {
     /// Build a configuration from settings applied in order (later settings win).
     pub fn from_settings(settings: Vec<(String, Value, Origin)>) -> Result<Self, ConfigError> {
@@ -591,24 +849,55 @@ impl BooksimConfig {
                 "at most 2^20 terminals",
             ));
         }
+        // BookSim looks the routing function up as `routing_function` + `_` + `topology`.
         let topology = match topo_name.as_str() {
             "fly" => {
                 if rf != "dest_tag" {
-                    return Err(unsupported("routing_function", &rf, "fly uses dest_tag"));
+                    return Err(unsupported(
+                        "routing_function",
+                        &rf,
+                        "fly uses dest_tag (dest_tag_fly)",
+                    ));
                 }
                 Topology::Fly { k: k32, n: n32 }
             }
             "fattree" => {
                 if rf != "nca" {
-                    return Err(unsupported("routing_function", &rf, "fattree uses nca"));
+                    return Err(unsupported(
+                        "routing_function",
+                        &rf,
+                        "fattree uses nca (nca_fattree)",
+                    ));
                 }
                 Topology::FatTree { k: k32, n: n32 }
+            }
+            "mesh" => {
+                // `dor_mesh` is BookSim's alias of `dim_order_mesh`.
+                if rf != "dim_order" && rf != "dor" {
+                    return Err(unsupported(
+                        "routing_function",
+                        &rf,
+                        "mesh uses dim_order (dim_order_mesh, alias dor)",
+                    ));
+                }
+                Topology::Mesh { k: k32, n: n32 }
+            }
+            "torus" => {
+                if rf != "dim_order" {
+                    return Err(unsupported(
+                        "routing_function",
+                        &rf,
+                        "torus uses dim_order (dim_order_torus)",
+                    ));
+                }
+                Topology::Torus { k: k32, n: n32 }
             }
             other => {
                 return Err(unsupported(
                     "topology",
                     other,
-                    "supported: fly (k, n; n = 1 is a crossbar) and fattree (k, n)",
+                    "supported: fly (k, n; n = 1 is a crossbar), fattree (k, n), mesh and \
+                     torus (k, n)",
                 ))
             }
         };
@@ -620,7 +909,38 @@ impl BooksimConfig {
                 raw.origin("k"),
             ));
         }
+        if matches!(topology, Topology::Mesh { .. } | Topology::Torus { .. }) && n > 24 {
+            return Err(bad(
+                "n",
+                &Value::Int(n),
+                "at most 24 dimensions",
+                raw.origin("n"),
+            ));
+        }
+        // kncube.cpp: with use_noc_latency (the default) torus channels take 2 cycles ("longer
+        // due to wrap around"), mesh channels 1; without it every channel takes 1. Injection
+        // and ejection channels always take 1. Other topologies ignore the key.
+        let use_noc_latency = raw.int("use_noc_latency", 1)? != 0;
+        let link_latency = match topology {
+            Topology::Torus { .. } if use_noc_latency => 2,
+            _ => 1,
+        };
 
+        let traffic_name = raw.string("traffic", "uniform");
+        let perm_seed = match raw.take("perm_seed") {
+            None => 0,
+            Some((Value::Int(v), _)) => v,
+            Some((v, origin)) => {
+                return Err(bad(
+                    "perm_seed",
+                    &v,
+                    "expects an integer (`time` is not reproducible)",
+                    origin,
+                ))
+            }
+        };
+        let xr = raw.int("xr", 1)?;
+        let traffic = parse_traffic(&traffic_name, k, n, xr, perm_seed, nodes as usize)?;
         for (key, want, why) in FIXED_KEYS {
             let got = raw.string(key, want);
             let got_norm = if *key == "packet_size_rate" && got == "{1}" {
@@ -785,8 +1105,21 @@ impl BooksimConfig {
             }
         };
 
+        if matches!(topology, Topology::Torus { .. }) && router.vcs < 2 {
+            // dim_order_torus splits the VCs into two dateline classes and asserts that each
+            // has at least one VC.
+            return Err(unsupported(
+                "num_vcs",
+                router.vcs,
+                "the torus's dimension-order routing needs at least 2 VCs (two dateline \
+                 classes; BookSim2 stops on an assertion with 1)",
+            ));
+        }
+
         let cfg = BooksimConfig {
             topology,
+            link_latency,
+            traffic,
             router,
             packet_size: packet_size as u32,
             packet_rate,
@@ -913,11 +1246,45 @@ mod tests {
     fn errors_name_the_key() {
         for (ov, key) in [
             ("frobnicate=1", "frobnicate"),
-            ("topology=torus", "topology"),
+            ("topology=cmesh", "topology"),
             ("routing_function=nca", "routing_function"),
+            (
+                "topology=torus routing_function=dim_order num_vcs=1",
+                "num_vcs",
+            ),
+            ("topology=torus routing_function=dor", "routing_function"),
+            (
+                "topology=torus routing_function=dim_order_bal",
+                "routing_function",
+            ),
+            (
+                "topology=mesh routing_function=min_adapt",
+                "routing_function",
+            ),
+            (
+                "topology=mesh routing_function=dim_order traffic=hotspot",
+                "traffic",
+            ),
+            (
+                "topology=mesh routing_function=dim_order k=3 traffic=bitrev",
+                "traffic",
+            ),
+            (
+                "topology=mesh routing_function=dim_order k=2 n=3 traffic=transpose",
+                "traffic",
+            ),
+            (
+                "topology=mesh routing_function=dim_order xr=2 traffic=tornado",
+                "traffic",
+            ),
+            (
+                "topology=mesh routing_function=dim_order traffic=tornado(a)",
+                "traffic",
+            ),
+            ("perm_seed=time traffic=randperm", "perm_seed"),
             ("vc_allocator=islip", "vc_allocator"),
             ("sw_allocator=wavefront", "sw_allocator"),
-            ("traffic=transpose", "traffic"),
+            ("traffic=background", "traffic"),
             ("injection_process=on_off", "injection_process"),
             ("router=event", "router"),
             ("sim_type=batch", "sim_type"),
@@ -937,6 +1304,95 @@ mod tests {
                 .expect_err(&ov.join(" "))
                 .to_string();
             assert!(e.contains(key), "{ov:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn kncube_topologies_and_their_latency() {
+        let mesh = BooksimConfig::from_text(XBAR, &["topology=mesh", "routing_function=dor"]);
+        let mesh = mesh.unwrap();
+        assert_eq!(mesh.topology, Topology::Mesh { k: 16, n: 1 });
+        assert_eq!(mesh.link_latency, 1);
+        let torus = ["topology=torus", "routing_function=dim_order", "k=4", "n=2"];
+        let t = BooksimConfig::from_text(XBAR, &torus).unwrap();
+        assert_eq!(
+            (t.topology, t.link_latency),
+            (Topology::Torus { k: 4, n: 2 }, 2)
+        );
+        let t = BooksimConfig::from_text(XBAR, &[&torus[..], &["use_noc_latency=0"]].concat());
+        assert_eq!(t.unwrap().link_latency, 1);
+        // use_noc_latency changes nothing for the fly.
+        let f = BooksimConfig::from_text(XBAR, &["use_noc_latency=0"]).unwrap();
+        assert_eq!(f.link_latency, 1);
+    }
+
+    /// BookSim's patterns on 16 nodes (k = 4, n = 2), worked by hand from `traffic.cpp`.
+    #[test]
+    fn permutation_patterns() {
+        let table = |t: Traffic| t.table(16).unwrap().unwrap();
+        // 5 = 0101: complement 1010, transpose (swap 2-bit halves) 0101, reverse 1010,
+        // rotate left 1010.
+        assert_eq!(table(Traffic::BitComp)[5], 10);
+        assert_eq!(table(Traffic::Transpose)[5], 5);
+        assert_eq!(table(Traffic::Transpose)[1], 4);
+        assert_eq!(table(Traffic::BitRev)[1], 8);
+        assert_eq!(table(Traffic::Shuffle)[9], 3);
+        // Tornado on radix 4 moves each digit by (4 + 1) / 2 - 1 = 1; on radix 5 by 2.
+        let tornado = Traffic::Tornado { k: 4, n: 2, xr: 1 };
+        assert_eq!(table(tornado)[3], 4);
+        assert_eq!(table(tornado)[6], 4 * 2 + 3);
+        let t5 = Traffic::Tornado { k: 5, n: 2, xr: 1 }
+            .table(25)
+            .unwrap()
+            .unwrap();
+        assert_eq!(t5[4 + 5 * 3], 1);
+        assert_eq!(
+            table(Traffic::Neighbor { k: 4, n: 2, xr: 1 }),
+            table(tornado)
+        );
+        // xr = 2 doubles the radix: digits beyond the nodes are refused.
+        assert!(Traffic::Tornado { k: 4, n: 2, xr: 2 }.table(16).is_err());
+        assert_eq!(Traffic::Uniform.table(16), Ok(None));
+        for t in [
+            Traffic::BitComp,
+            Traffic::Transpose,
+            Traffic::BitRev,
+            Traffic::Shuffle,
+            tornado,
+            Traffic::RandPerm { seed: 0 },
+            Traffic::RandPerm { seed: 7 },
+        ] {
+            let mut seen = table(t);
+            seen.sort_unstable();
+            assert_eq!(
+                seen,
+                (0..16).collect::<Vec<u32>>(),
+                "{t:?} is a permutation"
+            );
+        }
+    }
+
+    /// The random permutation is BookSim's scan (the (ind + 1)-th unassigned source gets the
+    /// next destination), found here with a Fenwick tree.
+    #[test]
+    fn random_permutation_is_booksims_scan() {
+        for (nodes, seed) in [(1usize, 0i64), (2, 3), (16, 0), (37, 7), (256, 12345)] {
+            let mut rng = super::super::rng::KnuthInt::new(seed);
+            let mut dest = vec![-1i64; nodes];
+            for i in 0..nodes {
+                let ind = rng.int((nodes - 1 - i) as u32) as usize;
+                let (mut j, mut cnt) = (0, 0);
+                while cnt < ind || dest[j] != -1 {
+                    if dest[j] == -1 {
+                        cnt += 1;
+                    }
+                    j += 1;
+                }
+                dest[j] = i as i64;
+            }
+            let want: Vec<u32> = dest.iter().map(|&d| d as u32).collect();
+            let got = Traffic::RandPerm { seed }.table(nodes).unwrap().unwrap();
+            assert_eq!(got, want, "{nodes} nodes, seed {seed}");
         }
     }
 

@@ -1,14 +1,17 @@
-//! BookSim's networks built from [`IqRouter`]s: k-ary n-flies and fat trees, their channels,
-//! and their routing functions (`dest_tag`, `nca`).
+//! BookSim's networks built from [`IqRouter`]s: k-ary n-flies, fat trees, meshes and tori
+//! (k-ary n-cubes), their channels, and their routing functions (`dest_tag`, `nca`,
+//! `dim_order`).
 //!
-//! Channels are BookSim's: one flit per cycle with a latency of 1 cycle. A value sent in
-//! cycle `t` (by a router's write phase, or by a terminal) is received in the read phase of
-//! cycle `t + latency + 1`, because BookSim's channel takes its input in the next cycle's read
-//! phase and presents it in the write phase `latency` cycles after that. Every flit channel
-//! has a credit channel running the other way with the same timing.
+//! Channels are BookSim's: one flit per cycle with a latency of 1 cycle (2 for a torus's
+//! router-to-router channels with `use_noc_latency`). A value sent in cycle `t` (by a router's
+//! write phase, or by a terminal) is received in the read phase of cycle `t + latency + 1`,
+//! because BookSim's channel takes its input in the next cycle's read phase and presents it in
+//! the write phase `latency` cycles after that. Every flit channel has a credit channel running
+//! the other way with the same timing.
 
 use super::config::Topology;
 use super::rng::KnuthInt;
+use super::sim::Packet;
 use crate::router::{Flit, IqRouter, Route, RouterConfig, RouterConfigError, RoutingFunction};
 
 /// One end of a channel.
@@ -25,16 +28,19 @@ pub enum End {
     },
 }
 
-/// Fixed-latency channels, all of one kind: per arrival slot, the list of deliveries due.
-/// Reading a cycle's deliveries costs time proportional to what arrives, not to the number
-/// of channels.
+/// The values sent into one arrival slot: `(channel, value)`.
+pub type Deliveries<T> = Vec<(u32, T)>;
+
+/// Channels of one kind (flits or credits) with latencies of at most `latency` cycles: per
+/// arrival slot, the list of deliveries due. Reading a cycle's deliveries costs time
+/// proportional to what arrives, not to the number of channels.
 pub struct Channels<T: Copy> {
     depth: u64,
     lists: Vec<Vec<(u32, T)>>,
 }
 
 impl<T: Copy> Channels<T> {
-    /// Channels of `latency` cycles, expecting about `per_cycle` deliveries per cycle.
+    /// Channels of at most `latency` cycles, expecting about `per_cycle` deliveries per cycle.
     pub fn new(per_cycle: usize, latency: usize) -> Self {
         Channels {
             depth: latency as u64 + 1,
@@ -44,10 +50,34 @@ impl<T: Copy> Channels<T> {
         }
     }
 
-    /// The slot of cycle `t` (compute once per cycle).
+    /// The slot of cycle `t` (compute once per cycle): where cycle `t`'s deliveries are, and
+    /// where values sent in cycle `t` on channels of the maximum latency go.
     #[inline]
     pub fn slot(&self, t: u64) -> usize {
         (t % self.depth) as usize
+    }
+
+    /// Where values sent in cycle `t` on a channel of `latency` cycles (at most the maximum)
+    /// go: the slot of cycle `t + latency + 1`.
+    #[inline]
+    pub fn slot_after(&self, t: u64, latency: u32) -> usize {
+        ((t + u64::from(latency) + 1) % self.depth) as usize
+    }
+
+    /// The lists of two different slots, to send on channels of two latencies at once.
+    /// `None` when `a == b` or either is out of range.
+    #[inline]
+    pub fn two_lists(
+        &mut self,
+        a: usize,
+        b: usize,
+    ) -> Option<(&mut Deliveries<T>, &mut Deliveries<T>)> {
+        if a == b || a >= self.lists.len() || b >= self.lists.len() {
+            return None;
+        }
+        let (lo, hi) = self.lists.split_at_mut(a.max(b));
+        let (x, y) = (&mut lo[a.min(b)], &mut hi[0]);
+        Some(if a < b { (x, y) } else { (y, x) })
     }
 
     /// Send on channel `c` in the cycle whose slot is `slot`.
@@ -98,6 +128,8 @@ pub struct Wiring {
     pub router_out: Vec<Vec<u32>>,
     /// VCs per channel.
     pub vcs: u8,
+    /// Latency of router-to-router channels (injection and ejection channels take 1).
+    pub link_latency: u32,
     /// Routing table: output port of router `r` for destination `d` at `r * nodes + d`,
     /// `UP` for "any up port" (fat tree); empty when too large (computed instead).
     table: Vec<u16>,
@@ -117,6 +149,13 @@ impl Wiring {
     #[inline]
     pub fn eject(&self, n: usize) -> usize {
         self.nodes + n
+    }
+
+    /// Whether channel `c` is a router-to-router channel (latency `link_latency`), not an
+    /// injection or ejection channel (latency 1).
+    #[inline]
+    pub fn is_link(&self, c: usize) -> bool {
+        c >= 2 * self.nodes
     }
 
     /// The output port `dest_tag` / `nca` picks at router `router` for `dest`, or `None` for
@@ -147,6 +186,22 @@ impl Wiring {
                     None
                 }
             }
+            Topology::Mesh { k, n } => {
+                // dor_next_mesh: the lowest dimension whose digit differs, towards the
+                // destination (port 2d up, 2d + 1 down); port 2n ejects.
+                let (k, mut cur, mut dest) = (k as usize, router as usize, dest);
+                for dim in 0..n as usize {
+                    let (c, d) = (cur % k, dest % k);
+                    if c != d {
+                        return Some(2 * dim + usize::from(c > d));
+                    }
+                    cur /= k;
+                    dest /= k;
+                }
+                Some(2 * n as usize)
+            }
+            // Depends on the input port and may draw a random number: see `torus_route`.
+            Topology::Torus { .. } => None,
         }
     }
 
@@ -166,6 +221,18 @@ impl Wiring {
                 let _ = n;
                 2 * up + 1
             }
+            Topology::Mesh { k, n } | Topology::Torus { k, n } => {
+                // Minimal in every dimension (a torus tie goes either way, k / 2 hops).
+                let torus = matches!(self.topology, Topology::Torus { .. });
+                let (k, mut s, mut d, mut hops) = (k as usize, src, dest, 1);
+                for _ in 0..n {
+                    let delta = (s % k).abs_diff(d % k);
+                    hops += if torus { delta.min(k - delta) } else { delta } as u32;
+                    s /= k;
+                    d /= k;
+                }
+                hops
+            }
         }
     }
 }
@@ -175,14 +242,14 @@ fn powi(k: u32, e: u32) -> usize {
 }
 
 /// Build the routers and wiring of `topology` with router parameters `base`.
+/// Router-to-router channels take `link_latency` cycles (see [`Wiring::is_link`]).
 pub fn build(
     topology: Topology,
+    link_latency: u32,
     base: &RouterConfig,
 ) -> Result<(Wiring, Vec<IqRouter>), RouterConfigError> {
     let nodes = topology.nodes();
-    let (k, n) = match topology {
-        Topology::Fly { k, n } | Topology::FatTree { k, n } => (k, n),
-    };
+    let (k, n) = topology.k_n();
     let per_level = powi(k, n - 1);
     let (mut routers, radix_in, radix_out): (Vec<IqRouter>, Vec<usize>, Vec<usize>);
     let internal;
@@ -205,6 +272,13 @@ pub fn build(
                 .collect();
             radix_out = radix_in.clone();
         }
+        Topology::Mesh { .. } | Topology::Torus { .. } => {
+            // kncube.cpp: one router per terminal, 2n + 1 ports; a mesh has the torus's
+            // wrap-around channels too (its routing never takes them).
+            internal = 2 * n as usize * nodes;
+            radix_in = vec![2 * n as usize + 1; nodes];
+            radix_out = radix_in.clone();
+        }
     }
     routers = Vec::with_capacity(radix_in.len());
     for (id, (&ri, &ro)) in radix_in.iter().zip(&radix_out).enumerate() {
@@ -225,6 +299,7 @@ pub fn build(
         router_in: radix_in.iter().map(|&r| vec![u32::MAX; r]).collect(),
         router_out: radix_out.iter().map(|&r| vec![u32::MAX; r]).collect(),
         vcs: base.vcs as u8,
+        link_latency,
         table: Vec::new(),
     };
     let connect_in = |w: &mut Wiring, c: usize, r: usize, port: usize| {
@@ -327,15 +402,58 @@ pub fn build(
                 }
             }
         }
-    }
-    if let Topology::Fly { .. } = topology {
-        // dest_tag routes are a function of the router and destination alone (no random
-        // up-link draws, unlike nca), so the routers may use their one-cycle pipeline.
-        for r in &mut routers {
-            r.set_order_free_routing(true);
+        Topology::Mesh { .. } | Topology::Torus { .. } => {
+            // kncube.cpp: for each dimension d, input 2d comes from the right neighbour (its left
+            // channel), input 2d + 1 from the left neighbour (its right channel); output 2d is
+            // this router's right channel, 2d + 1 its left one; port 2n is the terminal's.
+            // Channel 2n * node + 2d is node's right channel, + 1 its left one.
+            let (kk, nn) = (k as usize, n as usize);
+            for node in 0..nodes {
+                connect_in(&mut w, node, node, 2 * nn);
+                connect_out(&mut w, nodes + node, node, 2 * nn);
+                let mut k_to_dim = 1;
+                for dim in 0..nn {
+                    let loc = (node / k_to_dim) % kk;
+                    let left = if loc == 0 {
+                        node + (kk - 1) * k_to_dim
+                    } else {
+                        node - k_to_dim
+                    };
+                    let right = if loc == kk - 1 {
+                        node - (kk - 1) * k_to_dim
+                    } else {
+                        node + k_to_dim
+                    };
+                    let chan = |node: usize, left: bool| {
+                        2 * nodes + 2 * nn * node + 2 * dim + usize::from(left)
+                    };
+                    connect_in(&mut w, chan(right, true), node, 2 * dim);
+                    connect_in(&mut w, chan(left, false), node, 2 * dim + 1);
+                    connect_out(&mut w, chan(node, false), node, 2 * dim);
+                    connect_out(&mut w, chan(node, true), node, 2 * dim + 1);
+                    k_to_dim *= kk;
+                }
+            }
         }
     }
-    if routers.len() * nodes <= 1 << 22 {
+    match topology {
+        // dest_tag and dim_order_mesh routes are a function of the router and destination
+        // alone (no random up-link draws, unlike nca), so the routers may use their one-cycle
+        // pipeline. So are dim_order_torus routes when k is odd (no tie to break at random):
+        // they depend on the input port and the packet's source, both arguments.
+        Topology::Fly { .. } | Topology::Mesh { .. } => {
+            for r in &mut routers {
+                r.set_order_free_routing(true);
+            }
+        }
+        Topology::Torus { k, .. } if k % 2 == 1 => {
+            for r in &mut routers {
+                r.set_order_free_routing(true);
+            }
+        }
+        _ => {}
+    }
+    if !matches!(topology, Topology::Torus { .. }) && routers.len() * nodes <= 1 << 22 {
         let mut table = Vec::with_capacity(routers.len() * nodes);
         for r in 0..routers.len() {
             for d in 0..nodes {
@@ -361,30 +479,82 @@ pub struct BookSimRouting<'a> {
     pub wiring: &'a Wiring,
     /// BookSim's integer generator.
     pub rng: &'a mut KnuthInt,
+    /// The packets in flight, indexed by a flit's `payload` (the torus's dateline class
+    /// depends on the packet's source).
+    pub packets: &'a [Packet],
 }
 
 impl BookSimRouting<'_> {
     /// Route at router `router` (not at injection).
     #[inline]
     pub fn route_at(&mut self, router: u32, in_port: usize, f: &Flit) -> Route {
-        let _ = in_port;
         let w = self.wiring;
         let dest = f.dest as usize;
-        let entry = if w.table.is_empty() {
-            w.port_for(router, dest).map_or(UP, |p| p as u16)
-        } else {
+        let entry = if !w.table.is_empty() {
             w.table[router as usize * w.nodes + dest]
+        } else if let Topology::Torus { k, n } = w.topology {
+            return self.torus_route(router, in_port, f, k, n);
+        } else {
+            w.port_for(router, dest).map_or(UP, |p| p as u16)
         };
         let port = if entry == UP {
             // A random up port, drawn when BookSim draws it (route computation).
-            let k = match w.topology {
-                Topology::Fly { k, .. } | Topology::FatTree { k, .. } => k,
-            };
+            let k = w.topology.k_n().0;
             (k + self.rng.int(k - 1)) as u16
         } else {
             entry
         };
         Route::new(port, 0, w.vcs - 1)
+    }
+
+    /// `dim_order_torus` (`dor_next_torus` without balancing): in the lowest dimension whose
+    /// digit differs, continue in the direction the packet travels (output = input port ^ 1),
+    /// or, when turning into that dimension (from another dimension or from the terminal), go
+    /// the shorter way, a tie (k even, k / 2 apart) broken by `RandomInt(1)` (1: up). The VC
+    /// range is split into two classes of `vcs / 2` VCs: the lower `vcs - vcs / 2` VCs for
+    /// partition 0, the upper `vcs / 2` for partition 1 (the two overlap when `vcs` is odd).
+    /// The partition is decided on turning into a dimension and kept while travelling in it:
+    /// 1 when the current digit is above the destination's (BookSim tests `cur > dest` going
+    /// up and `dest < cur` going down: the same test, whichever way the packet goes). A packet
+    /// turns into dimension d at a router whose digit d is still its source's, so the
+    /// partition is `src_d > dest_d`, recomputed here from the packet's source instead of being
+    /// carried in the flit (BookSim's `f->ph`). At the destination router: the ejection port
+    /// and every VC.
+    fn torus_route(&mut self, router: u32, in_port: usize, f: &Flit, k: u32, n: u32) -> Route {
+        let (k, n) = (k as usize, n as usize);
+        let vcs = self.wiring.vcs;
+        let (mut cur, mut dest) = (router as usize, f.dest as usize);
+        let mut src = self
+            .packets
+            .get(f.payload as usize)
+            .map_or(0, |p| p.src() as usize);
+        let mut dim = 0;
+        while dim < n && cur % k == dest % k {
+            cur /= k;
+            dest /= k;
+            src /= k;
+            dim += 1;
+        }
+        if dim == n {
+            return Route::new(2 * n as u16, 0, vcs - 1);
+        }
+        let (c, d) = (cur % k, dest % k);
+        let port = if in_port / 2 != dim {
+            let dist2 = k as i64 - 2 * ((d + k - c) % k) as i64;
+            if dist2 > 0 || (dist2 == 0 && self.rng.int(1) != 0) {
+                2 * dim
+            } else {
+                2 * dim + 1
+            }
+        } else {
+            in_port ^ 1
+        };
+        let avail = vcs / 2;
+        if src % k > d {
+            Route::new(port as u16, avail, vcs - 1)
+        } else {
+            Route::new(port as u16, 0, vcs - 1 - avail)
+        }
     }
 }
 
@@ -414,15 +584,17 @@ mod tests {
         }
     }
 
-    /// Follow dest_tag / nca routes from every source to every destination.
+    /// Follow dest_tag / nca / dim_order routes from every source to every destination.
     fn walk(topo: Topology) {
-        let (w, routers) = build(topo, &base()).unwrap();
+        let (w, routers) = build(topo, 1, &base()).unwrap();
         let mut rng = KnuthInt::new(1);
         for s in 0..w.nodes {
+            let packets = [Packet::from_source(s as u32)];
             for d in 0..w.nodes {
                 let mut rt = BookSimRouting {
                     wiring: &w,
                     rng: &mut rng,
+                    packets: &packets,
                 };
                 let f = Flit::new(0, d as u32, true, true);
                 let mut c = w.inject(s);
@@ -436,6 +608,20 @@ mod tests {
                         End::Router { router, port } => {
                             assert!((port as usize) < routers[router as usize].inputs());
                             let r = rt.route(router, port as usize, &f);
+                            if let (Topology::Torus { k, .. }, true) = (topo, router as usize != d)
+                            {
+                                // Two VCs: the dateline class of the dimension being
+                                // travelled (VC 1 when the source's digit is above the
+                                // destination's).
+                                let (k, mut x, mut y, mut z) = (k as usize, router as usize, d, s);
+                                while x % k == y % k {
+                                    (x, y, z) = (x / k, y / k, z / k);
+                                }
+                                let class = u8::from(z % k > y % k);
+                                assert_eq!((r.vc_lo, r.vc_hi), (class, class), "{s}->{d}");
+                            } else {
+                                assert_eq!((r.vc_lo, r.vc_hi), (0, 1), "{topo:?} {s}->{d}");
+                            }
                             c = w.router_out[router as usize][r.port as usize] as usize;
                             assert_eq!(
                                 w.src[c],
@@ -464,6 +650,81 @@ mod tests {
         walk(Topology::FatTree { k: 2, n: 3 });
         walk(Topology::FatTree { k: 4, n: 2 });
         walk(Topology::FatTree { k: 3, n: 3 });
+        walk(Topology::Mesh { k: 4, n: 2 });
+        walk(Topology::Mesh { k: 3, n: 3 });
+        walk(Topology::Mesh { k: 5, n: 1 });
+        walk(Topology::Torus { k: 4, n: 2 });
+        walk(Topology::Torus { k: 5, n: 2 });
+        walk(Topology::Torus { k: 2, n: 3 });
+        walk(Topology::Torus { k: 3, n: 1 });
+    }
+
+    /// kncube.cpp's ports: output 2d goes up dimension d (wrapping) into the neighbour's
+    /// input 2d + 1, output 2d + 1 down into input 2d; port 2n is the terminal's.
+    #[test]
+    fn kncube_ports() {
+        for topo in [
+            Topology::Mesh { k: 4, n: 2 },
+            Topology::Torus { k: 3, n: 3 },
+        ] {
+            let (w, _) = build(topo, 2, &base()).unwrap();
+            let (k, n) = topo.k_n();
+            let (k, n) = (k as usize, n as usize);
+            for node in 0..w.nodes {
+                assert_eq!(
+                    w.dst[w.inject(node)],
+                    End::Router {
+                        router: node as u32,
+                        port: 2 * n as u32
+                    }
+                );
+                assert_eq!(
+                    w.src[w.eject(node)],
+                    End::Router {
+                        router: node as u32,
+                        port: 2 * n as u32
+                    }
+                );
+                let mut step = 1;
+                for dim in 0..n {
+                    let digit = (node / step) % k;
+                    let up = node - digit * step + ((digit + 1) % k) * step;
+                    let down = node - digit * step + ((digit + k - 1) % k) * step;
+                    for (port, to, in_port) in
+                        [(2 * dim, up, 2 * dim + 1), (2 * dim + 1, down, 2 * dim)]
+                    {
+                        let c = w.router_out[node][port] as usize;
+                        assert!(w.is_link(c));
+                        assert_eq!(
+                            w.dst[c],
+                            End::Router {
+                                router: to as u32,
+                                port: in_port as u32
+                            },
+                            "{topo:?} {node} {port}"
+                        );
+                    }
+                    step *= k;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn mixed_latencies_share_the_arrival_slot() {
+        // Latency 2 (the maximum) sent in cycle 10 and latency 1 sent in cycle 11 both arrive
+        // in cycle 13.
+        let mut ch: Channels<u32> = Channels::new(2, 2);
+        let s10 = ch.slot(10);
+        ch.send(s10, 1, 7);
+        let (long, short) = ch.two_lists(ch.slot(11), ch.slot_after(11, 1)).unwrap();
+        short.push((2, 8));
+        long.push((3, 9));
+        assert!(ch.two_lists(1, 1).is_none());
+        assert!(ch.take(ch.slot(12)).is_empty());
+        let s13 = ch.slot(13);
+        assert_eq!(ch.take(s13), vec![(1, 7), (2, 8)]);
+        assert_eq!(ch.take(ch.slot(14)), vec![(3, 9)]);
     }
 
     #[test]

@@ -211,7 +211,7 @@ impl Ledger {
 /// A packet in flight: 32 bytes (two per cache line). Every packet has the configured size;
 /// bit 31 of `src_rec` is set when the packet is measured (`record`).
 #[derive(Clone, Copy, Default)]
-struct Packet {
+pub struct Packet {
     ctime: i64,
     itime: i64,
     head_atime: i64,
@@ -222,8 +222,18 @@ struct Packet {
 const RECORD: u32 = 1 << 31;
 
 impl Packet {
+    /// A packet from `src` (for routing tests).
+    #[cfg(test)]
+    pub(crate) fn from_source(src: u32) -> Self {
+        Packet {
+            src_rec: src,
+            ..Packet::default()
+        }
+    }
+
+    /// The source terminal.
     #[inline]
-    fn src(&self) -> u32 {
+    pub fn src(&self) -> u32 {
         self.src_rec & !RECORD
     }
 
@@ -429,6 +439,8 @@ pub struct Sim {
     routers: Vec<IqRouter>,
     flits: Channels<Flit>,
     credits: Channels<Credit>,
+    /// Destination of each source under a permutation traffic pattern (`None`: uniform).
+    dest_table: Option<Vec<u32>>,
     rng: BookSimRng,
     /// `packet_rate` as an integer threshold on the fraction generator's raw values.
     rate_threshold: u64,
@@ -453,7 +465,9 @@ pub struct Sim {
 impl Sim {
     /// Build the network and terminals of `cfg`.
     pub fn new(cfg: BooksimConfig) -> Result<Self, SimError> {
-        let (wiring, routers) = build(cfg.topology, &cfg.router)?;
+        let (wiring, routers) = build(cfg.topology, cfg.link_latency, &cfg.router)?;
+        // Validated with the configuration; an out-of-range table cannot get here.
+        let dest_table = cfg.traffic.table(wiring.nodes).unwrap_or(None);
         let nodes = wiring.nodes;
         let chans = wiring.src.len();
         // Every packet in flight holds a buffer slot, a channel or an output-queue slot (or
@@ -461,7 +475,7 @@ impl Sim {
         let slots: usize = routers.iter().map(IqRouter::inputs).sum::<usize>()
             * cfg.router.vcs
             * cfg.router.vc_buf_size;
-        let packet_cap = slots + 4 * chans + 2 * nodes;
+        let packet_cap = slots + 2 * (cfg.link_latency as usize + 1) * chans + 2 * nodes;
         let vcs = cfg.router.vcs;
         let chunks = nodes.div_ceil(64);
         let buf = BufferState::new(vcs, cfg.router.vc_buf_size, cfg.router.wait_for_tail_credit);
@@ -480,8 +494,9 @@ impl Sim {
         Ok(Sim {
             rng: BookSimRng::new(cfg.seed),
             rate_threshold: KnuthFloat::threshold(cfg.packet_rate),
-            flits: Channels::new(chans, 1),
-            credits: Channels::new(chans, 1),
+            flits: Channels::new(chans, cfg.link_latency as usize),
+            credits: Channels::new(chans, cfg.link_latency as usize),
+            dest_table,
             sources,
             ledger: Ledger {
                 packets: Vec::with_capacity(packet_cap),
@@ -607,15 +622,20 @@ impl Sim {
         if std::mem::take(&mut self.ledger.retired_any) {
             self.deadlock_timer = 0;
         }
+        // Sends on channels of the longest latency go to this cycle's slot, sends on 1-cycle
+        // channels (injection, ejection, and every channel unless the torus's links are
+        // longer) to `short`.
         let slot = self.flits.slot(g);
+        let short = self.flits.slot_after(g, 1);
         if !self.empty_network {
             self.generate();
         }
-        self.inject(slot)?;
+        self.inject(short)?;
         // Routers evaluate and write.
         let mut routing = BookSimRouting {
             wiring: &self.wiring,
             rng: &mut self.rng.int,
+            packets: &self.ledger.packets,
         };
         for (r, router) in self.routers.iter_mut().enumerate() {
             if router.is_idle() && !router.steps_when_idle() {
@@ -628,15 +648,42 @@ impl Sim {
                     cycle: self.time,
                     err,
                 })?;
-            let (flits, credits) = (self.flits.list(slot), self.credits.list(slot));
             let (outs, ins) = (
                 &self.wiring.router_out[r][..],
                 &self.wiring.router_in[r][..],
             );
-            router.poll_flits(|o, f| flits.push((outs[o], f)));
-            let before = credits.len();
-            router.poll_credits(|i, c| credits.push((ins[i], c)));
-            self.credits_in_channels += (credits.len() - before) as i64;
+            if short == slot {
+                let (flits, credits) = (self.flits.list(slot), self.credits.list(slot));
+                router.poll_flits(|o, f| flits.push((outs[o], f)));
+                let before = credits.len();
+                router.poll_credits(|i, c| credits.push((ins[i], c)));
+                self.credits_in_channels += (credits.len() - before) as i64;
+            } else {
+                let wiring = &self.wiring;
+                if let Some((long_f, short_f)) = self.flits.two_lists(slot, short) {
+                    router.poll_flits(|o, f| {
+                        let c = outs[o];
+                        if wiring.is_link(c as usize) {
+                            long_f.push((c, f));
+                        } else {
+                            short_f.push((c, f));
+                        }
+                    });
+                }
+                if let Some((long_c, short_c)) = self.credits.two_lists(slot, short) {
+                    let mut sent = 0;
+                    router.poll_credits(|i, cr| {
+                        let c = ins[i];
+                        sent += 1;
+                        if wiring.is_link(c as usize) {
+                            long_c.push((c, cr));
+                        } else {
+                            short_c.push((c, cr));
+                        }
+                    });
+                    self.credits_in_channels += sent;
+                }
+            }
         }
         self.time += 1;
         self.global += 1;
@@ -690,7 +737,9 @@ impl Sim {
         let (cycle, counting) = (self.time, self.counting());
         let slot = self.flits.slot(g);
         let arrivals = self.flits.take(slot);
-        let result = self.deliver(&arrivals, slot, cycle, counting);
+        // Sinks return their credits on the 1-cycle ejection channels.
+        let short = self.credits.slot_after(g, 1);
+        let result = self.deliver(&arrivals, short, cycle, counting);
         self.flits.restore(slot, arrivals);
         result
     }
@@ -757,8 +806,10 @@ impl Sim {
             sources,
             rng,
             ledger,
+            dest_table,
             ..
         } = self;
+        let dest_table = dest_table.as_deref();
         let Ledger {
             packets,
             free,
@@ -864,7 +915,10 @@ impl Sim {
                     t.qtime = time + 1;
                     time
                 };
-                let dest = rng.int.int_below(dest_mod);
+                let dest = match dest_table {
+                    None => rng.int.int_below(dest_mod),
+                    Some(t) => t.get(n).copied().unwrap_or(0),
+                };
                 let _subnet = rng.int.int(0);
                 let record = match state {
                     State::Running => true,
@@ -977,6 +1031,7 @@ impl Sim {
                             let mut rt = BookSimRouting {
                                 wiring,
                                 rng: &mut rng.int,
+                                packets,
                             };
                             f.la_route = rt.route_at(router, port as usize, &f);
                         }
