@@ -206,6 +206,7 @@ impl Wiring {
     }
 
     /// Hops (routers) from `src` to `dest`.
+    #[inline]
     pub fn hops(&self, src: usize, dest: usize) -> u32 {
         match self.topology {
             Topology::Fly { n, .. } => n,
@@ -221,20 +222,24 @@ impl Wiring {
                 let _ = n;
                 2 * up + 1
             }
-            Topology::Mesh { k, n } | Topology::Torus { k, n } => {
-                // Minimal in every dimension (a torus tie goes either way, k / 2 hops).
-                let torus = matches!(self.topology, Topology::Torus { .. });
-                let (k, mut s, mut d, mut hops) = (k as usize, src, dest, 1);
-                for _ in 0..n {
-                    let delta = (s % k).abs_diff(d % k);
-                    hops += if torus { delta.min(k - delta) } else { delta } as u32;
-                    s /= k;
-                    d /= k;
-                }
-                hops
-            }
+            Topology::Mesh { k, n } => kncube_hops(k, n, src, dest, false),
+            Topology::Torus { k, n } => kncube_hops(k, n, src, dest, true),
         }
     }
+}
+
+/// Routers on a minimal route in a mesh or torus (a torus tie goes either way, k / 2 hops).
+/// Out of line so that [`Wiring::hops`] stays small enough to inline for the fly.
+#[inline(never)]
+fn kncube_hops(k: u32, n: u32, src: usize, dest: usize, torus: bool) -> u32 {
+    let (k, mut s, mut d, mut hops) = (k as usize, src, dest, 1);
+    for _ in 0..n {
+        let delta = (s % k).abs_diff(d % k);
+        hops += if torus { delta.min(k - delta) } else { delta } as u32;
+        s /= k;
+        d /= k;
+    }
+    hops
 }
 
 fn powi(k: u32, e: u32) -> usize {
@@ -486,7 +491,7 @@ pub struct BookSimRouting<'a> {
 
 impl BookSimRouting<'_> {
     /// Route at router `router` (not at injection).
-    #[inline]
+    #[inline(always)]
     pub fn route_at(&mut self, router: u32, in_port: usize, f: &Flit) -> Route {
         let w = self.wiring;
         let dest = f.dest as usize;
@@ -520,6 +525,8 @@ impl BookSimRouting<'_> {
     /// partition is `src_d > dest_d`, recomputed here from the packet's source instead of being
     /// carried in the flit (BookSim's `f->ph`). At the destination router: the ejection port
     /// and every VC.
+    // Kept out of line so that `route_at`, inlined into the routers' hot loops, stays small.
+    #[inline(never)]
     fn torus_route(&mut self, router: u32, in_port: usize, f: &Flit, k: u32, n: u32) -> Route {
         let (k, n) = (k as usize, n as usize);
         let vcs = self.wiring.vcs;
@@ -559,7 +566,7 @@ impl BookSimRouting<'_> {
 }
 
 impl RoutingFunction for BookSimRouting<'_> {
-    #[inline]
+    #[inline(always)]
     fn route(&mut self, router: u32, in_port: usize, flit: &Flit) -> Route {
         self.route_at(router, in_port, flit)
     }
