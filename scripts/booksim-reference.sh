@@ -31,7 +31,7 @@ run() {
              o && /^Packet latency average = / && !l {l = $5}
              o && /^Accepted flit rate average = / && !a {a = $6}
              END {print l "," a}' <<<"$out"
-    elif grep -q 'unstable' <<<"$out"; then
+    elif grep -q '^Simulation unstable' <<<"$out"; then
         echo "inf,"
     else
         echo "$1 packet_size=$2 sim_type=$3 injection_rate=$4: no final statistics" >&2
