@@ -9,8 +9,8 @@
 # `booksim_build` column (`assert` for BookSim2's own Makefile build, `ndebug` for the same
 # sources built with -DNDEBUG). For each configuration and packet size it runs the saturation
 # run (`sim_type=throughput injection_rate=1.0`, accepted rate S), latency runs at
-# floor(f * S, 0.01) for f = .1 .3 .5 .7 .8 .9, and one latency run at round(1.1 * S, 0.01)
-# (at most 1.0), and prints one CSV row per run: BookSim's final `Packet latency average` and
+# floor(f * S, 0.01) (at least 0.01) for f = .1 .3 .5 .7 .8 .9, and one latency run at
+# round(1.1 * S, 0.01) (at most 1.0), and prints one CSV row per run: BookSim's final `Packet latency average` and
 # `Accepted flit rate average` as printed, `inf` and no rate for "Simulation unstable".
 # A run that ends any other way without its final statistics is an error.
 # BookSim2 is not part of this repository (see spec-notes/validation.md for how it was built).
@@ -50,7 +50,7 @@ for spec in "$@"; do
         echo "$name,$ps,throughput,1.0,$BUILD,$r"
         sat=${r#*,}
         for f in 0.1 0.3 0.5 0.7 0.8 0.9; do
-            load=$(fmt "$(awk -v s="$sat" -v f="$f" 'BEGIN { printf "%.6f", int(f * s * 100 + 1e-9) / 100 }')")
+            load=$(fmt "$(awk -v s="$sat" -v f="$f" 'BEGIN { x = int(f * s * 100 + 1e-9) / 100; if (x < 0.01) x = 0.01; printf "%.6f", x }')")
             echo "$name,$ps,latency,$load,$BUILD,$(run "$name" "$ps" latency "$load")"
         done
         over=$(awk -v s="$sat" 'BEGIN { x = int(1.1 * s * 100 + 0.5) / 100; if (x > 1) x = 1; printf "%.6f", x }')

@@ -180,7 +180,7 @@ fn command_line_errors_name_the_key_and_exit_2() {
         ("bogus_key=3", "bogus_key"),
         ("topology=dragonflynew", "topology"),
         ("topology=torus", "routing_function"),
-        ("traffic=hotspot", "traffic"),
+        ("traffic=hotspot(99)", "traffic"),
         ("vc_allocator=islip", "vc_allocator"),
         ("num_vcs=0", "num_vcs"),
         ("--frobnicate", "--frobnicate"),

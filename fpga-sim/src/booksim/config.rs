@@ -14,6 +14,7 @@ use std::fmt;
 
 use thiserror::Error;
 
+use super::rng::KnuthInt;
 use crate::router::RouterConfig;
 
 /// A configuration value as written.
@@ -334,7 +335,7 @@ impl Topology {
 }
 
 /// `traffic`: how a new packet's destination is chosen (BookSim's `traffic.cpp`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Traffic {
     /// `uniform`: `RandomInt(nodes - 1)`, the source itself included.
     Uniform,
@@ -370,6 +371,39 @@ pub enum Traffic {
         /// The permutation's seed.
         seed: i64,
     },
+    /// `diagonal`: the next node (`RandomInt(2) == 0`) or the source itself.
+    Diagonal,
+    /// `asymmetric`: the source modulo half the nodes, in the lower or (`RandomInt(1)`) upper
+    /// half.
+    Asymmetric,
+    /// `taper64` (64 nodes): half the time a random neighbour in an 8 x 8 grid (wrapping
+    /// linearly), else uniform.
+    Taper64,
+    /// `bad_dragon`: uniform within the next group of `2k * k` nodes.
+    BadDragon {
+        /// Radix parameter.
+        k: u32,
+    },
+    /// `badperm_yarc`: a random row of the source's column (radix `xr * k`).
+    BadPermYarc {
+        /// Radix parameter.
+        k: u32,
+        /// Concentration parameter.
+        xr: u32,
+    },
+    /// `background`: uniform, redrawn while the draw is an excluded node.
+    Background {
+        /// Nodes never chosen (one bit per node).
+        excluded: Vec<bool>,
+    },
+    /// `hotspot`: one of the hotspots, chosen by `RandomInt(sum of rates - 1)` (no draw with
+    /// a single hotspot).
+    HotSpot {
+        /// The hotspots.
+        spots: Vec<u32>,
+        /// Their relative rates.
+        rates: Vec<u32>,
+    },
 }
 
 impl Traffic {
@@ -394,7 +428,14 @@ impl Traffic {
                 .collect()
         };
         let t: Vec<u64> = match *self {
-            Traffic::Uniform => return Ok(None),
+            Traffic::Uniform
+            | Traffic::Diagonal
+            | Traffic::Asymmetric
+            | Traffic::Taper64
+            | Traffic::BadDragon { .. }
+            | Traffic::BadPermYarc { .. }
+            | Traffic::Background { .. }
+            | Traffic::HotSpot { .. } => return Ok(None),
             Traffic::BitComp => (0..nodes as u64).map(|s| !s & (nodes as u64 - 1)).collect(),
             Traffic::Transpose => {
                 let shift = bits / 2;
@@ -427,7 +468,7 @@ impl Traffic {
             Traffic::RandPerm { seed } => {
                 // BookSim saves the generators, reseeds with perm_seed, draws, and restores:
                 // the main streams are untouched (and are reseeded afterwards anyway).
-                let mut rng = super::rng::KnuthInt::new(seed);
+                let mut rng = KnuthInt::new(seed);
                 let mut dest = vec![u64::MAX; nodes];
                 // Free sources counted in a Fenwick tree, to find the ind-th free one in
                 // O(log nodes) (BookSim scans; the result is the same).
@@ -471,6 +512,114 @@ impl Traffic {
             Some(s) => Err(t[s].min(usize::MAX as u64) as usize),
             None => Ok(Some(t.into_iter().map(|d| d as u32).collect())),
         }
+    }
+
+    /// The destination of a packet from `src` under a random pattern other than `uniform`,
+    /// drawn from BookSim's integer generator exactly as `traffic.cpp` draws it. The
+    /// permutation patterns (see [`Traffic::table`]) and `uniform` (drawn by the caller) give
+    /// `src`.
+    pub fn random_dest(&self, src: u32, nodes: u32, rng: &mut KnuthInt) -> u32 {
+        match self {
+            Traffic::Diagonal => {
+                if rng.int(2) == 0 {
+                    (src + 1) % nodes
+                } else {
+                    src
+                }
+            }
+            Traffic::Asymmetric => {
+                let half = nodes / 2;
+                src % half + if rng.int(1) != 0 { half } else { 0 }
+            }
+            Traffic::Taper64 => {
+                if rng.int(1) != 0 {
+                    // `64 + source + 8 * (RandomInt(2) - 1) + (RandomInt(2) - 1)`: g++
+                    // evaluates the left-hand call first (checked against BookSim2).
+                    let row = rng.int(2) as i64 - 1;
+                    let col = rng.int(2) as i64 - 1;
+                    ((64 + i64::from(src) + 8 * row + col) % 64) as u32
+                } else {
+                    rng.int(nodes - 1)
+                }
+            }
+            Traffic::BadDragon { k } => {
+                let grp = 2 * k * k;
+                (rng.int(grp - 1) + (src / grp + 1) * grp) % nodes
+            }
+            Traffic::BadPermYarc { k, xr } => {
+                let radix = xr * k;
+                rng.int(radix - 1) * radix + src / radix
+            }
+            Traffic::Background { excluded } => loop {
+                let d = rng.int(nodes - 1);
+                if !excluded.get(d as usize).copied().unwrap_or(false) {
+                    break d;
+                }
+            },
+            Traffic::HotSpot { spots, rates } => {
+                if spots.len() == 1 {
+                    return spots[0];
+                }
+                let max_val: u32 = rates.iter().sum::<u32>() - 1;
+                let mut pct = rng.int(max_val);
+                for (i, &limit) in rates.iter().enumerate().take(spots.len() - 1) {
+                    if limit > pct {
+                        return spots[i];
+                    }
+                    pct -= limit;
+                }
+                spots[spots.len() - 1]
+            }
+            _ => src,
+        }
+    }
+}
+
+/// BookSim's `tokenize_str`: a value starting with `{` is a list of its top-level
+/// comma-separated elements (nested braces kept whole, empty elements dropped); any other
+/// value, commas included, is one element; an empty value, no element.
+fn tokenize(data: &str) -> Vec<String> {
+    if data.is_empty() {
+        return Vec::new();
+    }
+    if !data.starts_with('{') {
+        return vec![data.to_string()];
+    }
+    let b = data.as_bytes();
+    let (mut out, mut start, mut nested) = (Vec::new(), 1, 0usize);
+    for (i, &c) in b.iter().enumerate().skip(1) {
+        match c {
+            b'{' => nested += 1,
+            b'}' if nested > 0 => nested -= 1,
+            b'}' | b',' if nested == 0 => {
+                if i > start {
+                    out.push(data[start..i].to_string());
+                }
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// C's `atoi`: optional leading whitespace and sign, then the longest run of digits; 0 when
+/// there is none (saturating instead of overflowing).
+fn atoi(s: &str) -> i64 {
+    let t = s.trim_start();
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let mut v: i64 = 0;
+    for c in digits.bytes().take_while(u8::is_ascii_digit) {
+        v = v.saturating_mul(10).saturating_add(i64::from(c - b'0'));
+    }
+    if neg {
+        -v
+    } else {
+        v
     }
 }
 
@@ -719,7 +868,10 @@ fn check_allocator(key: &str, name: &str) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// BookSim's `TrafficPattern::New`: a pattern name with optional `(parameters)`.
+/// BookSim's `TrafficPattern::New`: `traffic` is a per-class list (`tokenize_str`; the first
+/// element serves the one class), each a pattern name with optional `(parameters)`, the
+/// parameters again a `tokenize_str` list read with `atoi` (so `tornado(4,2,1)` is *one*
+/// parameter, 4; `tornado({4,2,1})` is three).
 fn parse_traffic(
     spec: &str,
     k: i64,
@@ -728,23 +880,28 @@ fn parse_traffic(
     perm_seed: i64,
     nodes: usize,
 ) -> Result<Traffic, ConfigError> {
-    let (name, params): (&str, Vec<&str>) = match spec.find('(') {
-        None => (spec, Vec::new()),
-        Some(i) => {
-            let inner = spec[i + 1..].trim_end_matches(')');
-            (
-                &spec[..i],
-                inner.split(',').filter(|p| !p.is_empty()).collect(),
-            )
+    let refuse = |why: &str| unsupported("traffic", spec, why);
+    let classes = tokenize(spec);
+    let first = classes
+        .first()
+        .ok_or_else(|| refuse("an empty traffic list"))?
+        .as_str();
+    let (name, params) = match first.find('(') {
+        None => (first, Vec::new()),
+        Some(left) => {
+            let inner = match first.rfind(')') {
+                Some(right) if right > left => &first[left + 1..right],
+                _ => &first[left + 1..],
+            };
+            (&first[..left], tokenize(inner))
         }
     };
-    let param = |i: usize, default: i64| -> Result<i64, ConfigError> {
-        match params.get(i) {
-            None => Ok(default),
-            Some(p) => p
-                .trim()
-                .parse()
-                .map_err(|_| unsupported("traffic", spec, "parameters must be integers")),
+    let param = |i: usize, default: i64| params.get(i).map_or(default, |p| atoi(p));
+    let positive = |v: i64, what: &str| -> Result<u32, ConfigError> {
+        if (1..=1 << 20).contains(&v) {
+            Ok(v as u32)
+        } else {
+            Err(refuse(&format!("{what} = {v}: must be 1..=2^20")))
         }
     };
     let pow2 = nodes.is_power_of_two();
@@ -752,9 +909,7 @@ fn parse_traffic(
         "uniform" => Traffic::Uniform,
         "bitcomp" | "bitrev" | "shuffle" | "transpose" => {
             if !pow2 {
-                return Err(unsupported(
-                    "traffic",
-                    spec,
+                return Err(refuse(
                     "bit permutations need a power-of-two number of terminals (BookSim's rule)",
                 ));
             }
@@ -764,9 +919,7 @@ fn parse_traffic(
                 "shuffle" => Traffic::Shuffle,
                 _ => {
                     if nodes.trailing_zeros() % 2 != 0 {
-                        return Err(unsupported(
-                            "traffic",
-                            spec,
+                        return Err(refuse(
                             "transpose needs the number of terminals to be an even power of \
                              two (BookSim's rule)",
                         ));
@@ -775,42 +928,119 @@ fn parse_traffic(
                 }
             }
         }
-        "tornado" | "neighbor" => {
-            let (pk, pn, pxr) = (param(0, k)?, param(1, n)?, param(2, xr)?);
-            if !(1..=1 << 20).contains(&pk)
-                || !(1..=64).contains(&pn)
-                || !(1..=1 << 20).contains(&pxr)
-            {
-                return Err(unsupported("traffic", spec, "k, n and xr must be positive"));
-            }
-            let (k, n, xr) = (pk as u32, pn as u32, pxr as u32);
-            if name == "tornado" {
-                Traffic::Tornado { k, n, xr }
-            } else {
-                Traffic::Neighbor { k, n, xr }
+        "tornado" | "neighbor" | "badperm_yarc" => {
+            let k = positive(param(0, k), "k")?;
+            let n = positive(param(1, n), "n")?;
+            let xr = positive(param(2, xr), "xr")?;
+            match name {
+                "tornado" => Traffic::Tornado { k, n, xr },
+                "neighbor" => Traffic::Neighbor { k, n, xr },
+                _ => {
+                    let radix = u64::from(xr) * u64::from(k);
+                    let top = (radix - 1) * radix + (nodes as u64 - 1) / radix;
+                    if top >= nodes as u64 {
+                        return Err(refuse(&format!(
+                            "can send to terminal {top}, outside the {nodes} terminals \
+                             (BookSim stops with \"Incorrect packet destination\")"
+                        )));
+                    }
+                    Traffic::BadPermYarc { k, xr }
+                }
             }
         }
+        "bad_dragon" => {
+            // (BookSim also reads an `n` parameter, and does not use it.)
+            let k = positive(param(0, k), "k")?;
+            if 2 * u64::from(k) * u64::from(k) > 1 << 30 {
+                return Err(refuse("groups of 2k^2 nodes must stay below 2^30"));
+            }
+            Traffic::BadDragon { k }
+        }
         "randperm" => Traffic::RandPerm {
-            seed: param(0, perm_seed)?,
+            seed: param(0, perm_seed),
         },
+        "diagonal" => Traffic::Diagonal,
+        "asymmetric" => {
+            if nodes < 2 {
+                return Err(refuse("asymmetric needs at least 2 terminals"));
+            }
+            Traffic::Asymmetric
+        }
+        "taper64" => {
+            if nodes != 64 {
+                return Err(refuse(
+                    "taper64 needs exactly 64 terminals (BookSim's rule)",
+                ));
+            }
+            Traffic::Taper64
+        }
+        "background" => {
+            // BookSim reads the first parameter as an integer list: `background({{1,2}})`
+            // excludes 1 and 2, `background({1,2})` only 1.
+            let list = params
+                .first()
+                .ok_or_else(|| refuse("background needs its excluded nodes as a parameter"))?;
+            let mut excluded = vec![false; nodes];
+            for v in tokenize(list).iter().map(|t| atoi(t)) {
+                let slot = usize::try_from(v)
+                    .ok()
+                    .and_then(|i| excluded.get_mut(i))
+                    .ok_or_else(|| refuse(&format!("excluded node {v} is not a terminal")))?;
+                *slot = true;
+            }
+            if excluded.iter().all(|&e| e) {
+                return Err(refuse("every terminal is excluded"));
+            }
+            Traffic::Background { excluded }
+        }
+        "hotspot" => {
+            let spot_list = params.first().map_or("-1", String::as_str);
+            let mut spots = Vec::new();
+            // Unset hotspots (-1) are drawn when the pattern is built, before BookSim seeds
+            // its generators: from Knuth's default start, seed 314159 ("the user forgot to
+            // initialize").
+            let mut unseeded = KnuthInt::new(314_159);
+            for v in tokenize(spot_list).iter().map(|t| atoi(t)) {
+                if v < 0 {
+                    spots.push(unseeded.int(nodes as u32 - 1));
+                } else if (v as u64) < nodes as u64 {
+                    spots.push(v as u32);
+                } else {
+                    return Err(refuse(&format!("hotspot {v} is not a terminal")));
+                }
+            }
+            if spots.is_empty() {
+                return Err(refuse("no hotspots"));
+            }
+            let mut rates: Vec<i64> = match params.get(1) {
+                Some(r) => tokenize(r).iter().map(|t| atoi(t)).collect(),
+                None => Vec::new(),
+            };
+            let last = rates.last().copied().unwrap_or(1);
+            rates.resize(spots.len(), last);
+            let rates: Vec<u32> = rates
+                .into_iter()
+                .map(|r| u32::try_from(r).ok().filter(|&r| r <= 1 << 20))
+                .collect::<Option<_>>()
+                .ok_or_else(|| refuse("hotspot rates must be 0..=2^20"))?;
+            if spots.len() > 1 && rates.iter().sum::<u32>() == 0 {
+                return Err(refuse("hotspot rates sum to 0"));
+            }
+            Traffic::HotSpot { spots, rates }
+        }
         _ => {
-            return Err(unsupported(
-                "traffic",
-                spec,
+            return Err(refuse(
                 "supported: uniform, bitcomp, transpose, bitrev, shuffle, tornado, neighbor, \
-                 randperm",
+                 randperm, diagonal, asymmetric, taper64, bad_dragon, badperm_yarc, \
+                 background, hotspot",
             ))
         }
     };
     if let Err(d) = traffic.table(nodes) {
-        return Err(unsupported(
-            "traffic",
-            spec,
-            &format!(
-                "sends to terminal {d}, outside the {nodes} terminals (BookSim stops with \
-                 \"Incorrect packet destination\")"
-            ),
-        ));
+        return Err(refuse(&format!(
+            "sends to terminal {d}, outside the {nodes} terminals (BookSim stops with \
+             \"Incorrect packet destination\")"
+        )));
     }
     Ok(traffic)
 }
@@ -1261,8 +1491,19 @@ mod tests {
                 "topology=mesh routing_function=min_adapt",
                 "routing_function",
             ),
+            ("topology=mesh routing_function=dim_order traffic=hotspot(16)", "traffic"),
+            ("topology=mesh routing_function=dim_order traffic=taper64", "traffic"),
+            ("topology=mesh routing_function=dim_order traffic=background", "traffic"),
             (
-                "topology=mesh routing_function=dim_order traffic=hotspot",
+                "topology=mesh routing_function=dim_order traffic=background({{0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15}})",
+                "traffic",
+            ),
+            ("topology=mesh routing_function=dim_order traffic=badperm_yarc n=1", "traffic"),
+            ("topology=mesh routing_function=dim_order traffic=bad_dragon(0)", "traffic"),
+            ("topology=mesh routing_function=dim_order traffic=hotspot({{1,2},{0,0}})", "traffic"),
+            ("topology=mesh routing_function=dim_order traffic={}", "traffic"),
+            (
+                "topology=mesh routing_function=dim_order traffic=tornado({4,2,0})",
                 "traffic",
             ),
             (
@@ -1284,7 +1525,7 @@ mod tests {
             ("perm_seed=time traffic=randperm", "perm_seed"),
             ("vc_allocator=islip", "vc_allocator"),
             ("sw_allocator=wavefront", "sw_allocator"),
-            ("traffic=background", "traffic"),
+            ("traffic=bad_random", "traffic"),
             ("injection_process=on_off", "injection_process"),
             ("router=event", "router"),
             ("sim_type=batch", "sim_type"),
@@ -1329,26 +1570,26 @@ mod tests {
     /// BookSim's patterns on 16 nodes (k = 4, n = 2), worked by hand from `traffic.cpp`.
     #[test]
     fn permutation_patterns() {
-        let table = |t: Traffic| t.table(16).unwrap().unwrap();
+        let table = |t: &Traffic| t.table(16).unwrap().unwrap();
         // 5 = 0101: complement 1010, transpose (swap 2-bit halves) 0101, reverse 1010,
         // rotate left 1010.
-        assert_eq!(table(Traffic::BitComp)[5], 10);
-        assert_eq!(table(Traffic::Transpose)[5], 5);
-        assert_eq!(table(Traffic::Transpose)[1], 4);
-        assert_eq!(table(Traffic::BitRev)[1], 8);
-        assert_eq!(table(Traffic::Shuffle)[9], 3);
+        assert_eq!(table(&Traffic::BitComp)[5], 10);
+        assert_eq!(table(&Traffic::Transpose)[5], 5);
+        assert_eq!(table(&Traffic::Transpose)[1], 4);
+        assert_eq!(table(&Traffic::BitRev)[1], 8);
+        assert_eq!(table(&Traffic::Shuffle)[9], 3);
         // Tornado on radix 4 moves each digit by (4 + 1) / 2 - 1 = 1; on radix 5 by 2.
         let tornado = Traffic::Tornado { k: 4, n: 2, xr: 1 };
-        assert_eq!(table(tornado)[3], 4);
-        assert_eq!(table(tornado)[6], 4 * 2 + 3);
+        assert_eq!(table(&tornado)[3], 4);
+        assert_eq!(table(&tornado)[6], 4 * 2 + 3);
         let t5 = Traffic::Tornado { k: 5, n: 2, xr: 1 }
             .table(25)
             .unwrap()
             .unwrap();
         assert_eq!(t5[4 + 5 * 3], 1);
         assert_eq!(
-            table(Traffic::Neighbor { k: 4, n: 2, xr: 1 }),
-            table(tornado)
+            table(&Traffic::Neighbor { k: 4, n: 2, xr: 1 }),
+            table(&tornado)
         );
         // xr = 2 doubles the radix: digits beyond the nodes are refused.
         assert!(Traffic::Tornado { k: 4, n: 2, xr: 2 }.table(16).is_err());
@@ -1362,7 +1603,7 @@ mod tests {
             Traffic::RandPerm { seed: 0 },
             Traffic::RandPerm { seed: 7 },
         ] {
-            let mut seen = table(t);
+            let mut seen = table(&t);
             seen.sort_unstable();
             assert_eq!(
                 seen,
@@ -1370,6 +1611,107 @@ mod tests {
                 "{t:?} is a permutation"
             );
         }
+    }
+
+    /// BookSim's `tokenize_str` and `atoi`, as `TrafficPattern::New` uses them.
+    #[test]
+    fn traffic_parameters_are_read_as_booksim_reads_them() {
+        assert_eq!(tokenize(""), Vec::<String>::new());
+        assert_eq!(tokenize("4,2,1"), vec!["4,2,1"]);
+        assert_eq!(tokenize("{4,2,1}"), vec!["4", "2", "1"]);
+        assert_eq!(tokenize("{{0,5}},{{1,3}}"), vec!["{0,5}"]);
+        assert_eq!(tokenize("{{0,5},{1,3}}"), vec!["{0,5}", "{1,3}"]);
+        assert_eq!(tokenize("{a,,b}"), vec!["a", "b"]);
+        assert_eq!(
+            (atoi("4,2,1"), atoi(" -3x"), atoi("x"), atoi("+7")),
+            (4, -3, 0, 7)
+        );
+        let cfg = |t: &str| {
+            let tr = format!("traffic={t}");
+            let ov = [
+                "topology=mesh",
+                "routing_function=dim_order",
+                "k=4",
+                "n=2",
+                &tr,
+            ];
+            BooksimConfig::from_text(XBAR, &ov).unwrap().traffic
+        };
+        // One parameter, 4: n and xr come from the configuration.
+        assert_eq!(
+            cfg("tornado(4,1,3)"),
+            Traffic::Tornado { k: 4, n: 2, xr: 1 }
+        );
+        assert_eq!(
+            cfg("tornado({2,1,1})"),
+            Traffic::Tornado { k: 2, n: 1, xr: 1 }
+        );
+        assert_eq!(cfg("{bitcomp,uniform}"), Traffic::BitComp);
+        assert_eq!(cfg("randperm(5)"), Traffic::RandPerm { seed: 5 });
+        let mut excluded = vec![false; 16];
+        excluded[0] = true;
+        assert_eq!(
+            cfg("background({0,5,6})"),
+            Traffic::Background {
+                excluded: excluded.clone()
+            }
+        );
+        excluded[5] = true;
+        excluded[6] = true;
+        assert_eq!(
+            cfg("background({{0,5,6}})"),
+            Traffic::Background { excluded }
+        );
+        let spots = |spots: Vec<u32>, rates: Vec<u32>| Traffic::HotSpot { spots, rates };
+        // `hotspot({{0,5}},{{1,3}})` is one parameter (the parameter string does not start
+        // with a brace): the rates default to 1.
+        assert_eq!(
+            cfg("hotspot({{0,5}},{{1,3}})"),
+            spots(vec![0, 5], vec![1, 1])
+        );
+        assert_eq!(cfg("hotspot({{0,5},{1,3}})"), spots(vec![0, 5], vec![1, 3]));
+        assert_eq!(
+            cfg("hotspot({{0,5,9},2})"),
+            spots(vec![0, 5, 9], vec![2, 2, 2])
+        );
+        // An unset hotspot is drawn from Knuth's default start (seed 314159).
+        let first = KnuthInt::new(314_159).int(15);
+        assert_eq!(cfg("hotspot"), spots(vec![first], vec![1]));
+    }
+
+    /// The random patterns' destinations, drawn as `traffic.cpp` draws them.
+    #[test]
+    fn random_patterns_draw_as_booksim_does() {
+        let draws = |t: &Traffic, nodes: u32| {
+            let (mut a, mut b) = (KnuthInt::new(3), KnuthInt::new(3));
+            let got: Vec<u32> = (0..200)
+                .map(|i| t.random_dest(i % nodes, nodes, &mut a))
+                .collect();
+            (got, (0..400).map(|_| b.next_raw()).collect::<Vec<u32>>())
+        };
+        let (got, raw) = draws(&Traffic::Diagonal, 16);
+        for (i, &d) in got.iter().enumerate() {
+            let s = i as u32 % 16;
+            assert_eq!(d, if raw[i] % 3 == 0 { (s + 1) % 16 } else { s });
+        }
+        let (got, raw) = draws(&Traffic::Asymmetric, 16);
+        for (i, &d) in got.iter().enumerate() {
+            assert_eq!(d, i as u32 % 8 + 8 * (raw[i] % 2));
+        }
+        let (got, _) = draws(&Traffic::BadPermYarc { k: 4, xr: 1 }, 16);
+        for (i, &d) in got.iter().enumerate() {
+            assert_eq!(d % 4, (i as u32 % 16) / 4, "the source's row");
+        }
+        let mut excluded = vec![false; 16];
+        excluded[3] = true;
+        let (got, _) = draws(&Traffic::Background { excluded }, 16);
+        assert!(got.iter().all(|&d| d != 3 && d < 16));
+        let one = Traffic::HotSpot {
+            spots: vec![7],
+            rates: vec![1],
+        };
+        assert!(draws(&one, 16).0.iter().all(|&d| d == 7));
+        assert!(draws(&Traffic::Taper64, 64).0.iter().all(|&d| d < 64));
     }
 
     /// The random permutation is BookSim's scan (the (ind + 1)-th unassigned source gets the

@@ -8,7 +8,7 @@
 
 use thiserror::Error;
 
-use super::config::{BooksimConfig, SimType};
+use super::config::{BooksimConfig, SimType, Traffic};
 use super::network::{build, BookSimRouting, Channels, End, Wiring};
 use super::rng::{BookSimRng, FastMod, KnuthFloat};
 use crate::engine::{run_until, Model, Scheduler};
@@ -807,9 +807,12 @@ impl Sim {
             rng,
             ledger,
             dest_table,
+            cfg,
             ..
         } = self;
         let dest_table = dest_table.as_deref();
+        let traffic = &cfg.traffic;
+        let uniform = *traffic == Traffic::Uniform;
         let Ledger {
             packets,
             free,
@@ -916,7 +919,8 @@ impl Sim {
                     time
                 };
                 let dest = match dest_table {
-                    None => rng.int.int_below(dest_mod),
+                    None if uniform => rng.int.int_below(dest_mod),
+                    None => traffic.random_dest(n as u32, nodes as u32, &mut rng.int),
                     Some(t) => t.get(n).copied().unwrap_or(0),
                 };
                 let _subnet = rng.int.int(0);
