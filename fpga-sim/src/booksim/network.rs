@@ -158,8 +158,10 @@ impl Wiring {
         c >= 2 * self.nodes
     }
 
-    /// The output port `dest_tag` / `nca` picks at router `router` for `dest`, or `None` for
-    /// "any up port" (fat tree, destination not below this router).
+    /// The output port `dest_tag` / `nca` / `dim_order_mesh` picks at router `router` for
+    /// `dest`, or `None` for "any up port" (fat tree, destination not below this router) and
+    /// for every torus route (it depends on the input port and the packet's source, and may
+    /// draw: see `BookSimRouting::torus_route`).
     pub fn port_for(&self, router: u32, dest: usize) -> Option<usize> {
         match self.topology {
             Topology::Fly { k, n } => {
