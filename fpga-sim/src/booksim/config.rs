@@ -623,6 +623,29 @@ fn atoi(s: &str) -> i64 {
     }
 }
 
+/// `injection_process`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Injection {
+    /// `bernoulli`: a packet with probability `rate` each cycle.
+    Bernoulli,
+    /// `on_off`: bursts (BookSim's `OnOffInjectionProcess`).
+    OnOff(OnOff),
+}
+
+/// The parameters of the on/off process as configured: exactly one of `alpha`, `beta`, `r1`
+/// is negative, and is derived from the others and the rate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OnOff {
+    /// Probability that an off source turns on.
+    pub alpha: f64,
+    /// Probability that an on source turns off.
+    pub beta: f64,
+    /// Injection probability while on.
+    pub r1: f64,
+    /// Each source's state at the start of every simulation.
+    pub initial: Vec<bool>,
+}
+
 /// `sim_type`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SimType {
@@ -642,6 +665,8 @@ pub struct BooksimConfig {
     pub link_latency: u32,
     /// `traffic`.
     pub traffic: Traffic,
+    /// `injection_process`.
+    pub injection: Injection,
     /// Router parameters (ports are filled in per router).
     pub router: RouterConfig,
     /// Flits per packet.
@@ -696,9 +721,6 @@ const INERT_KEYS: &[(&str, Option<&str>)] = &[
     ("out_ports", None),
     ("output_delay", None),
     ("vct", None),
-    ("burst_alpha", None),
-    ("burst_beta", None),
-    ("burst_r1", None),
     ("batch_size", None),
     ("batch_count", None),
     ("max_outstanding_requests", None),
@@ -755,7 +777,6 @@ const FIXED_KEYS: &[(&str, &str, &str)] = &[
     ),
     ("subnets", "1", "one network"),
     ("classes", "1", "one traffic class"),
-    ("injection_process", "bernoulli", "Bernoulli injection"),
     ("priority", "none", "no message priorities"),
     ("use_read_write", "0", "no request/reply traffic"),
     ("buffer_policy", "private", "private per-VC buffers"),
@@ -879,6 +900,7 @@ fn parse_traffic(
     xr: i64,
     perm_seed: i64,
     nodes: usize,
+    unseeded: &mut KnuthInt,
 ) -> Result<Traffic, ConfigError> {
     let refuse = |why: &str| unsupported("traffic", spec, why);
     let classes = tokenize(spec);
@@ -999,7 +1021,6 @@ fn parse_traffic(
             // Unset hotspots (-1) are drawn when the pattern is built, before BookSim seeds
             // its generators: from Knuth's default start, seed 314159 ("the user forgot to
             // initialize").
-            let mut unseeded = KnuthInt::new(314_159);
             for v in tokenize(spot_list).iter().map(|t| atoi(t)) {
                 if v < 0 {
                     spots.push(unseeded.int(nodes as u32 - 1));
@@ -1043,6 +1064,91 @@ fn parse_traffic(
         )));
     }
     Ok(traffic)
+}
+
+/// BookSim's `InjectionProcess::New` (parameters read as in [`parse_traffic`], with `atof`).
+fn parse_injection(
+    spec: &str,
+    (burst_alpha, burst_beta, burst_r1): (f64, f64, f64),
+    traffic: &Traffic,
+    nodes: usize,
+    unseeded: &mut KnuthInt,
+) -> Result<Injection, ConfigError> {
+    let refuse = |why: &str| unsupported("injection_process", spec, why);
+    let classes = tokenize(spec);
+    let first = classes
+        .first()
+        .ok_or_else(|| refuse("an empty list"))?
+        .as_str();
+    let (name, params) = match first.find('(') {
+        None => (first, Vec::new()),
+        Some(left) => {
+            let inner = match first.rfind(')') {
+                Some(right) if right > left => &first[left + 1..right],
+                _ => &first[left + 1..],
+            };
+            (&first[..left], tokenize(inner))
+        }
+    };
+    match name {
+        "bernoulli" => Ok(Injection::Bernoulli),
+        "on_off" => {
+            let param = |i: usize, default: f64| params.get(i).map_or(default, |p| atof(p));
+            let (alpha, beta, r1) = (
+                param(0, burst_alpha),
+                param(1, burst_beta),
+                param(2, burst_r1),
+            );
+            let negatives = [alpha, beta, r1].iter().filter(|&&v| v < 0.0).count();
+            if negatives != 1 || [alpha, beta, r1].iter().any(|v| v.is_nan() || *v > 1.0) {
+                return Err(refuse(
+                    "exactly one of burst_alpha, burst_beta, burst_r1 must be negative (derived \
+                     from the rate), the others within [0, 1] (BookSim's rule)",
+                ));
+            }
+            let initial: Vec<bool> = if params.len() > 3 {
+                // BookSim reads the initial states from the *third* parameter (r1's).
+                let mut v: Vec<bool> = tokenize_ints(&params[2]).iter().map(|&x| x != 0).collect();
+                let last = *v.last().ok_or_else(|| refuse("no initial states"))?;
+                v.resize(nodes, last);
+                v
+            } else {
+                if matches!(traffic, Traffic::RandPerm { .. }) {
+                    // randperm reseeds BookSim's generator and restores only part of its
+                    // state: the draws that follow read what is left of the permutation's
+                    // buffer, then an all-zero generator.
+                    return Err(refuse(
+                        "with traffic = randperm, BookSim draws the initial on/off states from a \
+                         half-restored generator; give them explicitly",
+                    ));
+                }
+                (0..nodes).map(|_| unseeded.int(1) != 0).collect()
+            };
+            Ok(Injection::OnOff(OnOff {
+                alpha,
+                beta,
+                r1,
+                initial,
+            }))
+        }
+        _ => Err(refuse("supported: bernoulli, on_off")),
+    }
+}
+
+/// BookSim's `tokenize_int`: [`tokenize`] with each element read by `atoi`.
+fn tokenize_ints(data: &str) -> Vec<i64> {
+    tokenize(data).iter().map(|t| atoi(t)).collect()
+}
+
+/// C's `atof` for the forms configuration files use: the longest prefix that parses as a
+/// decimal number (0 when none).
+fn atof(s: &str) -> f64 {
+    let t = s.trim_start();
+    (1..=t.len())
+        .rev()
+        .filter(|&i| t.is_char_boundary(i))
+        .find_map(|i| t[..i].parse::<f64>().ok().filter(|v| v.is_finite()))
+        .unwrap_or(0.0)
 }
 
 impl BooksimConfig {
@@ -1170,7 +1276,31 @@ impl BooksimConfig {
             }
         };
         let xr = raw.int("xr", 1)?;
-        let traffic = parse_traffic(&traffic_name, k, n, xr, perm_seed, nodes as usize)?;
+        // Draws made before BookSim seeds its generators (unset hotspots, then the on/off
+        // process's initial states) come from Knuth's default start.
+        let mut unseeded = KnuthInt::new(314_159);
+        let traffic = parse_traffic(
+            &traffic_name,
+            k,
+            n,
+            xr,
+            perm_seed,
+            nodes as usize,
+            &mut unseeded,
+        )?;
+        let injection_name = raw.string("injection_process", "bernoulli");
+        let burst = (
+            raw.float("burst_alpha", 0.5)?,
+            raw.float("burst_beta", 0.5)?,
+            raw.float("burst_r1", -1.0)?,
+        );
+        let injection = parse_injection(
+            &injection_name,
+            burst,
+            &traffic,
+            nodes as usize,
+            &mut unseeded,
+        )?;
         for (key, want, why) in FIXED_KEYS {
             let got = raw.string(key, want);
             let got_norm = if *key == "packet_size_rate" && got == "{1}" {
@@ -1350,6 +1480,7 @@ impl BooksimConfig {
             topology,
             link_latency,
             traffic,
+            injection,
             router,
             packet_size: packet_size as u32,
             packet_rate,
@@ -1526,7 +1657,11 @@ mod tests {
             ("vc_allocator=islip", "vc_allocator"),
             ("sw_allocator=wavefront", "sw_allocator"),
             ("traffic=bad_random", "traffic"),
-            ("injection_process=on_off", "injection_process"),
+            ("injection_process=poisson", "injection_process"),
+            ("injection_process=on_off burst_r1=0.5", "injection_process"),
+            ("injection_process=on_off burst_alpha=-1.0", "injection_process"),
+            ("injection_process=on_off burst_beta=1.5", "injection_process"),
+            ("injection_process=on_off traffic=randperm", "injection_process"),
             ("router=event", "router"),
             ("sim_type=batch", "sim_type"),
             ("num_vcs=0", "num_vcs"),
@@ -1712,6 +1847,48 @@ mod tests {
         };
         assert!(draws(&one, 16).0.iter().all(|&d| d == 7));
         assert!(draws(&Traffic::Taper64, 64).0.iter().all(|&d| d < 64));
+    }
+
+    /// `on_off` as `InjectionProcess::New` reads it: parameters or `burst_*` keys, exactly one
+    /// negative; initial states from the unseeded generator (after any unset hotspots), or,
+    /// with four or more parameters, from the *third* one.
+    #[test]
+    fn on_off_parameters() {
+        let inj = |ov: &[&str]| BooksimConfig::from_text(XBAR, ov).unwrap().injection;
+        let mut unseeded = KnuthInt::new(314_159);
+        let drawn: Vec<bool> = (0..16).map(|_| unseeded.int(1) != 0).collect();
+        assert_eq!(
+            inj(&["injection_process=on_off"]),
+            Injection::OnOff(OnOff {
+                alpha: 0.5,
+                beta: 0.5,
+                r1: -1.0,
+                initial: drawn.clone()
+            })
+        );
+        // One unset hotspot is drawn first, from the same stream.
+        let mut unseeded = KnuthInt::new(314_159);
+        unseeded.int(15);
+        let after: Vec<bool> = (0..16).map(|_| unseeded.int(1) != 0).collect();
+        let Injection::OnOff(p) = inj(&["injection_process=on_off", "traffic=hotspot"]) else {
+            panic!("on_off")
+        };
+        assert_eq!(p.initial, after);
+        assert_ne!(after, drawn);
+        let Injection::OnOff(p) = inj(&["injection_process=on_off({0.25,-1.0,0.75,{1,0}})"]) else {
+            panic!("on_off")
+        };
+        assert_eq!((p.alpha, p.beta, p.r1), (0.25, -1.0, 0.75));
+        // atoi("0.75") = 0: every source starts off.
+        assert_eq!(p.initial, vec![false; 16]);
+        assert_eq!(
+            inj(&["injection_process={bernoulli}"]),
+            Injection::Bernoulli
+        );
+        assert_eq!(
+            (atof("0.25x"), atof("-1"), atof("abc"), atof(" 2e-1")),
+            (0.25, -1.0, 0.0, 0.2)
+        );
     }
 
     /// The random permutation is BookSim's scan (the (ind + 1)-th unassigned source gets the

@@ -8,7 +8,7 @@
 
 use thiserror::Error;
 
-use super::config::{BooksimConfig, SimType, Traffic};
+use super::config::{BooksimConfig, Injection, OnOff, SimType, Traffic};
 use super::network::{build, BookSimRouting, Channels, End, Wiring};
 use super::rng::{BookSimRng, FastMod, KnuthFloat};
 use crate::engine::{run_until, Model, Scheduler};
@@ -263,6 +263,117 @@ impl Partial {
     };
 }
 
+/// BookSim's `OnOffInjectionProcess`: each source is on or off. A trial first moves the
+/// state (an on source stays on if `RandomFloat() >= beta`, an off source turns on if
+/// `RandomFloat() < alpha`), then, when on, injects if `RandomFloat() < r1`: one or two
+/// fractions per trial, from the same generator as Bernoulli's.
+struct OnOffSources {
+    alpha: f64,
+    beta: f64,
+    r1: f64,
+    initial: Vec<bool>,
+    on: Vec<bool>,
+}
+
+impl OnOffSources {
+    fn new(p: &OnOff, rate: f64) -> Self {
+        // The constructor derives the one parameter left unset (negative) from the rate.
+        let (mut alpha, mut beta, mut r1) = (p.alpha, p.beta, p.r1);
+        if alpha < 0.0 {
+            alpha = beta * rate / (r1 - rate);
+        } else if beta < 0.0 {
+            beta = alpha * (r1 - rate) / rate;
+        } else {
+            r1 = rate * (alpha + beta) / alpha;
+        }
+        OnOffSources {
+            alpha,
+            beta,
+            r1,
+            initial: p.initial.clone(),
+            on: p.initial.clone(),
+        }
+    }
+
+    /// Back to the initial states (BookSim resets the process before each simulation).
+    fn reset(&mut self) {
+        self.on.clone_from(&self.initial);
+    }
+
+    /// `test(source)`.
+    #[inline]
+    fn trial(&mut self, n: usize, float: &mut KnuthFloat) -> bool {
+        let Some(on) = self.on.get_mut(n) else {
+            return false;
+        };
+        *on = if *on {
+            float.fraction() >= self.beta
+        } else {
+            float.fraction() < self.alpha
+        };
+        *on && float.fraction() < self.r1
+    }
+
+    /// Every idle source's trials for this cycle, in node order, with the same clock and
+    /// drain bookkeeping as the Bernoulli path in [`Sim::generate`] (one trial for a source
+    /// caught up with its clock; a lagging source tries cycle by cycle until it succeeds or
+    /// catches up).
+    #[allow(clippy::too_many_arguments)]
+    fn trials(
+        &mut self,
+        sources: &mut Sources,
+        float: &mut KnuthFloat,
+        nodes: usize,
+        time: i64,
+        draining: bool,
+        drain_time: i64,
+        include_queuing: bool,
+    ) {
+        let drained_now = draining && time + 1 > drain_time;
+        let words = sources.busy.iter().zip(sources.born.iter_mut());
+        let words = words.zip(sources.lag.iter_mut());
+        for (w, (((&busy, born_w), lag_w), chunk)) in words.zip(sources.term.iter_mut()).enumerate()
+        {
+            let valid = if (w + 1) * 64 <= nodes {
+                !0u64
+            } else {
+                (1u64 << (nodes % 64)) - 1
+            };
+            let mut idle = !busy & valid;
+            let mut born = 0u64;
+            while idle != 0 {
+                let b = idle.trailing_zeros() as usize;
+                idle &= idle - 1;
+                let (bit, n) = (1u64 << b, w * 64 + b);
+                let t = &mut chunk[b];
+                if *lag_w & bit == 0 {
+                    if drained_now {
+                        t.qdrained = true;
+                    }
+                    born |= u64::from(self.trial(n, float)) << b;
+                    continue;
+                }
+                while t.qtime <= time {
+                    let q = t.qtime;
+                    t.qtime += 1;
+                    if self.trial(n, float) {
+                        born |= bit;
+                        t.born_ctime = if include_queuing { q } else { time };
+                        break;
+                    }
+                }
+                if t.qtime == time + 1 && born & bit == 0 {
+                    *lag_w &= !bit;
+                }
+                if draining && t.qtime > drain_time {
+                    t.qdrained = true;
+                }
+            }
+            *born_w = born;
+        }
+    }
+}
+
 /// One terminal's source state and counters.
 #[derive(Clone, Copy)]
 struct Terminal {
@@ -441,6 +552,8 @@ pub struct Sim {
     credits: Channels<Credit>,
     /// Destination of each source under a permutation traffic pattern (`None`: uniform).
     dest_table: Option<Vec<u32>>,
+    /// The on/off injection process (`None`: Bernoulli).
+    onoff: Option<OnOffSources>,
     rng: BookSimRng,
     /// `packet_rate` as an integer threshold on the fraction generator's raw values.
     rate_threshold: u64,
@@ -497,6 +610,10 @@ impl Sim {
             flits: Channels::new(chans, cfg.link_latency as usize),
             credits: Channels::new(chans, cfg.link_latency as usize),
             dest_table,
+            onoff: match &cfg.injection {
+                Injection::Bernoulli => None,
+                Injection::OnOff(p) => Some(OnOffSources::new(p, cfg.packet_rate)),
+            },
             sources,
             ledger: Ledger {
                 packets: Vec::with_capacity(packet_cap),
@@ -807,6 +924,7 @@ impl Sim {
             rng,
             ledger,
             dest_table,
+            onoff,
             cfg,
             ..
         } = self;
@@ -829,74 +947,87 @@ impl Sim {
         // from the generator's buffer in one batch. A lagging source catches up trial by
         // trial, in node order between the runs.
         let drained_now = draining && time + 1 > drain_time;
-        let words = sources.busy.iter().zip(sources.born.iter_mut());
-        let words = words.zip(sources.lag.iter_mut());
-        for (w, (((&busy, born_w), lag_w), chunk)) in words.zip(sources.term.iter_mut()).enumerate()
-        {
-            let valid = if (w + 1) * 64 <= nodes {
-                !0u64
-            } else {
-                (1u64 << (nodes % 64)) - 1
-            };
-            let idle = !busy & valid;
-            let mut fast = idle & !*lag_w;
-            let mut slow = idle & *lag_w;
-            if drained_now {
-                let mut m = fast;
-                while m != 0 {
-                    chunk[m.trailing_zeros() as usize].qdrained = true;
-                    m &= m - 1;
-                }
-            }
-            let mut born = 0u64;
-            loop {
-                // The caught-up sources before the next lagging one.
-                let run = if slow == 0 {
-                    fast
+        if let Some(oo) = onoff.as_mut() {
+            oo.trials(
+                sources,
+                &mut rng.float,
+                nodes,
+                time,
+                draining,
+                drain_time,
+                include_queuing,
+            );
+        } else {
+            let words = sources.busy.iter().zip(sources.born.iter_mut());
+            let words = words.zip(sources.lag.iter_mut());
+            for (w, (((&busy, born_w), lag_w), chunk)) in
+                words.zip(sources.term.iter_mut()).enumerate()
+            {
+                let valid = if (w + 1) * 64 <= nodes {
+                    !0u64
                 } else {
-                    fast & ((slow & slow.wrapping_neg()) - 1)
+                    (1u64 << (nodes % 64)) - 1
                 };
-                if run != 0 {
-                    fast &= !run;
-                    let mut m = run;
-                    if let Some(vals) = rng.float.take(run.count_ones() as usize) {
-                        for &v in vals {
-                            let b = m.trailing_zeros();
-                            m &= m - 1;
-                            born |= u64::from(v < threshold) << b;
-                        }
-                    } else {
-                        while m != 0 {
-                            let b = m.trailing_zeros();
-                            m &= m - 1;
-                            born |= u64::from(rng.float.below(threshold)) << b;
-                        }
+                let idle = !busy & valid;
+                let mut fast = idle & !*lag_w;
+                let mut slow = idle & *lag_w;
+                if drained_now {
+                    let mut m = fast;
+                    while m != 0 {
+                        chunk[m.trailing_zeros() as usize].qdrained = true;
+                        m &= m - 1;
                     }
                 }
-                if slow == 0 {
-                    break;
-                }
-                let b = slow.trailing_zeros() as usize;
-                slow &= slow - 1;
-                let t = &mut chunk[b];
-                while t.qtime <= time {
-                    let q = t.qtime;
-                    t.qtime += 1;
-                    if rng.float.below(threshold) {
-                        born |= 1u64 << b;
-                        t.born_ctime = if include_queuing { q } else { time };
+                let mut born = 0u64;
+                loop {
+                    // The caught-up sources before the next lagging one.
+                    let run = if slow == 0 {
+                        fast
+                    } else {
+                        fast & ((slow & slow.wrapping_neg()) - 1)
+                    };
+                    if run != 0 {
+                        fast &= !run;
+                        let mut m = run;
+                        if let Some(vals) = rng.float.take(run.count_ones() as usize) {
+                            for &v in vals {
+                                let b = m.trailing_zeros();
+                                m &= m - 1;
+                                born |= u64::from(v < threshold) << b;
+                            }
+                        } else {
+                            while m != 0 {
+                                let b = m.trailing_zeros();
+                                m &= m - 1;
+                                born |= u64::from(rng.float.below(threshold)) << b;
+                            }
+                        }
+                    }
+                    if slow == 0 {
                         break;
                     }
+                    let b = slow.trailing_zeros() as usize;
+                    slow &= slow - 1;
+                    let t = &mut chunk[b];
+                    while t.qtime <= time {
+                        let q = t.qtime;
+                        t.qtime += 1;
+                        if rng.float.below(threshold) {
+                            born |= 1u64 << b;
+                            t.born_ctime = if include_queuing { q } else { time };
+                            break;
+                        }
+                    }
+                    if t.qtime == time + 1 && born & (1u64 << b) == 0 {
+                        // Caught up without a packet: from now on one trial per cycle.
+                        *lag_w &= !(1u64 << b);
+                    }
+                    if draining && t.qtime > drain_time {
+                        t.qdrained = true;
+                    }
                 }
-                if t.qtime == time + 1 && born & (1u64 << b) == 0 {
-                    // Caught up without a packet: from now on one trial per cycle.
-                    *lag_w &= !(1u64 << b);
-                }
-                if draining && t.qtime > drain_time {
-                    t.qdrained = true;
-                }
+                *born_w = born;
             }
-            *born_w = born;
         }
         let words = sources.busy.iter_mut().zip(sources.born.iter_mut());
         let words = words.zip(sources.lag.iter_mut());
@@ -1207,6 +1338,9 @@ impl Sim {
             }
             // The network is empty: every source is idle, and caught up at time 0.
             self.sources.lag.fill(0);
+            if let Some(oo) = self.onoff.as_mut() {
+                oo.reset();
+            }
             self.state = State::WarmingUp;
             self.clear_stats();
             if let Err(reason) = self.single_sim()? {
