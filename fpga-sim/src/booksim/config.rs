@@ -315,22 +315,39 @@ pub enum Topology {
         /// Dimensions.
         n: u32,
     },
+    /// BookSim's concentrated mesh (`cmesh`): k x k routers, 4 terminals each (2 x 2), with
+    /// express channels along the edges; `dor` (express) or `dor_no_express` routing.
+    CMesh {
+        /// Routers per dimension (even).
+        k: u32,
+        /// `use_noc_latency`: channel latencies from the layout (else 1).
+        noc: bool,
+        /// `dor_cmesh` (express channels taken) rather than `dor_no_express_cmesh`.
+        express: bool,
+    },
 }
 
 impl Topology {
     /// `(k, n)`.
     pub fn k_n(&self) -> (u32, u32) {
-        let (Topology::Fly { k, n }
-        | Topology::FatTree { k, n }
-        | Topology::Mesh { k, n }
-        | Topology::Torus { k, n }) = *self;
-        (k, n)
+        match *self {
+            Topology::Fly { k, n }
+            | Topology::FatTree { k, n }
+            | Topology::Mesh { k, n }
+            | Topology::Torus { k, n } => (k, n),
+            Topology::CMesh { k, .. } => (k, 2),
+        }
     }
 
-    /// Terminals (`k^n`).
+    /// Terminals (`k^n`; `4 k^2` for the concentrated mesh).
     pub fn nodes(&self) -> usize {
         let (k, n) = self.k_n();
-        (k as usize).pow(n)
+        let c = if let Topology::CMesh { .. } = self {
+            4
+        } else {
+            1
+        };
+        c * (k as usize).pow(n)
     }
 }
 
@@ -1177,7 +1194,10 @@ impl BooksimConfig {
             }
         }
         let (k32, n32) = (k as u32, n as u32);
-        let nodes = (k as u128).checked_pow(n32).unwrap_or(u128::MAX);
+        let nodes = (k as u128)
+            .checked_pow(n32)
+            .unwrap_or(u128::MAX)
+            .saturating_mul(if topo_name == "cmesh" { 4 } else { 1 });
         if nodes > 1 << 20 {
             return Err(unsupported(
                 "k",
@@ -1218,6 +1238,58 @@ impl BooksimConfig {
                 }
                 Topology::Mesh { k: k32, n: n32 }
             }
+            "cmesh" => {
+                let express =
+                    match rf.as_str() {
+                        "dor" => true,
+                        "dor_no_express" => false,
+                        _ => return Err(unsupported(
+                            "routing_function",
+                            &rf,
+                            "cmesh uses dor (dor_cmesh) or dor_no_express (dor_no_express_cmesh)",
+                        )),
+                    };
+                // CMesh::_ComputeSize asserts all of these ("broken" otherwise).
+                let geometry = [
+                    ("n", n, 2),
+                    ("c", raw.int("c", 1)?, 4),
+                    ("xr", raw.int("xr", 1)?, 2),
+                    ("yr", raw.int("yr", 1)?, 2),
+                ];
+                for (key, v, want) in geometry {
+                    if v != want {
+                        return Err(unsupported(
+                            key,
+                            v,
+                            &format!(
+                                "BookSim's cmesh works only with n = 2, c = 4, xr = yr = 2 \
+                                 (it asserts {key} = {want})"
+                            ),
+                        ));
+                    }
+                }
+                let (x, y) = (raw.int("x", 8)?, raw.int("y", 8)?);
+                if x != y {
+                    return Err(unsupported(
+                        "x",
+                        x,
+                        "BookSim's cmesh asserts x = y (the values are not used otherwise)",
+                    ));
+                }
+                if k % 2 != 0 {
+                    return Err(unsupported(
+                        "k",
+                        k,
+                        "the concentrated mesh's express channels pair rows and columns k/2 \
+                         apart: k must be even",
+                    ));
+                }
+                Topology::CMesh {
+                    k: k32,
+                    noc: raw.int("use_noc_latency", 1)? != 0,
+                    express,
+                }
+            }
             "torus" => {
                 if rf != "dim_order" {
                     return Err(unsupported(
@@ -1233,7 +1305,7 @@ impl BooksimConfig {
                     "topology",
                     other,
                     "supported: fly (k, n; n = 1 is a crossbar), fattree (k, n), mesh and \
-                     torus (k, n)",
+                     torus (k, n), cmesh (k; n = 2, c = 4)",
                 ))
             }
         };
@@ -1607,7 +1679,15 @@ mod tests {
     fn errors_name_the_key() {
         for (ov, key) in [
             ("frobnicate=1", "frobnicate"),
-            ("topology=cmesh", "topology"),
+            ("topology=flatfly", "topology"),
+            ("topology=cmesh routing_function=dor", "`n = 1`"),
+            ("topology=cmesh routing_function=dor n=2", "`c = 1`"),
+            ("topology=cmesh routing_function=dor n=2 c=4", "`xr = 1`"),
+            ("topology=cmesh routing_function=dor n=2 c=4 xr=2", "`yr = 1`"),
+            ("topology=cmesh routing_function=dor c=4 xr=2 yr=2 n=3", "`n = 3`"),
+            ("topology=cmesh routing_function=dor c=4 xr=2 yr=2 n=2 k=3", "`k = 3`"),
+            ("topology=cmesh routing_function=dor c=4 xr=2 yr=2 n=2 x=4", "`x = 4`"),
+            ("topology=cmesh routing_function=xy_yx c=4 xr=2 yr=2 n=2", "`routing_function = xy_yx`"),
             ("routing_function=nca", "routing_function"),
             (
                 "topology=torus routing_function=dim_order num_vcs=1",
@@ -1700,6 +1780,30 @@ mod tests {
         // use_noc_latency changes nothing for the fly.
         let f = BooksimConfig::from_text(XBAR, &["use_noc_latency=0"]).unwrap();
         assert_eq!(f.link_latency, 1);
+    }
+
+    #[test]
+    fn cmesh_geometry() {
+        let ov = [
+            "topology=cmesh",
+            "routing_function=dor",
+            "k=4",
+            "n=2",
+            "c=4",
+            "xr=2",
+            "yr=2",
+        ];
+        let c = BooksimConfig::from_text(XBAR, &ov).unwrap();
+        let cmesh = |noc, express| Topology::CMesh { k: 4, noc, express };
+        assert_eq!(c.topology, cmesh(true, true));
+        assert_eq!(c.topology.nodes(), 64);
+        let more = [
+            &ov[..],
+            &["use_noc_latency=0", "routing_function=dor_no_express"],
+        ]
+        .concat();
+        let c = BooksimConfig::from_text(XBAR, &more).unwrap();
+        assert_eq!(c.topology, cmesh(false, false));
     }
 
     /// BookSim's patterns on 16 nodes (k = 4, n = 2), worked by hand from `traffic.cpp`.

@@ -28,9 +28,6 @@ pub enum End {
     },
 }
 
-/// The values sent into one arrival slot: `(channel, value)`.
-pub type Deliveries<T> = Vec<(u32, T)>;
-
 /// Channels of one kind (flits or credits) with latencies of at most `latency` cycles: per
 /// arrival slot, the list of deliveries due. Reading a cycle's deliveries costs time
 /// proportional to what arrives, not to the number of channels.
@@ -62,22 +59,6 @@ impl<T: Copy> Channels<T> {
     #[inline]
     pub fn slot_after(&self, t: u64, latency: u32) -> usize {
         ((t + u64::from(latency) + 1) % self.depth) as usize
-    }
-
-    /// The lists of two different slots, to send on channels of two latencies at once.
-    /// `None` when `a == b` or either is out of range.
-    #[inline]
-    pub fn two_lists(
-        &mut self,
-        a: usize,
-        b: usize,
-    ) -> Option<(&mut Deliveries<T>, &mut Deliveries<T>)> {
-        if a == b || a >= self.lists.len() || b >= self.lists.len() {
-            return None;
-        }
-        let (lo, hi) = self.lists.split_at_mut(a.max(b));
-        let (x, y) = (&mut lo[a.min(b)], &mut hi[0]);
-        Some(if a < b { (x, y) } else { (y, x) })
     }
 
     /// Send on channel `c` in the cycle whose slot is `slot`.
@@ -128,8 +109,8 @@ pub struct Wiring {
     pub router_out: Vec<Vec<u32>>,
     /// VCs per channel.
     pub vcs: u8,
-    /// Latency of router-to-router channels (injection and ejection channels take 1).
-    pub link_latency: u32,
+    /// Latency of each channel, cycles (injection and ejection channels take 1).
+    pub latency: Vec<u32>,
     /// Routing table: output port of router `r` for destination `d` at `r * nodes + d`,
     /// `UP` for "any up port" (fat tree); empty when too large (computed instead).
     table: Vec<u16>,
@@ -151,11 +132,16 @@ impl Wiring {
         self.nodes + n
     }
 
-    /// Whether channel `c` is a router-to-router channel (latency `link_latency`), not an
-    /// injection or ejection channel (latency 1).
+    /// Whether channel `c` is a router-to-router channel, not an injection or ejection
+    /// channel.
     #[inline]
     pub fn is_link(&self, c: usize) -> bool {
         c >= 2 * self.nodes
+    }
+
+    /// The longest channel latency.
+    pub fn max_latency(&self) -> u32 {
+        self.latency.iter().copied().max().unwrap_or(1)
     }
 
     /// The output port `dest_tag` / `nca` / `dim_order_mesh` picks at router `router` for
@@ -204,6 +190,16 @@ impl Wiring {
             }
             // Depends on the input port and may draw a random number: see `torus_route`.
             Topology::Torus { .. } => None,
+            Topology::CMesh { k, express, .. } => {
+                // dor_cmesh / dor_no_express_cmesh: the terminal's port at its router, else
+                // cmesh_next towards the destination's router.
+                let (to, port) = cmesh_terminal(k, dest);
+                Some(if to == router as usize {
+                    port
+                } else {
+                    4 + cmesh_next(k as usize, router as usize, to, express)
+                })
+            }
         }
     }
 
@@ -226,8 +222,79 @@ impl Wiring {
             }
             Topology::Mesh { k, n } => kncube_hops(k, n, src, dest, false),
             Topology::Torus { k, n } => kncube_hops(k, n, src, dest, true),
+            Topology::CMesh { k, express, .. } => cmesh_hops(k, express, src, dest),
         }
     }
+}
+
+/// Router and port of terminal `t` in the concentrated mesh (`CMesh::NodeToRouter`,
+/// `NodeToPort` with c = 4: terminals form a 2k x 2k grid, row-major; each router serves a
+/// 2 x 2 block, ports 0-3 row-major within it).
+fn cmesh_terminal(k: u32, t: usize) -> (usize, usize) {
+    let k = k as usize;
+    let (row, col) = (t / (2 * k), t % (2 * k));
+    ((row / 2) * k + col / 2, 2 * (row % 2) + col % 2)
+}
+
+/// `cmesh_next` (express) / `cmesh_next_no_express`: the network port (0 +x, 1 -x, 2 +y,
+/// 3 -y) from router `cur` towards router `dest`, x first. With express channels, a move of
+/// more than k/2 - 1 along an edge row (column) takes that edge's outward channel instead,
+/// which BookSim wires to the router k/2 along the same edge.
+fn cmesh_next(k: usize, cur: usize, dest: usize, express: bool) -> usize {
+    let (cy, cx, dy, dx) = (cur / k, cur % k, dest / k, dest % k);
+    let far = |d: usize| express && d > k / 2 - 1;
+    if cx != dx {
+        if far(cx.abs_diff(dx)) {
+            if cy == 0 {
+                return 3;
+            }
+            if cy == k - 1 {
+                return 2;
+            }
+        }
+        return usize::from(cx > dx);
+    }
+    if cy != dy {
+        if far(cy.abs_diff(dy)) {
+            if cx == 0 {
+                return 1;
+            }
+            if cx == k - 1 {
+                return 0;
+            }
+        }
+        return 2 + usize::from(cy > dy);
+    }
+    0
+}
+
+/// The router a concentrated-mesh output port leads to (see [`build`]).
+fn cmesh_neighbour(k: usize, r: usize, port: usize) -> usize {
+    let (y, x, h) = (r / k, r % k, k / 2);
+    let other = |v: usize| if v < h { v + h } else { v - h };
+    match port {
+        0 if x == k - 1 => other(y) * k + x,
+        0 => r + 1,
+        1 if x == 0 => other(y) * k + x,
+        1 => r - 1,
+        2 if y == k - 1 => y * k + other(x),
+        2 => r + k,
+        _ if y == 0 => other(x),
+        _ => r - k,
+    }
+}
+
+/// Routers on a concentrated-mesh route (out of line, like [`kncube_hops`]).
+#[inline(never)]
+fn cmesh_hops(k: u32, express: bool, src: usize, dest: usize) -> u32 {
+    let kk = k as usize;
+    let (mut r, to) = (cmesh_terminal(k, src).0, cmesh_terminal(k, dest).0);
+    let mut hops = 1;
+    while r != to && hops <= 4 * k {
+        r = cmesh_neighbour(kk, r, cmesh_next(kk, r, to, express));
+        hops += 1;
+    }
+    hops
 }
 
 /// Routers on a minimal route in a mesh or torus (a torus tie goes either way, k / 2 hops).
@@ -286,6 +353,12 @@ pub fn build(
             radix_in = vec![2 * n as usize + 1; nodes];
             radix_out = radix_in.clone();
         }
+        Topology::CMesh { .. } => {
+            // cmesh.cpp: k^2 routers of 4 terminal ports and 4 network ports.
+            internal = 4 * per_level * k as usize;
+            radix_in = vec![8; per_level * k as usize];
+            radix_out = radix_in.clone();
+        }
     }
     routers = Vec::with_capacity(radix_in.len());
     for (id, (&ri, &ro)) in radix_in.iter().zip(&radix_out).enumerate() {
@@ -306,7 +379,9 @@ pub fn build(
         router_in: radix_in.iter().map(|&r| vec![u32::MAX; r]).collect(),
         router_out: radix_out.iter().map(|&r| vec![u32::MAX; r]).collect(),
         vcs: base.vcs as u8,
-        link_latency,
+        latency: (0..chans)
+            .map(|c| if c >= 2 * nodes { link_latency } else { 1 })
+            .collect(),
         table: Vec::new(),
     };
     let connect_in = |w: &mut Wiring, c: usize, r: usize, port: usize| {
@@ -409,6 +484,8 @@ pub fn build(
                 }
             }
         }
+        // Wired below.
+        Topology::CMesh { .. } => {}
         Topology::Mesh { .. } | Topology::Torus { .. } => {
             // kncube.cpp: for each dimension d, input 2d comes from the right neighbour (its left
             // channel), input 2d + 1 from the left neighbour (its right channel); output 2d is
@@ -443,12 +520,51 @@ pub fn build(
             }
         }
     }
+    if let Topology::CMesh { k, noc, .. } = topology {
+        // cmesh.cpp: terminal t at (cmesh_terminal); channel 4 * ... numbered as BookSim's
+        // px/nx/py/ny_out = k y + x + {0,1,2,3} k^2. Output ports 4..8 are +x, -x, +y, -y;
+        // input port 4 + d receives the channel arriving from direction d's side (the
+        // neighbour's opposite output, or an edge's express channel). Latencies with
+        // use_noc_latency: 2 (the concentration) for ordinary links, k (= 2 * k / 2) for the
+        // edge channels; 1 without.
+        let kk = k as usize;
+        let routers_n = kk * kk;
+        for t in 0..nodes {
+            let (r, port) = cmesh_terminal(k, t);
+            connect_in(&mut w, t, r, port);
+            connect_out(&mut w, nodes + t, r, port);
+        }
+        let chan = |r: usize, dir: usize| 2 * nodes + r + dir * routers_n;
+        for r in 0..routers_n {
+            let (y, x) = (r / kk, r % kk);
+            for dir in 0..4 {
+                let c = chan(r, dir);
+                connect_out(&mut w, c, r, 4 + dir);
+                let to = cmesh_neighbour(kk, r, dir);
+                let edge = match dir {
+                    0 => x == kk - 1,
+                    1 => x == 0,
+                    2 => y == kk - 1,
+                    _ => y == 0,
+                };
+                // An ordinary channel travelling in direction `dir` arrives on the input of
+                // the opposite side (a +x channel comes in from -x); an edge channel joins
+                // two routers of the same edge and arrives on the input of its own direction.
+                connect_in(&mut w, c, to, 4 + if edge { dir } else { dir ^ 1 });
+                w.latency[c] = match (noc, edge) {
+                    (false, _) => 1,
+                    (true, true) => k,
+                    (true, false) => 2,
+                };
+            }
+        }
+    }
     match topology {
         // dest_tag and dim_order_mesh routes are a function of the router and destination
         // alone (no random up-link draws, unlike nca), so the routers may use their one-cycle
         // pipeline. So are dim_order_torus routes when k is odd (no tie to break at random):
         // they depend on the input port and the packet's source, both arguments.
-        Topology::Fly { .. } | Topology::Mesh { .. } => {
+        Topology::Fly { .. } | Topology::Mesh { .. } | Topology::CMesh { .. } => {
             for r in &mut routers {
                 r.set_order_free_routing(true);
             }
@@ -640,7 +756,7 @@ mod tests {
                                 }
                             );
                             hops += 1;
-                            assert!(hops <= 16);
+                            assert!(hops <= 40);
                         }
                     }
                 }
@@ -666,6 +782,78 @@ mod tests {
         walk(Topology::Torus { k: 5, n: 2 });
         walk(Topology::Torus { k: 2, n: 3 });
         walk(Topology::Torus { k: 3, n: 1 });
+        for (k, express) in [(2, true), (4, true), (4, false), (6, true), (8, true)] {
+            walk(Topology::CMesh {
+                k,
+                noc: true,
+                express,
+            });
+        }
+    }
+
+    /// cmesh.cpp's wiring, channel by channel as BookSim numbers them: `px_in` of router
+    /// (x, y) is `nx_out` of (x + 1, y), or on the right edge `px_out` of (k - 1, y +- k/2);
+    /// likewise for the other sides; terminal t's router and port; the layout latencies.
+    #[test]
+    fn cmesh_wiring() {
+        let k = 4usize;
+        let topo = Topology::CMesh {
+            k: k as u32,
+            noc: true,
+            express: true,
+        };
+        let (w, routers) = build(topo, 1, &base()).unwrap();
+        assert_eq!((w.nodes, routers.len()), (64, 16));
+        let off = k * k;
+        let chan = |bs: usize| 2 * w.nodes + bs;
+        for node in 0..off {
+            let (x, y) = (node % k, node / k);
+            let h = |v: usize| if v < k / 2 { v + k / 2 } else { v - k / 2 };
+            // BookSim's px_in, nx_in, py_in, ny_in.
+            let px_in = if x == k - 1 {
+                k * h(y) + x
+            } else {
+                k * y + x + 1 + off
+            };
+            let nx_in = if x == 0 {
+                k * h(y) + x + off
+            } else {
+                k * y + x - 1
+            };
+            let py_in = if y == k - 1 {
+                k * y + h(x) + 2 * off
+            } else {
+                k * (y + 1) + x + 3 * off
+            };
+            let ny_in = if y == 0 {
+                h(x) + 3 * off
+            } else {
+                k * (y - 1) + x + 2 * off
+            };
+            for (port, bs) in [px_in, nx_in, py_in, ny_in].into_iter().enumerate() {
+                assert_eq!(
+                    w.router_in[node][4 + port] as usize,
+                    chan(bs),
+                    "{node} in {port}"
+                );
+            }
+            for dir in 0..4 {
+                let c = w.router_out[node][4 + dir] as usize;
+                assert_eq!(c, chan(k * y + x + dir * off));
+                let edge = [x == k - 1, x == 0, y == k - 1, y == 0][dir];
+                assert_eq!(w.latency[c], if edge { k as u32 } else { 2 });
+            }
+        }
+        // Terminal 2k + 3 is in the second row of the 2k x 2k grid, column 3: router 1, port 3.
+        assert_eq!(
+            w.dst[w.inject(2 * k + 3)],
+            End::Router { router: 1, port: 3 }
+        );
+        assert_eq!(
+            w.src[w.eject(2 * k + 3)],
+            End::Router { router: 1, port: 3 }
+        );
+        assert!(w.latency[..2 * w.nodes].iter().all(|&l| l == 1));
     }
 
     /// kncube.cpp's ports: output 2d goes up dimension d (wrapping) into the neighbour's
@@ -722,14 +910,13 @@ mod tests {
     #[test]
     fn mixed_latencies_share_the_arrival_slot() {
         // Latency 2 (the maximum) sent in cycle 10 and latency 1 sent in cycle 11 both arrive
-        // in cycle 13.
+        // in cycle 13; latency 2 sent in cycle 11, in cycle 14.
         let mut ch: Channels<u32> = Channels::new(2, 2);
         let s10 = ch.slot(10);
         ch.send(s10, 1, 7);
-        let (long, short) = ch.two_lists(ch.slot(11), ch.slot_after(11, 1)).unwrap();
-        short.push((2, 8));
-        long.push((3, 9));
-        assert!(ch.two_lists(1, 1).is_none());
+        assert_eq!(ch.slot_after(10, 2), s10);
+        ch.send(ch.slot_after(11, 1), 2, 8);
+        ch.send(ch.slot_after(11, 2), 3, 9);
         assert!(ch.take(ch.slot(12)).is_empty());
         let s13 = ch.slot(13);
         assert_eq!(ch.take(s13), vec![(1, 7), (2, 8)]);

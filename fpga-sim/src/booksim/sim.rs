@@ -579,6 +579,7 @@ impl Sim {
     /// Build the network and terminals of `cfg`.
     pub fn new(cfg: BooksimConfig) -> Result<Self, SimError> {
         let (wiring, routers) = build(cfg.topology, cfg.link_latency, &cfg.router)?;
+        let max_latency = wiring.max_latency();
         // Validated with the configuration; an out-of-range table cannot get here.
         let dest_table = cfg.traffic.table(wiring.nodes).unwrap_or(None);
         let nodes = wiring.nodes;
@@ -588,7 +589,7 @@ impl Sim {
         let slots: usize = routers.iter().map(IqRouter::inputs).sum::<usize>()
             * cfg.router.vcs
             * cfg.router.vc_buf_size;
-        let packet_cap = slots + 2 * (cfg.link_latency as usize + 1) * chans + 2 * nodes;
+        let packet_cap = slots + 2 * (max_latency as usize + 1) * chans + 2 * nodes;
         let vcs = cfg.router.vcs;
         let chunks = nodes.div_ceil(64);
         let buf = BufferState::new(vcs, cfg.router.vc_buf_size, cfg.router.wait_for_tail_credit);
@@ -607,8 +608,8 @@ impl Sim {
         Ok(Sim {
             rng: BookSimRng::new(cfg.seed),
             rate_threshold: KnuthFloat::threshold(cfg.packet_rate),
-            flits: Channels::new(chans, cfg.link_latency as usize),
-            credits: Channels::new(chans, cfg.link_latency as usize),
+            flits: Channels::new(chans, max_latency as usize),
+            credits: Channels::new(chans, max_latency as usize),
             dest_table,
             onoff: match &cfg.injection {
                 Injection::Bernoulli => None,
@@ -740,8 +741,8 @@ impl Sim {
             self.deadlock_timer = 0;
         }
         // Sends on channels of the longest latency go to this cycle's slot, sends on 1-cycle
-        // channels (injection, ejection, and every channel unless the torus's links are
-        // longer) to `short`.
+        // channels (injection, ejection, and every channel of the fly, fat tree and mesh) to
+        // `short`; with other latencies (torus, concentrated mesh), each to its own.
         let slot = self.flits.slot(g);
         let short = self.flits.slot_after(g, 1);
         if !self.empty_network {
@@ -776,30 +777,23 @@ impl Sim {
                 router.poll_credits(|i, c| credits.push((ins[i], c)));
                 self.credits_in_channels += (credits.len() - before) as i64;
             } else {
-                let wiring = &self.wiring;
-                if let Some((long_f, short_f)) = self.flits.two_lists(slot, short) {
-                    router.poll_flits(|o, f| {
-                        let c = outs[o];
-                        if wiring.is_link(c as usize) {
-                            long_f.push((c, f));
-                        } else {
-                            short_f.push((c, f));
-                        }
-                    });
-                }
-                if let Some((long_c, short_c)) = self.credits.two_lists(slot, short) {
-                    let mut sent = 0;
-                    router.poll_credits(|i, cr| {
-                        let c = ins[i];
-                        sent += 1;
-                        if wiring.is_link(c as usize) {
-                            long_c.push((c, cr));
-                        } else {
-                            short_c.push((c, cr));
-                        }
-                    });
-                    self.credits_in_channels += sent;
-                }
+                // Channels of several latencies: each value goes to the slot of its arrival.
+                let lat = &self.wiring.latency[..];
+                let flits = &mut self.flits;
+                router.poll_flits(|o, f| {
+                    let c = outs[o];
+                    let s = flits.slot_after(g, lat[c as usize]);
+                    flits.send(s, c as usize, f);
+                });
+                let credits = &mut self.credits;
+                let mut sent = 0;
+                router.poll_credits(|i, cr| {
+                    let c = ins[i];
+                    let s = credits.slot_after(g, lat[c as usize]);
+                    credits.send(s, c as usize, cr);
+                    sent += 1;
+                });
+                self.credits_in_channels += sent;
             }
         }
         self.time += 1;
