@@ -308,6 +308,14 @@ pub enum Topology {
         /// Dimensions.
         n: u32,
     },
+    /// k-ary n-dimensional mesh with BookSim's `xy_yx_mesh` routing: the first router picks
+    /// XY or YX order at random (`RandomInt(1)`), and the order travels as the VC class.
+    MeshXyYx {
+        /// Routers per dimension.
+        k: u32,
+        /// Dimensions.
+        n: u32,
+    },
     /// k-ary n-cube (torus) with dimension-order routing and two dateline VC classes.
     Torus {
         /// Routers per dimension.
@@ -334,6 +342,7 @@ impl Topology {
             Topology::Fly { k, n }
             | Topology::FatTree { k, n }
             | Topology::Mesh { k, n }
+            | Topology::MeshXyYx { k, n }
             | Topology::Torus { k, n } => (k, n),
             Topology::CMesh { k, .. } => (k, 2),
         }
@@ -1227,17 +1236,18 @@ impl BooksimConfig {
                 }
                 Topology::FatTree { k: k32, n: n32 }
             }
-            "mesh" => {
+            "mesh" => match rf.as_str() {
                 // `dor_mesh` is BookSim's alias of `dim_order_mesh`.
-                if rf != "dim_order" && rf != "dor" {
+                "dim_order" | "dor" => Topology::Mesh { k: k32, n: n32 },
+                "xy_yx" => Topology::MeshXyYx { k: k32, n: n32 },
+                _ => {
                     return Err(unsupported(
                         "routing_function",
                         &rf,
-                        "mesh uses dim_order (dim_order_mesh, alias dor)",
-                    ));
+                        "mesh uses dim_order (dim_order_mesh, alias dor) or xy_yx (xy_yx_mesh)",
+                    ))
                 }
-                Topology::Mesh { k: k32, n: n32 }
-            }
+            },
             "cmesh" => {
                 let express =
                     match rf.as_str() {
@@ -1317,7 +1327,11 @@ impl BooksimConfig {
                 raw.origin("k"),
             ));
         }
-        if matches!(topology, Topology::Mesh { .. } | Topology::Torus { .. }) && n > 24 {
+        if matches!(
+            topology,
+            Topology::Mesh { .. } | Topology::MeshXyYx { .. } | Topology::Torus { .. }
+        ) && n > 24
+        {
             return Err(bad(
                 "n",
                 &Value::Int(n),
@@ -1537,13 +1551,14 @@ impl BooksimConfig {
             }
         };
 
-        if matches!(topology, Topology::Torus { .. }) && router.vcs < 2 {
-            // dim_order_torus splits the VCs into two dateline classes and asserts that each
-            // has at least one VC.
+        if matches!(topology, Topology::Torus { .. } | Topology::MeshXyYx { .. }) && router.vcs < 2
+        {
+            // dim_order_torus and xy_yx_mesh split the VCs into two classes and assert that
+            // each has at least one VC.
             return Err(unsupported(
                 "num_vcs",
                 router.vcs,
-                "the torus's dimension-order routing needs at least 2 VCs (two dateline \
+                "the torus's dimension-order routing and xy_yx need at least 2 VCs (two VC \
                  classes; BookSim2 stops on an assertion with 1)",
             ));
         }
@@ -1702,6 +1717,8 @@ mod tests {
                 "topology=mesh routing_function=min_adapt",
                 "routing_function",
             ),
+            ("topology=mesh routing_function=xy_yx num_vcs=1", "`num_vcs = 1`"),
+            ("topology=mesh routing_function=adaptive_xy_yx", "routing_function"),
             ("topology=mesh routing_function=dim_order traffic=hotspot(16)", "traffic"),
             ("topology=mesh routing_function=dim_order traffic=taper64", "traffic"),
             ("topology=mesh routing_function=dim_order traffic=background", "traffic"),

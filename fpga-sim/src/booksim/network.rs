@@ -188,8 +188,9 @@ impl Wiring {
                 }
                 Some(2 * n as usize)
             }
-            // Depends on the input port and may draw a random number: see `torus_route`.
-            Topology::Torus { .. } => None,
+            // Depend on the input port (and VC) and may draw a random number: see
+            // `torus_route` and `xy_yx_route`.
+            Topology::Torus { .. } | Topology::MeshXyYx { .. } => None,
             Topology::CMesh { k, express, .. } => {
                 // dor_cmesh / dor_no_express_cmesh: the terminal's port at its router, else
                 // cmesh_next towards the destination's router.
@@ -220,7 +221,9 @@ impl Wiring {
                 let _ = n;
                 2 * up + 1
             }
-            Topology::Mesh { k, n } => kncube_hops(k, n, src, dest, false),
+            Topology::Mesh { k, n } | Topology::MeshXyYx { k, n } => {
+                kncube_hops(k, n, src, dest, false)
+            }
             Topology::Torus { k, n } => kncube_hops(k, n, src, dest, true),
             Topology::CMesh { k, express, .. } => cmesh_hops(k, express, src, dest),
         }
@@ -346,7 +349,7 @@ pub fn build(
                 .collect();
             radix_out = radix_in.clone();
         }
-        Topology::Mesh { .. } | Topology::Torus { .. } => {
+        Topology::Mesh { .. } | Topology::MeshXyYx { .. } | Topology::Torus { .. } => {
             // kncube.cpp: one router per terminal, 2n + 1 ports; a mesh has the torus's
             // wrap-around channels too (its routing never takes them).
             internal = 2 * n as usize * nodes;
@@ -486,7 +489,7 @@ pub fn build(
         }
         // Wired below.
         Topology::CMesh { .. } => {}
-        Topology::Mesh { .. } | Topology::Torus { .. } => {
+        Topology::Mesh { .. } | Topology::MeshXyYx { .. } | Topology::Torus { .. } => {
             // kncube.cpp: for each dimension d, input 2d comes from the right neighbour (its left
             // channel), input 2d + 1 from the left neighbour (its right channel); output 2d is
             // this router's right channel, 2d + 1 its left one; port 2n is the terminal's.
@@ -576,7 +579,9 @@ pub fn build(
         }
         _ => {}
     }
-    if !matches!(topology, Topology::Torus { .. }) && routers.len() * nodes <= 1 << 22 {
+    if !matches!(topology, Topology::Torus { .. } | Topology::MeshXyYx { .. })
+        && routers.len() * nodes <= 1 << 22
+    {
         let mut table = Vec::with_capacity(routers.len() * nodes);
         for r in 0..routers.len() {
             for d in 0..nodes {
@@ -617,6 +622,8 @@ impl BookSimRouting<'_> {
             w.table[router as usize * w.nodes + dest]
         } else if let Topology::Torus { k, n } = w.topology {
             return self.torus_route(router, in_port, f, k, n);
+        } else if let Topology::MeshXyYx { k, n } = w.topology {
+            return self.xy_yx_route(router, in_port, f, k, n);
         } else {
             w.port_for(router, dest).map_or(UP, |p| p as u16)
         };
@@ -643,6 +650,43 @@ impl BookSimRouting<'_> {
     /// partition is `src_d > dest_d`, recomputed here from the packet's source instead of being
     /// carried in the flit (BookSim's `f->ph`). At the destination router: the ejection port
     /// and every VC.
+    /// `xy_yx_mesh`: at the destination router the ejection port and every VC; else XY
+    /// (`dor_next_mesh`, lowest differing dimension first) or YX (highest first) order, chosen
+    /// at the first router by `RandomInt(1)` (1: XY) and afterwards read from the VC the flit
+    /// arrived on (below `vcs / 2`: XY); XY packets take the lower `vcs - vcs / 2` VCs, YX
+    /// the upper `vcs / 2` (overlapping in the middle VC when `vcs` is odd, where BookSim
+    /// then reads the order as YX).
+    #[inline(never)]
+    fn xy_yx_route(&mut self, router: u32, in_port: usize, f: &Flit, k: u32, n: u32) -> Route {
+        let vcs = self.wiring.vcs;
+        let (k, n) = (k as usize, n as usize);
+        let (cur, dest) = (router as usize, f.dest as usize);
+        if cur == dest {
+            return Route::new(2 * n as u16, 0, vcs - 1);
+        }
+        let avail = vcs / 2;
+        let xy = if in_port < 2 * n {
+            f.vc < avail
+        } else {
+            self.rng.int(1) > 0
+        };
+        let digit = |v: usize, d: u32| (v / k.pow(d)) % k;
+        let dim = if xy {
+            (0..n as u32).find(|&d| digit(cur, d) != digit(dest, d))
+        } else {
+            (1..n as u32)
+                .rev()
+                .find(|&d| digit(cur, d) != digit(dest, d))
+        }
+        .unwrap_or(0);
+        let port = 2 * dim as usize + usize::from(digit(cur, dim) >= digit(dest, dim));
+        if xy {
+            Route::new(port as u16, 0, vcs - 1 - avail)
+        } else {
+            Route::new(port as u16, avail, vcs - 1)
+        }
+    }
+
     // Kept out of line so that `route_at`, inlined into the routers' hot loops, stays small.
     #[inline(never)]
     fn torus_route(&mut self, router: u32, in_port: usize, f: &Flit, k: u32, n: u32) -> Route {
@@ -744,6 +788,12 @@ mod tests {
                                 }
                                 let class = u8::from(z % k > y % k);
                                 assert_eq!((r.vc_lo, r.vc_hi), (class, class), "{s}->{d}");
+                            } else if let (Topology::MeshXyYx { .. }, true) =
+                                (topo, router as usize != d)
+                            {
+                                // One VC per order class; the walk's flit stays on VC 0, so
+                                // after the first router it goes XY.
+                                assert_eq!(r.vc_lo, r.vc_hi, "{s}->{d}");
                             } else {
                                 assert_eq!((r.vc_lo, r.vc_hi), (0, 1), "{topo:?} {s}->{d}");
                             }
@@ -778,6 +828,8 @@ mod tests {
         walk(Topology::Mesh { k: 4, n: 2 });
         walk(Topology::Mesh { k: 3, n: 3 });
         walk(Topology::Mesh { k: 5, n: 1 });
+        walk(Topology::MeshXyYx { k: 4, n: 2 });
+        walk(Topology::MeshXyYx { k: 3, n: 3 });
         walk(Topology::Torus { k: 4, n: 2 });
         walk(Topology::Torus { k: 5, n: 2 });
         walk(Topology::Torus { k: 2, n: 3 });
