@@ -348,6 +348,22 @@ impl Topology {
         }
     }
 
+    /// Routers and router input ports (the same number of outputs).
+    pub fn routers_and_ports(&self) -> (u128, u128) {
+        let (k, n) = self.k_n();
+        let (k, n) = (u128::from(k), u128::from(n));
+        let per_level = k.saturating_pow(n as u32 - 1);
+        match self {
+            Topology::Fly { .. } => (n * per_level, n * per_level * k),
+            Topology::FatTree { .. } => (n * per_level, per_level * (k + (n - 1) * 2 * k)),
+            Topology::Mesh { .. } | Topology::MeshXyYx { .. } | Topology::Torus { .. } => {
+                let r = k.saturating_pow(n as u32);
+                (r, r * (2 * n + 1))
+            }
+            Topology::CMesh { .. } => (k * k, 8 * k * k),
+        }
+    }
+
     /// Terminals (`k^n`; `4 k^2` for the concentrated mesh).
     pub fn nodes(&self) -> usize {
         let (k, n) = self.k_n();
@@ -1450,6 +1466,31 @@ impl BooksimConfig {
         // Two corners BookSim2 itself cannot simulate (checked against BookSim2 master
         // 28f4329, spec-notes/validation.md, "BookSim2 as a reference tool"): there is no
         // BookSim behaviour to reproduce, so they are refused rather than invented.
+        // The routers' state is allocated up front: about 28 KiB per router (fixed-size
+        // allocator and queue tables) plus, per input VC, its 16-byte slots and about 256 bytes
+        // of bookkeeping (measured peak RSS with 4 VCs of 8 flits: 4,096 routers of 25 ports
+        // 0.27 GB, 65,536 of 33 ports 5.3 GB, 114,688 two-port routers 3.2 GB, 245,760 6.8 GB).
+        // Refuse what would not fit in 8 GiB rather than fail to allocate.
+        let (n_routers, n_ports) = topology.routers_and_ports();
+        let bytes = n_routers.saturating_mul(28 << 10).saturating_add(
+            n_ports
+                .saturating_mul(router.vcs as u128)
+                .saturating_mul(router.vc_buf_size as u128 * 16 + 256),
+        );
+        if bytes > 8 << 30 {
+            return Err(unsupported(
+                "k",
+                format!(
+                    "{k} (n = {n}, num_vcs = {}, vc_buf_size = {})",
+                    router.vcs, router.vc_buf_size
+                ),
+                &format!(
+                    "{n_routers} routers with {n_ports} ports need about {} GiB of router state \
+                     (limit 8 GiB)",
+                    bytes >> 30
+                ),
+            ));
+        }
         if router.internal_speedup < 1.0 {
             // IQRouter keeps at most one arriving flit per input between internal steps
             // (`_in_queue_flits` is a map): a second flit arriving before the next internal
@@ -1742,6 +1783,8 @@ mod tests {
                 "topology=mesh routing_function=dim_order k=2 n=3 traffic=transpose",
                 "traffic",
             ),
+            ("topology=torus routing_function=dim_order k=2 n=20", "GiB"),
+            ("topology=fly k=2 n=20", "GiB"),
             (
                 "topology=mesh routing_function=dim_order xr=2 traffic=tornado",
                 "traffic",
