@@ -1,6 +1,7 @@
 //! The BookSim-comparable mode against BookSim2 itself beyond the 16-port crossbar:
 //! crossbars of 4, 8 and 64 ports, 2- and 3-stage flies, fat trees, meshes and tori (k-ary
-//! n-cubes with dimension-order routing; meshes also with xy_yx), concentrated meshes, router options (VC counts and depths, speculation,
+//! n-cubes with dimension-order routing; meshes also with xy_yx), concentrated meshes, the
+//! dragonfly, router options (VC counts and depths, speculation,
 //! lookahead routing, multi-cycle stages, credit delay, speedups, output buffers,
 //! `wait_for_tail_credit`, `include_queuing`), BookSim's other traffic patterns (permutations
 //! and random ones) and its on/off injection process.
@@ -19,7 +20,7 @@
 //! saturation throughput within 3 %) are checked by the default tests on a subset that runs
 //! quickly in a debug build; the mode claims identity with BookSim's printed values (6
 //! significant digits) and `every_point_is_identical_to_booksim2` (`--release -- --ignored`)
-//! demands it on all 704 rows.
+//! demands it on all 720 rows.
 
 use std::collections::BTreeMap;
 
@@ -138,8 +139,8 @@ fn non_uniform(config: &str) -> bool {
 #[test]
 fn the_data_set_covers_what_it_claims() {
     let g = groups();
-    assert_eq!(rows().len(), 704);
-    assert_eq!(g.len(), 88);
+    assert_eq!(rows().len(), 720);
+    assert_eq!(g.len(), 90);
     for ((c, ps), rs) in &g {
         let sat = saturation(rs).accepted.unwrap();
         assert_eq!(rs.len(), 8, "{c} {ps}");
@@ -215,7 +216,7 @@ fn published_targets_on_a_quick_subset() {
         }
     }
     println!("{exact} of {checked} runs identical to BookSim2's printed values");
-    assert!(checked >= 88 + 2 * 8);
+    assert!(checked >= 90 + 2 * 8);
 }
 
 /// Every row, identical to BookSim2's printed values (run with `--release -- --ignored`; about

@@ -333,6 +333,12 @@ pub enum Topology {
         /// `dor_cmesh` (express channels taken) rather than `dor_no_express_cmesh`.
         express: bool,
     },
+    /// BookSim's `dragonflynew` (n = 1) with `min` routing: groups of `a = 2p` routers, each
+    /// with `p` terminals, `2p - 1` local and `p` global ports; `g = a p + 1` groups.
+    DragonFly {
+        /// Terminals (and global ports) per router (BookSim's `k`).
+        p: u32,
+    },
 }
 
 impl Topology {
@@ -345,6 +351,7 @@ impl Topology {
             | Topology::MeshXyYx { k, n }
             | Topology::Torus { k, n } => (k, n),
             Topology::CMesh { k, .. } => (k, 2),
+            Topology::DragonFly { p } => (p, 1),
         }
     }
 
@@ -361,11 +368,20 @@ impl Topology {
                 (r, r * (2 * n + 1))
             }
             Topology::CMesh { .. } => (k * k, 8 * k * k),
+            Topology::DragonFly { .. } => {
+                let r = 2 * k * (2 * k * k + 1);
+                (r, r * (4 * k - 1))
+            }
         }
     }
 
-    /// Terminals (`k^n`; `4 k^2` for the concentrated mesh).
+    /// Terminals (`k^n`; `4 k^2` for the concentrated mesh, `2p^2 (2p^2 + 1)` for the
+    /// dragonfly).
     pub fn nodes(&self) -> usize {
+        if let Topology::DragonFly { p } = *self {
+            let p = p as usize;
+            return 2 * p * p * (2 * p * p + 1);
+        }
         let (k, n) = self.k_n();
         let c = if let Topology::CMesh { .. } = self {
             4
@@ -1219,10 +1235,15 @@ impl BooksimConfig {
             }
         }
         let (k32, n32) = (k as u32, n as u32);
-        let nodes = (k as u128)
-            .checked_pow(n32)
-            .unwrap_or(u128::MAX)
-            .saturating_mul(if topo_name == "cmesh" { 4 } else { 1 });
+        let nodes = if topo_name == "dragonflynew" {
+            let p = k as u128;
+            (2 * p * p).saturating_mul(2 * p * p + 1)
+        } else {
+            (k as u128)
+                .checked_pow(n32)
+                .unwrap_or(u128::MAX)
+                .saturating_mul(if topo_name == "cmesh" { 4 } else { 1 })
+        };
         if nodes > 1 << 20 {
             return Err(unsupported(
                 "k",
@@ -1316,6 +1337,24 @@ impl BooksimConfig {
                     express,
                 }
             }
+            "dragonflynew" => {
+                if rf != "min" {
+                    return Err(unsupported(
+                        "routing_function",
+                        &rf,
+                        "dragonflynew uses min (min_dragonflynew); ugal is adaptive and not \
+                         modelled",
+                    ));
+                }
+                if n != 1 {
+                    return Err(unsupported(
+                        "n",
+                        n,
+                        "BookSim's dragonflynew works only with n = 1 (it asserts n = 1)",
+                    ));
+                }
+                Topology::DragonFly { p: k32 }
+            }
             "torus" => {
                 if rf != "dim_order" {
                     return Err(unsupported(
@@ -1331,7 +1370,7 @@ impl BooksimConfig {
                     "topology",
                     other,
                     "supported: fly (k, n; n = 1 is a crossbar), fattree (k, n), mesh and \
-                     torus (k, n), cmesh (k; n = 2, c = 4)",
+                     torus (k, n), cmesh (k; n = 2, c = 4), dragonflynew (k; n = 1)",
                 ))
             }
         };
@@ -1592,7 +1631,10 @@ impl BooksimConfig {
             }
         };
 
-        if matches!(topology, Topology::Torus { .. } | Topology::MeshXyYx { .. }) && router.vcs < 2
+        if matches!(
+            topology,
+            Topology::Torus { .. } | Topology::MeshXyYx { .. } | Topology::DragonFly { .. }
+        ) && router.vcs < 2
         {
             // dim_order_torus and xy_yx_mesh split the VCs into two classes and assert that
             // each has at least one VC.
@@ -1784,6 +1826,9 @@ mod tests {
                 "traffic",
             ),
             ("topology=torus routing_function=dim_order k=2 n=20", "GiB"),
+            ("topology=dragonflynew routing_function=ugal k=2", "`routing_function = ugal`"),
+            ("topology=dragonflynew routing_function=min k=2 n=2", "`n = 2`"),
+            ("topology=dragonflynew routing_function=min k=2 num_vcs=1", "`num_vcs = 1`"),
             ("topology=fly k=2 n=20", "GiB"),
             (
                 "topology=mesh routing_function=dim_order xr=2 traffic=tornado",

@@ -191,6 +191,7 @@ impl Wiring {
             // Depend on the input port (and VC) and may draw a random number: see
             // `torus_route` and `xy_yx_route`.
             Topology::Torus { .. } | Topology::MeshXyYx { .. } => None,
+            Topology::DragonFly { p } => Some(dragonfly_port(p as usize, router as usize, dest)),
             Topology::CMesh { k, express, .. } => {
                 // dor_cmesh / dor_no_express_cmesh: the terminal's port at its router, else
                 // cmesh_next towards the destination's router.
@@ -226,7 +227,69 @@ impl Wiring {
             }
             Topology::Torus { k, n } => kncube_hops(k, n, src, dest, true),
             Topology::CMesh { k, express, .. } => cmesh_hops(k, express, src, dest),
+            Topology::DragonFly { p } => dragonfly_hops(p as usize, src, dest),
         }
+    }
+}
+
+/// `dragonfly_port` (min routing): at the destination's router its terminal port; at the
+/// router of this group holding the global link towards the destination's group, that link
+/// (ports `p + a - 1 ..`); otherwise the local port towards that router (local ports
+/// `p .. p + a - 1` skip the router itself).
+fn dragonfly_port(p: usize, r: usize, dest: usize) -> usize {
+    let a = 2 * p;
+    let (grp, dest_grp) = (r / a, dest / (a * p));
+    let (grp_rid, grp_output) = if dest_grp == grp {
+        (dest / p, 0)
+    } else {
+        let out = if grp > dest_grp {
+            dest_grp
+        } else {
+            dest_grp - 1
+        };
+        (out / p + grp * a, out)
+    };
+    if dest / p == r {
+        dest % p
+    } else if grp_rid == r {
+        p + (a - 1) + grp_output % p
+    } else if r < grp_rid {
+        grp_rid % a - 1 + p
+    } else {
+        grp_rid % a + p
+    }
+}
+
+/// Routers on a dragonfly min route, walked (out of line, like [`kncube_hops`]).
+#[inline(never)]
+fn dragonfly_hops(p: usize, src: usize, dest: usize) -> u32 {
+    let (mut r, mut hops) = (src / p, 1);
+    loop {
+        let port = dragonfly_port(p, r, dest);
+        if port < p || hops > 8 {
+            return hops;
+        }
+        r = dragonfly_neighbour(p, r, port);
+        hops += 1;
+    }
+}
+
+/// The router behind output `port` (at least `p`) of dragonfly router `r`.
+fn dragonfly_neighbour(p: usize, r: usize, port: usize) -> usize {
+    let a = 2 * p;
+    let (grp, local) = (r / a, r % a);
+    let j = port - p;
+    if j < a - 1 {
+        // Local: output j reaches local router j, or j + 1 from j = local on.
+        grp * a + if j < local { j } else { j + 1 }
+    } else {
+        // Global output m = j - (a - 1) of local router `local` serves group index
+        // local * p + m, counted without the own group.
+        let out = local * p + (j - (a - 1));
+        let to_grp = if out < grp { out } else { out + 1 };
+        // The receiving router: in group to_grp, the one whose global outputs include ours.
+        let back = if grp < to_grp { grp } else { grp - 1 };
+        to_grp * a + back / p
     }
 }
 
@@ -354,6 +417,14 @@ pub fn build(
             // wrap-around channels too (its routing never takes them).
             internal = 2 * n as usize * nodes;
             radix_in = vec![2 * n as usize + 1; nodes];
+            radix_out = radix_in.clone();
+        }
+        Topology::DragonFly { .. } => {
+            // dragonfly.cpp: 2p routers per group, each p terminal, 2p - 1 local and p global
+            // ports; BookSim's channel count (3p - 1 per router).
+            let routers_n = nodes / k as usize;
+            internal = routers_n * (3 * k as usize - 1);
+            radix_in = vec![4 * k as usize - 1; routers_n];
             radix_out = radix_in.clone();
         }
         Topology::CMesh { .. } => {
@@ -488,7 +559,7 @@ pub fn build(
             }
         }
         // Wired below.
-        Topology::CMesh { .. } => {}
+        Topology::CMesh { .. } | Topology::DragonFly { .. } => {}
         Topology::Mesh { .. } | Topology::MeshXyYx { .. } | Topology::Torus { .. } => {
             // kncube.cpp: for each dimension d, input 2d comes from the right neighbour (its left
             // channel), input 2d + 1 from the left neighbour (its right channel); output 2d is
@@ -562,12 +633,55 @@ pub fn build(
             }
         }
     }
+    if let Topology::DragonFly { p } = topology {
+        // dragonfly.cpp, literally: terminal c = p r + i on port i of router r; BookSim's
+        // channel (3p - 1) r + j leaves router r on output p + j (j < 2p - 1: local, else
+        // global); each router's inputs p.. take the channels `_BuildNet` computes.
+        let (p, a) = (p as usize, 2 * p as usize);
+        let per = 3 * p - 1;
+        let routers_n = nodes / p;
+        for t in 0..nodes {
+            connect_in(&mut w, t, t / p, t % p);
+            connect_out(&mut w, nodes + t, t / p, t % p);
+        }
+        for c in 0..routers_n * per {
+            connect_out(&mut w, 2 * nodes + c, c / per, p + c % per);
+            // dragonfly.cpp defines DRAGON_LATENCY: local channels (and their credits) take
+            // 10 cycles, global ones 100, whatever use_noc_latency says.
+            w.latency[2 * nodes + c] = if c % per < 2 * p - 1 { 10 } else { 100 };
+        }
+        for node in 0..routers_n {
+            let (grp, dim) = (node / a, node % a);
+            for cnt in 0..2 * p - 1 {
+                let input = if cnt < dim {
+                    grp * per * a + cnt * per + (dim - 1)
+                } else {
+                    grp * per * a + dim * per + (cnt - dim + 1) * per + dim
+                };
+                connect_in(&mut w, 2 * nodes + input, node, p + cnt);
+            }
+            for cnt in 0..p {
+                let grp_output = dim * p + cnt;
+                let input = if grp > grp_output {
+                    grp_output * per * a + (per - p) * ((grp - 1) / p) + (per - p) + grp - 1
+                } else {
+                    (grp_output + 1) * per * a + (per - p) * (grp / p) + (per - p) + grp
+                };
+                connect_in(&mut w, 2 * nodes + input, node, p + 2 * p - 1 + cnt);
+            }
+        }
+    }
     match topology {
         // dest_tag and dim_order_mesh routes are a function of the router and destination
         // alone (no random up-link draws, unlike nca), so the routers may use their one-cycle
         // pipeline. So are dim_order_torus routes when k is odd (no tie to break at random):
         // they depend on the input port and the packet's source, both arguments.
-        Topology::Fly { .. } | Topology::Mesh { .. } | Topology::CMesh { .. } => {
+        // dragonflynew's min routes depend on the router, destination and source only; its
+        // random draw is at injection, outside the routers.
+        Topology::Fly { .. }
+        | Topology::Mesh { .. }
+        | Topology::CMesh { .. }
+        | Topology::DragonFly { .. } => {
             for r in &mut routers {
                 r.set_order_free_routing(true);
             }
@@ -579,8 +693,10 @@ pub fn build(
         }
         _ => {}
     }
-    if !matches!(topology, Topology::Torus { .. } | Topology::MeshXyYx { .. })
-        && routers.len() * nodes <= 1 << 22
+    if !matches!(
+        topology,
+        Topology::Torus { .. } | Topology::MeshXyYx { .. } | Topology::DragonFly { .. }
+    ) && routers.len() * nodes <= 1 << 22
     {
         let mut table = Vec::with_capacity(routers.len() * nodes);
         for r in 0..routers.len() {
@@ -624,6 +740,8 @@ impl BookSimRouting<'_> {
             return self.torus_route(router, in_port, f, k, n);
         } else if let Topology::MeshXyYx { k, n } = w.topology {
             return self.xy_yx_route(router, in_port, f, k, n);
+        } else if let Topology::DragonFly { p } = w.topology {
+            return self.dragonfly_route(router, f, p);
         } else {
             w.port_for(router, dest).map_or(UP, |p| p as u16)
         };
@@ -685,6 +803,24 @@ impl BookSimRouting<'_> {
         } else {
             Route::new(port as u16, avail, vcs - 1)
         }
+    }
+
+    /// `min_dragonflynew`: [`dragonfly_port`], on VC `ph`: 0 until the packet takes a global
+    /// link, 1 from the global link on (BookSim sets `f->ph` to 0 at the first router and to
+    /// 1 on a global output, and it stays; its same-group test compares against an unset
+    /// group and never fires). So `ph` is 1 exactly when the output is global or the router
+    /// is outside the source's group.
+    #[inline(never)]
+    fn dragonfly_route(&mut self, router: u32, f: &Flit, p: u32) -> Route {
+        let p = p as usize;
+        let port = dragonfly_port(p, router as usize, f.dest as usize);
+        let src = self
+            .packets
+            .get(f.payload as usize)
+            .map_or(0, |pk| pk.src() as usize);
+        let a = 2 * p;
+        let ph = u8::from(port >= p + a - 1 || router as usize / a != src / (a * p));
+        Route::new(port as u16, ph, ph)
     }
 
     // Kept out of line so that `route_at`, inlined into the routers' hot loops, stays small.
@@ -788,6 +924,9 @@ mod tests {
                                 }
                                 let class = u8::from(z % k > y % k);
                                 assert_eq!((r.vc_lo, r.vc_hi), (class, class), "{s}->{d}");
+                            } else if let Topology::DragonFly { .. } = topo {
+                                // VC 0 before the global link, 1 from it on.
+                                assert!(r.vc_lo == r.vc_hi && r.vc_hi <= 1, "{s}->{d}");
                             } else if let (Topology::MeshXyYx { .. }, true) =
                                 (topo, router as usize != d)
                             {
@@ -829,6 +968,8 @@ mod tests {
         walk(Topology::Mesh { k: 3, n: 3 });
         walk(Topology::Mesh { k: 5, n: 1 });
         walk(Topology::MeshXyYx { k: 4, n: 2 });
+        walk(Topology::DragonFly { p: 1 });
+        walk(Topology::DragonFly { p: 2 });
         walk(Topology::MeshXyYx { k: 3, n: 3 });
         walk(Topology::Torus { k: 4, n: 2 });
         walk(Topology::Torus { k: 5, n: 2 });

@@ -8,7 +8,7 @@
 
 use thiserror::Error;
 
-use super::config::{BooksimConfig, Injection, OnOff, SimType, Traffic};
+use super::config::{BooksimConfig, Injection, OnOff, SimType, Topology, Traffic};
 use super::network::{build, BookSimRouting, Channels, End, Wiring};
 use super::rng::{BookSimRng, FastMod, KnuthFloat};
 use crate::engine::{run_until, Model, Scheduler};
@@ -1096,6 +1096,7 @@ impl Sim {
         let time = self.time;
         let size = self.cfg.packet_size;
         let lookahead = self.cfg.router.routing_delay == 0;
+        let random_vc = matches!(self.cfg.topology, Topology::DragonFly { .. });
         let Sim {
             sources,
             ledger: Ledger { packets, .. },
@@ -1116,7 +1117,13 @@ impl Sim {
                 let (t, buf) = (&mut tchunk[b], &mut bchunk[b]);
                 let (p, last_vc) = (&mut t.pkt, &mut t.last_vc);
                 let head = p.sent == 0;
-                if head && p.vc < 0 {
+                if head && p.vc < 0 && random_vc {
+                    // min_dragonflynew's injection route is one random VC, drawn at every
+                    // attempt; the head takes it if it is free and has credit.
+                    let v = rng.int.int(vcs as u32 - 1);
+                    let ok = buf.avail_mask() & !buf.full_mask();
+                    p.vc = if ok >> v & 1 != 0 { v as i32 } else { -1 };
+                } else if head && p.vc < 0 {
                     // The first VC after the last one used that is free and has credit (BookSim
                     // tries VC 0 only while the source has used none).
                     let ok = buf.avail_mask() & !buf.full_mask();
