@@ -1117,18 +1117,20 @@ impl Sim {
                 let (t, buf) = (&mut tchunk[b], &mut bchunk[b]);
                 let (p, last_vc) = (&mut t.pkt, &mut t.last_vc);
                 let head = p.sent == 0;
-                if head && p.vc < 0 && random_vc {
-                    // min_dragonflynew's injection route is one random VC, drawn at every
-                    // attempt; the head takes it if it is free and has credit.
-                    let v = rng.int.int(vcs as u32 - 1);
-                    let ok = buf.avail_mask() & !buf.full_mask();
-                    p.vc = if ok >> v & 1 != 0 { v as i32 } else { -1 };
-                } else if head && p.vc < 0 {
+                if head && p.vc < 0 {
                     // The first VC after the last one used that is free and has credit (BookSim
-                    // tries VC 0 only while the source has used none).
+                    // tries VC 0 only while the source has used none). min_dragonflynew's
+                    // injection route is one random VC instead, drawn at every attempt.
                     let ok = buf.avail_mask() & !buf.full_mask();
                     let lvc = *last_vc;
-                    p.vc = if lvc < 0 || lvc > vcs - 1 {
+                    p.vc = if random_vc {
+                        let v = rng.int.int(vcs as u32 - 1);
+                        if ok >> v & 1 != 0 {
+                            v as i32
+                        } else {
+                            -1
+                        }
+                    } else if lvc < 0 || lvc > vcs - 1 {
                         if ok & 1 != 0 {
                             0
                         } else {
