@@ -52,6 +52,43 @@ fn zero_load_latency_matches_the_pipeline_for_each_topology() {
     }
 }
 
+/// Meshes and tori (kncube.cpp): one router per terminal, minimal dimension-order routes. A
+/// mesh's channels take 1 cycle; a torus's router-to-router channels take 2 with
+/// `use_noc_latency` (the default), so each of the h - 1 links adds a cycle.
+#[test]
+fn zero_load_latency_of_meshes_and_tori() {
+    let short = ["sample_period=2000", "injection_rate=0.002"];
+    // Mean routers per packet under uniform traffic (the source itself included): k = 4
+    // mesh, per dimension (0 x 4 + 1 x 6 + 2 x 4 + 3 x 2) / 16 = 1.25; k = 4 torus
+    // (0 x 4 + 1 x 8 + 2 x 4) / 16 = 1; plus the first router.
+    for (topo, hops, extra_per_link) in [
+        (&["topology=mesh", "k=4", "n=2"][..], 3.5, 0.0),
+        (&["topology=torus", "k=4", "n=2"][..], 3.0, 1.0),
+        (
+            &["topology=torus", "k=4", "n=2", "use_noc_latency=0"][..],
+            3.0,
+            0.0,
+        ),
+    ] {
+        for ps in [1.0, 5.0] {
+            let p = format!("packet_size={ps}");
+            let mut o: Vec<&str> = topo.to_vec();
+            o.extend_from_slice(&short);
+            o.extend_from_slice(&["routing_function=dim_order", &p]);
+            let cfg = BooksimConfig::from_text(CFG, &o).unwrap();
+            let Outcome::Done(r) = run(cfg).unwrap() else {
+                panic!("{o:?} unstable")
+            };
+            // Few packets at this load: the measured mean hop count, checked loosely.
+            let h = r[0].hops.avg();
+            assert!((h - hops).abs() < 0.4, "{o:?}: hops {h} vs {hops}");
+            let lat = r[0].plat.avg();
+            let want = zero_load(h, ps, 4.0) + extra_per_link * (h - 1.0);
+            assert!((lat - want).abs() < 0.1, "{o:?}: {lat} vs {want}");
+        }
+    }
+}
+
 #[test]
 fn pipeline_options_shift_zero_load_latency_as_booksim_does() {
     let base = [
@@ -141,7 +178,10 @@ fn command_line_prints_booksim_lines() {
 fn command_line_errors_name_the_key_and_exit_2() {
     for (arg, key) in [
         ("bogus_key=3", "bogus_key"),
-        ("topology=torus", "topology"),
+        ("topology=flatfly", "topology"),
+        ("topology=dragonflynew", "routing_function"),
+        ("topology=torus", "routing_function"),
+        ("traffic=hotspot(99)", "traffic"),
         ("vc_allocator=islip", "vc_allocator"),
         ("num_vcs=0", "num_vcs"),
         ("--frobnicate", "--frobnicate"),

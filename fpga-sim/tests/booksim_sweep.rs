@@ -1,26 +1,30 @@
 //! The BookSim-comparable mode against BookSim2 itself beyond the 16-port crossbar:
-//! crossbars of 4, 8 and 64 ports, 2- and 3-stage flies, fat trees, and router options
-//! (VC counts and depths, speculation, lookahead routing, multi-cycle stages, credit delay,
-//! speedups, output buffers, `wait_for_tail_credit`, `include_queuing`).
+//! crossbars of 4, 8 and 64 ports, 2- and 3-stage flies, fat trees, meshes and tori (k-ary
+//! n-cubes with dimension-order routing; meshes also with xy_yx), concentrated meshes, the
+//! dragonfly, router options (VC counts and depths, speculation,
+//! lookahead routing, multi-cycle stages, credit delay, speedups, output buffers,
+//! `wait_for_tail_credit`, `include_queuing`), BookSim's other traffic patterns (permutations
+//! and random ones) and its on/off injection process.
 //!
 //! `tests/data/booksim/sweep.csv` holds BookSim2's results (master 28f4329, built from its own
 //! Makefile; `booksim_build = ndebug` marks the multi-cycle-allocator rows, where that build
 //! stops on an assertion and the reference is the same source built with `-DNDEBUG`) for the
 //! configurations in `tests/data/booksim/sweep/`, each run with `packet_size`, `sim_type` and
-//! `injection_rate` overridden on the command line. Per configuration and packet size: the
-//! saturation throughput (`sim_type = throughput` at load 1.0), latency runs at about 0.1, 0.3,
-//! 0.5, 0.7, 0.8 and 0.9 of it, and one run past it (unstable: `inf`, no accepted rate). See
-//! spec-notes/validation.md, "BookSim2 as a reference tool".
+//! `injection_rate` overridden on the command line (`scripts/booksim-reference.sh` produces
+//! the rows). Per configuration and packet size: the saturation throughput
+//! (`sim_type = throughput` at load 1.0), latency runs at about 0.1, 0.3, 0.5, 0.7, 0.8 and 0.9
+//! of it, and one run past it (unstable, `inf` with no accepted rate, except where listed in
+//! [`STABLE_PAST_SATURATION`]). See spec-notes/validation.md, "BookSim2 as a reference tool".
 //!
 //! The published targets (latency within 5 % at every load up to 0.9 of saturation,
 //! saturation throughput within 3 %) are checked by the default tests on a subset that runs
 //! quickly in a debug build; the mode claims identity with BookSim's printed values (6
 //! significant digits) and `every_point_is_identical_to_booksim2` (`--release -- --ignored`)
-//! demands it on all 360 rows.
+//! demands it on all 720 rows.
 
 use std::collections::BTreeMap;
 
-use podlink_sim::booksim::{headline, run, BooksimConfig};
+use podlink_sim::booksim::{headline, run, BooksimConfig, Traffic};
 
 const CSV: &str = include_str!("data/booksim/sweep.csv");
 
@@ -110,26 +114,50 @@ fn saturation(g: &[Row]) -> &Row {
         .expect("every group has its saturation run")
 }
 
+/// Configurations and packet sizes whose run past saturation is stable in BookSim2 (and in
+/// the mode): without source queueing latency stays bounded; a permutation whose every flow
+/// has its own path (neighbour, tornado, bit reversal on the fly) delivers about as much as is
+/// offered; the 8-ary 2-mesh at 1.1 x saturation stays just under `latency_thres`.
+const STABLE_PAST_SATURATION: &[(&str, u32)] = &[
+    ("fly_k4_n2_noqueuing", 4),
+    ("mesh_k8_n2", 1),
+    ("mesh_k4_n2_tornado", 4),
+    ("mesh_k4_n2_neighbor", 4),
+    ("torus_k4_n2_tornado", 4),
+    ("torus_k5_n2_tornado", 4),
+    ("fly_k4_n2_bitrev", 4),
+];
+
+/// Whether the configuration uses a traffic pattern other than `uniform` (a permutation's or a
+/// skewed pattern's saturation run averages flows of very different loads, so latency runs
+/// can go unstable well below the throughput run's accepted rate).
+fn non_uniform(config: &str) -> bool {
+    let cfg = BooksimConfig::from_text(&config_text(config), &[]).unwrap();
+    cfg.traffic != Traffic::Uniform
+}
+
 #[test]
 fn the_data_set_covers_what_it_claims() {
     let g = groups();
-    assert_eq!(rows().len(), 360);
-    assert_eq!(g.len(), 45);
+    assert_eq!(rows().len(), 720);
+    assert_eq!(g.len(), 90);
     for ((c, ps), rs) in &g {
         let sat = saturation(rs).accepted.unwrap();
+        assert_eq!(rs.len(), 8, "{c} {ps}");
         let stable = rs
             .iter()
             .filter(|r| r.sim_type == "latency" && r.latency.is_finite())
             .count();
-        assert!(stable >= 5, "{c} {ps}: {stable} stable loads");
-        // One latency run past saturation, unstable in BookSim (`include_queuing = 0` excepted:
-        // without source queueing the latency stays bounded).
+        let need = if non_uniform(c) { 3 } else { 5 };
+        assert!(stable >= need, "{c} {ps}: {stable} stable loads");
+        // One latency run past saturation, unstable in BookSim except where listed.
         let over: Vec<&Row> = rs
             .iter()
             .filter(|r| r.sim_type == "latency" && r.rate.parse::<f64>().unwrap() > sat)
             .collect();
         assert_eq!(over.len(), 1, "{c} {ps}");
-        assert_eq!(over[0].latency.is_infinite(), c != "fly_k4_n2_noqueuing");
+        let listed = STABLE_PAST_SATURATION.contains(&(c.as_str(), *ps));
+        assert_eq!(over[0].latency.is_infinite(), !listed, "{c} {ps}");
         assert!(rs.iter().all(|r| r.build == rs[0].build), "{c} {ps}");
     }
 }
@@ -188,10 +216,11 @@ fn published_targets_on_a_quick_subset() {
         }
     }
     println!("{exact} of {checked} runs identical to BookSim2's printed values");
-    assert!(checked >= 45 + 2 * 8);
+    assert!(checked >= 90 + 2 * 8);
 }
 
-/// Every row, identical to BookSim2's printed values (run with `--release -- --ignored`).
+/// Every row, identical to BookSim2's printed values (run with `--release -- --ignored`; about
+/// 40 s).
 #[test]
 #[ignore]
 fn every_point_is_identical_to_booksim2() {

@@ -14,6 +14,7 @@ use std::fmt;
 
 use thiserror::Error;
 
+use super::rng::KnuthInt;
 use crate::router::RouterConfig;
 
 /// A configuration value as written.
@@ -299,14 +300,408 @@ pub enum Topology {
         /// Levels.
         n: u32,
     },
+    /// k-ary n-dimensional mesh (BookSim's `kncube` without wrap-around routes) with
+    /// dimension-order routing; one terminal per router.
+    Mesh {
+        /// Routers per dimension.
+        k: u32,
+        /// Dimensions.
+        n: u32,
+    },
+    /// k-ary n-dimensional mesh with BookSim's `xy_yx_mesh` routing: the first router picks
+    /// XY or YX order at random (`RandomInt(1)`), and the order travels as the VC class.
+    MeshXyYx {
+        /// Routers per dimension.
+        k: u32,
+        /// Dimensions.
+        n: u32,
+    },
+    /// k-ary n-cube (torus) with dimension-order routing and two dateline VC classes.
+    Torus {
+        /// Routers per dimension.
+        k: u32,
+        /// Dimensions.
+        n: u32,
+    },
+    /// BookSim's concentrated mesh (`cmesh`): k x k routers, 4 terminals each (2 x 2), with
+    /// express channels along the edges; `dor` (express) or `dor_no_express` routing.
+    CMesh {
+        /// Routers per dimension (even).
+        k: u32,
+        /// `use_noc_latency`: channel latencies from the layout (else 1).
+        noc: bool,
+        /// `dor_cmesh` (express channels taken) rather than `dor_no_express_cmesh`.
+        express: bool,
+    },
+    /// BookSim's `dragonflynew` (n = 1) with `min` routing: groups of `a = 2p` routers, each
+    /// with `p` terminals, `2p - 1` local and `p` global ports; `g = a p + 1` groups.
+    DragonFly {
+        /// Terminals (and global ports) per router (BookSim's `k`).
+        p: u32,
+    },
 }
 
 impl Topology {
-    /// Terminals (`k^n`).
-    pub fn nodes(&self) -> usize {
-        let (Topology::Fly { k, n } | Topology::FatTree { k, n }) = *self;
-        (k as usize).pow(n)
+    /// `(k, n)`.
+    pub fn k_n(&self) -> (u32, u32) {
+        match *self {
+            Topology::Fly { k, n }
+            | Topology::FatTree { k, n }
+            | Topology::Mesh { k, n }
+            | Topology::MeshXyYx { k, n }
+            | Topology::Torus { k, n } => (k, n),
+            Topology::CMesh { k, .. } => (k, 2),
+            Topology::DragonFly { p } => (p, 1),
+        }
     }
+
+    /// Routers and router input ports (the same number of outputs).
+    pub fn routers_and_ports(&self) -> (u128, u128) {
+        let (k, n) = self.k_n();
+        let (k, n) = (u128::from(k), u128::from(n));
+        let per_level = k.saturating_pow(n as u32 - 1);
+        match self {
+            Topology::Fly { .. } => (n * per_level, n * per_level * k),
+            Topology::FatTree { .. } => (n * per_level, per_level * (k + (n - 1) * 2 * k)),
+            Topology::Mesh { .. } | Topology::MeshXyYx { .. } | Topology::Torus { .. } => {
+                let r = k.saturating_pow(n as u32);
+                (r, r * (2 * n + 1))
+            }
+            Topology::CMesh { .. } => (k * k, 8 * k * k),
+            Topology::DragonFly { .. } => {
+                let r = 2 * k * (2 * k * k + 1);
+                (r, r * (4 * k - 1))
+            }
+        }
+    }
+
+    /// Terminals (`k^n`; `4 k^2` for the concentrated mesh, `2p^2 (2p^2 + 1)` for the
+    /// dragonfly).
+    pub fn nodes(&self) -> usize {
+        if let Topology::DragonFly { p } = *self {
+            let p = p as usize;
+            return 2 * p * p * (2 * p * p + 1);
+        }
+        let (k, n) = self.k_n();
+        let c = if let Topology::CMesh { .. } = self {
+            4
+        } else {
+            1
+        };
+        c * (k as usize).pow(n)
+    }
+}
+
+/// `traffic`: how a new packet's destination is chosen (BookSim's `traffic.cpp`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Traffic {
+    /// `uniform`: `RandomInt(nodes - 1)`, the source itself included.
+    Uniform,
+    /// `bitcomp`: the complement of the source's bits (nodes a power of two).
+    BitComp,
+    /// `transpose`: the source's high and low halves of bits swapped (nodes an even power of
+    /// two).
+    Transpose,
+    /// `bitrev`: the source's bits reversed (nodes a power of two).
+    BitRev,
+    /// `shuffle`: the source's bits rotated left by one (nodes a power of two).
+    Shuffle,
+    /// `tornado`: each radix-`xr * k` digit advanced by `ceil(xr * k / 2) - 1`.
+    Tornado {
+        /// Radix parameter.
+        k: u32,
+        /// Digits.
+        n: u32,
+        /// Concentration parameter.
+        xr: u32,
+    },
+    /// `neighbor`: each radix-`xr * k` digit advanced by one.
+    Neighbor {
+        /// Radix parameter.
+        k: u32,
+        /// Digits.
+        n: u32,
+        /// Concentration parameter.
+        xr: u32,
+    },
+    /// `randperm`: a random permutation drawn from its own generator seeded with `perm_seed`.
+    RandPerm {
+        /// The permutation's seed.
+        seed: i64,
+    },
+    /// `diagonal`: the next node (`RandomInt(2) == 0`) or the source itself.
+    Diagonal,
+    /// `asymmetric`: the source modulo half the nodes, in the lower or (`RandomInt(1)`) upper
+    /// half.
+    Asymmetric,
+    /// `taper64` (64 nodes): half the time a random neighbour in an 8 x 8 grid (wrapping
+    /// linearly), else uniform.
+    Taper64,
+    /// `bad_dragon`: uniform within the next group of `2k * k` nodes.
+    BadDragon {
+        /// Radix parameter.
+        k: u32,
+    },
+    /// `badperm_yarc`: a random row of the source's column (radix `xr * k`).
+    BadPermYarc {
+        /// Radix parameter.
+        k: u32,
+        /// Concentration parameter.
+        xr: u32,
+    },
+    /// `background`: uniform, redrawn while the draw is an excluded node.
+    Background {
+        /// Nodes never chosen (one bit per node).
+        excluded: Vec<bool>,
+    },
+    /// `hotspot`: one of the hotspots, chosen by `RandomInt(sum of rates - 1)` (no draw with
+    /// a single hotspot).
+    HotSpot {
+        /// The hotspots.
+        spots: Vec<u32>,
+        /// Their relative rates.
+        rates: Vec<u32>,
+    },
+}
+
+impl Traffic {
+    /// The destination of each source for the permutation patterns (`None` for `uniform`),
+    /// or the first destination outside `0..nodes` (BookSim stops with "Incorrect packet
+    /// destination").
+    pub fn table(&self, nodes: usize) -> Result<Option<Vec<u32>>, usize> {
+        let bits = nodes.trailing_zeros();
+        let digits = |k: u32, n: u32, xr: u32, add: u64| -> Vec<u64> {
+            let radix = u64::from(xr) * u64::from(k);
+            (0..nodes as u64)
+                .map(|s| {
+                    let (mut offset, mut result) = (1u64, 0u64);
+                    for _ in 0..n {
+                        result = result.saturating_add(
+                            offset.saturating_mul(((s / offset) % radix + add) % radix),
+                        );
+                        offset = offset.saturating_mul(radix);
+                    }
+                    result
+                })
+                .collect()
+        };
+        let t: Vec<u64> = match *self {
+            Traffic::Uniform
+            | Traffic::Diagonal
+            | Traffic::Asymmetric
+            | Traffic::Taper64
+            | Traffic::BadDragon { .. }
+            | Traffic::BadPermYarc { .. }
+            | Traffic::Background { .. }
+            | Traffic::HotSpot { .. } => return Ok(None),
+            Traffic::BitComp => (0..nodes as u64).map(|s| !s & (nodes as u64 - 1)).collect(),
+            Traffic::Transpose => {
+                let shift = bits / 2;
+                let lo = (1u64 << shift) - 1;
+                (0..nodes as u64)
+                    .map(|s| ((s >> shift) & lo) | ((s << shift) & (lo << shift)))
+                    .collect()
+            }
+            Traffic::BitRev => (0..nodes as u64)
+                .map(|s| {
+                    let (mut src, mut r) = (s, 0u64);
+                    for _ in 0..bits {
+                        r = (r << 1) | (src & 1);
+                        src >>= 1;
+                    }
+                    r
+                })
+                .collect(),
+            Traffic::Shuffle => (0..nodes as u64)
+                .map(|s| {
+                    let sh = s << 1;
+                    (sh & (nodes as u64 - 1)) | u64::from(sh & nodes as u64 != 0)
+                })
+                .collect(),
+            Traffic::Tornado { k, n, xr } => {
+                let radix = u64::from(xr) * u64::from(k);
+                digits(k, n, xr, radix.div_ceil(2) - 1)
+            }
+            Traffic::Neighbor { k, n, xr } => digits(k, n, xr, 1),
+            Traffic::RandPerm { seed } => {
+                // BookSim saves the generators, reseeds with perm_seed, draws, and restores:
+                // the main streams are untouched (and are reseeded afterwards anyway).
+                let mut rng = KnuthInt::new(seed);
+                let mut dest = vec![u64::MAX; nodes];
+                // Free sources counted in a Fenwick tree, to find the ind-th free one in
+                // O(log nodes) (BookSim scans; the result is the same).
+                let mut tree = vec![0u32; nodes + 1];
+                for i in 1..=nodes {
+                    tree[i] += 1;
+                    let up = i + (i & i.wrapping_neg());
+                    if up <= nodes {
+                        tree[up] += tree[i];
+                    }
+                }
+                let top = if nodes == 0 {
+                    0
+                } else {
+                    1usize << (usize::BITS - 1 - nodes.leading_zeros())
+                };
+                for i in 0..nodes {
+                    // The (ind + 1)-th still unassigned source gets destination i.
+                    let ind = rng.int((nodes - 1 - i) as u32);
+                    let (mut pos, mut rem, mut step) = (0usize, ind, top);
+                    while step > 0 {
+                        if pos + step <= nodes && tree[pos + step] <= rem {
+                            pos += step;
+                            rem -= tree[pos];
+                        }
+                        step >>= 1;
+                    }
+                    // `pos` free sources lie before source `pos` (0-based), which is free.
+                    let j = pos;
+                    dest[j] = i as u64;
+                    let mut x = j + 1;
+                    while x <= nodes {
+                        tree[x] -= 1;
+                        x += x & x.wrapping_neg();
+                    }
+                }
+                dest
+            }
+        };
+        match t.iter().position(|&d| d >= nodes as u64) {
+            Some(s) => Err(t[s].min(usize::MAX as u64) as usize),
+            None => Ok(Some(t.into_iter().map(|d| d as u32).collect())),
+        }
+    }
+
+    /// The destination of a packet from `src` under a random pattern other than `uniform`,
+    /// drawn from BookSim's integer generator exactly as `traffic.cpp` draws it. The
+    /// permutation patterns (see [`Traffic::table`]) and `uniform` (drawn by the caller) give
+    /// `src`.
+    pub fn random_dest(&self, src: u32, nodes: u32, rng: &mut KnuthInt) -> u32 {
+        match self {
+            Traffic::Diagonal => {
+                if rng.int(2) == 0 {
+                    (src + 1) % nodes
+                } else {
+                    src
+                }
+            }
+            Traffic::Asymmetric => {
+                let half = nodes / 2;
+                src % half + if rng.int(1) != 0 { half } else { 0 }
+            }
+            Traffic::Taper64 => {
+                if rng.int(1) != 0 {
+                    // `64 + source + 8 * (RandomInt(2) - 1) + (RandomInt(2) - 1)`: g++
+                    // evaluates the left-hand call first (checked against BookSim2).
+                    let row = rng.int(2) as i64 - 1;
+                    let col = rng.int(2) as i64 - 1;
+                    ((64 + i64::from(src) + 8 * row + col) % 64) as u32
+                } else {
+                    rng.int(nodes - 1)
+                }
+            }
+            Traffic::BadDragon { k } => {
+                let grp = 2 * k * k;
+                (rng.int(grp - 1) + (src / grp + 1) * grp) % nodes
+            }
+            Traffic::BadPermYarc { k, xr } => {
+                let radix = xr * k;
+                rng.int(radix - 1) * radix + src / radix
+            }
+            Traffic::Background { excluded } => loop {
+                let d = rng.int(nodes - 1);
+                if !excluded.get(d as usize).copied().unwrap_or(false) {
+                    break d;
+                }
+            },
+            Traffic::HotSpot { spots, rates } => {
+                if spots.len() == 1 {
+                    return spots[0];
+                }
+                let max_val: u32 = rates.iter().sum::<u32>() - 1;
+                let mut pct = rng.int(max_val);
+                for (i, &limit) in rates.iter().enumerate().take(spots.len() - 1) {
+                    if limit > pct {
+                        return spots[i];
+                    }
+                    pct -= limit;
+                }
+                spots[spots.len() - 1]
+            }
+            _ => src,
+        }
+    }
+}
+
+/// BookSim's `tokenize_str`: a value starting with `{` is a list of its top-level
+/// comma-separated elements (nested braces kept whole, empty elements dropped); any other
+/// value, commas included, is one element; an empty value, no element.
+fn tokenize(data: &str) -> Vec<String> {
+    if data.is_empty() {
+        return Vec::new();
+    }
+    if !data.starts_with('{') {
+        return vec![data.to_string()];
+    }
+    let b = data.as_bytes();
+    let (mut out, mut start, mut nested) = (Vec::new(), 1, 0usize);
+    for (i, &c) in b.iter().enumerate().skip(1) {
+        match c {
+            b'{' => nested += 1,
+            b'}' if nested > 0 => nested -= 1,
+            b'}' | b',' if nested == 0 => {
+                if i > start {
+                    out.push(data[start..i].to_string());
+                }
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// C's `atoi`: optional leading whitespace and sign, then the longest run of digits; 0 when
+/// there is none (saturating instead of overflowing).
+fn atoi(s: &str) -> i64 {
+    let t = s.trim_start();
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let mut v: i64 = 0;
+    for c in digits.bytes().take_while(u8::is_ascii_digit) {
+        v = v.saturating_mul(10).saturating_add(i64::from(c - b'0'));
+    }
+    if neg {
+        -v
+    } else {
+        v
+    }
+}
+
+/// `injection_process`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Injection {
+    /// `bernoulli`: a packet with probability `rate` each cycle.
+    Bernoulli,
+    /// `on_off`: bursts (BookSim's `OnOffInjectionProcess`).
+    OnOff(OnOff),
+}
+
+/// The parameters of the on/off process as configured: exactly one of `alpha`, `beta`, `r1`
+/// is negative, and is derived from the others and the rate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OnOff {
+    /// Probability that an off source turns on.
+    pub alpha: f64,
+    /// Probability that an on source turns off.
+    pub beta: f64,
+    /// Injection probability while on.
+    pub r1: f64,
+    /// Each source's state at the start of every simulation.
+    pub initial: Vec<bool>,
 }
 
 /// `sim_type`.
@@ -323,6 +718,13 @@ pub enum SimType {
 pub struct BooksimConfig {
     /// Network.
     pub topology: Topology,
+    /// Latency of the router-to-router channels, cycles (2 for a torus with
+    /// `use_noc_latency`, else 1; injection and ejection channels always take 1).
+    pub link_latency: u32,
+    /// `traffic`.
+    pub traffic: Traffic,
+    /// `injection_process`.
+    pub injection: Injection,
     /// Router parameters (ports are filled in per router).
     pub router: RouterConfig,
     /// Flits per packet.
@@ -371,18 +773,12 @@ const INERT_KEYS: &[(&str, Option<&str>)] = &[
     ("c", None),
     ("x", None),
     ("y", None),
-    ("xr", None),
     ("yr", None),
-    ("use_noc_latency", None),
     ("fail_seed", None),
     ("in_ports", None),
     ("out_ports", None),
     ("output_delay", None),
     ("vct", None),
-    ("perm_seed", None),
-    ("burst_alpha", None),
-    ("burst_beta", None),
-    ("burst_r1", None),
     ("batch_size", None),
     ("batch_count", None),
     ("max_outstanding_requests", None),
@@ -439,12 +835,6 @@ const FIXED_KEYS: &[(&str, &str, &str)] = &[
     ),
     ("subnets", "1", "one network"),
     ("classes", "1", "one traffic class"),
-    (
-        "traffic",
-        "uniform",
-        "uniform random traffic (a node may pick itself)",
-    ),
-    ("injection_process", "bernoulli", "Bernoulli injection"),
     ("priority", "none", "no message priorities"),
     ("use_read_write", "0", "no request/reply traffic"),
     ("buffer_policy", "private", "private per-VC buffers"),
@@ -557,6 +947,268 @@ fn check_allocator(key: &str, name: &str) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// BookSim's `TrafficPattern::New`: `traffic` is a per-class list (`tokenize_str`; the first
+/// element serves the one class), each a pattern name with optional `(parameters)`, the
+/// parameters again a `tokenize_str` list read with `atoi` (so `tornado(4,2,1)` is *one*
+/// parameter, 4; `tornado({4,2,1})` is three).
+fn parse_traffic(
+    spec: &str,
+    k: i64,
+    n: i64,
+    xr: i64,
+    perm_seed: i64,
+    nodes: usize,
+    unseeded: &mut KnuthInt,
+) -> Result<Traffic, ConfigError> {
+    let refuse = |why: &str| unsupported("traffic", spec, why);
+    let classes = tokenize(spec);
+    let first = classes
+        .first()
+        .ok_or_else(|| refuse("an empty traffic list"))?
+        .as_str();
+    let (name, params) = match first.find('(') {
+        None => (first, Vec::new()),
+        Some(left) => {
+            let inner = match first.rfind(')') {
+                Some(right) if right > left => &first[left + 1..right],
+                _ => &first[left + 1..],
+            };
+            (&first[..left], tokenize(inner))
+        }
+    };
+    let param = |i: usize, default: i64| params.get(i).map_or(default, |p| atoi(p));
+    let positive = |v: i64, what: &str| -> Result<u32, ConfigError> {
+        if (1..=1 << 20).contains(&v) {
+            Ok(v as u32)
+        } else {
+            Err(refuse(&format!("{what} = {v}: must be 1..=2^20")))
+        }
+    };
+    let pow2 = nodes.is_power_of_two();
+    let traffic = match name {
+        "uniform" => Traffic::Uniform,
+        "bitcomp" | "bitrev" | "shuffle" | "transpose" => {
+            if !pow2 {
+                return Err(refuse(
+                    "bit permutations need a power-of-two number of terminals (BookSim's rule)",
+                ));
+            }
+            match name {
+                "bitcomp" => Traffic::BitComp,
+                "bitrev" => Traffic::BitRev,
+                "shuffle" => Traffic::Shuffle,
+                _ => {
+                    if nodes.trailing_zeros() % 2 != 0 {
+                        return Err(refuse(
+                            "transpose needs the number of terminals to be an even power of \
+                             two (BookSim's rule)",
+                        ));
+                    }
+                    Traffic::Transpose
+                }
+            }
+        }
+        "tornado" | "neighbor" | "badperm_yarc" => {
+            let k = positive(param(0, k), "k")?;
+            let n = positive(param(1, n), "n")?;
+            let xr = positive(param(2, xr), "xr")?;
+            match name {
+                "tornado" => Traffic::Tornado { k, n, xr },
+                "neighbor" => Traffic::Neighbor { k, n, xr },
+                _ => {
+                    let radix = u64::from(xr) * u64::from(k);
+                    let top = (radix - 1) * radix + (nodes as u64 - 1) / radix;
+                    if top >= nodes as u64 {
+                        return Err(refuse(&format!(
+                            "can send to terminal {top}, outside the {nodes} terminals \
+                             (BookSim stops with \"Incorrect packet destination\")"
+                        )));
+                    }
+                    Traffic::BadPermYarc { k, xr }
+                }
+            }
+        }
+        "bad_dragon" => {
+            // (BookSim also reads an `n` parameter, and does not use it.)
+            let k = positive(param(0, k), "k")?;
+            if 2 * u64::from(k) * u64::from(k) > 1 << 30 {
+                return Err(refuse("groups of 2k^2 nodes must stay below 2^30"));
+            }
+            Traffic::BadDragon { k }
+        }
+        "randperm" => Traffic::RandPerm {
+            seed: param(0, perm_seed),
+        },
+        "diagonal" => Traffic::Diagonal,
+        "asymmetric" => {
+            if nodes < 2 {
+                return Err(refuse("asymmetric needs at least 2 terminals"));
+            }
+            Traffic::Asymmetric
+        }
+        "taper64" => {
+            if nodes != 64 {
+                return Err(refuse(
+                    "taper64 needs exactly 64 terminals (BookSim's rule)",
+                ));
+            }
+            Traffic::Taper64
+        }
+        "background" => {
+            // BookSim reads the first parameter as an integer list: `background({{1,2}})`
+            // excludes 1 and 2, `background({1,2})` only 1.
+            let list = params
+                .first()
+                .ok_or_else(|| refuse("background needs its excluded nodes as a parameter"))?;
+            let mut excluded = vec![false; nodes];
+            for v in tokenize(list).iter().map(|t| atoi(t)) {
+                let slot = usize::try_from(v)
+                    .ok()
+                    .and_then(|i| excluded.get_mut(i))
+                    .ok_or_else(|| refuse(&format!("excluded node {v} is not a terminal")))?;
+                *slot = true;
+            }
+            if excluded.iter().all(|&e| e) {
+                return Err(refuse("every terminal is excluded"));
+            }
+            Traffic::Background { excluded }
+        }
+        "hotspot" => {
+            let spot_list = params.first().map_or("-1", String::as_str);
+            let mut spots = Vec::new();
+            // Unset hotspots (-1) are drawn when the pattern is built, before BookSim seeds
+            // its generators: from Knuth's default start, seed 314159 ("the user forgot to
+            // initialize").
+            for v in tokenize(spot_list).iter().map(|t| atoi(t)) {
+                if v < 0 {
+                    spots.push(unseeded.int(nodes as u32 - 1));
+                } else if (v as u64) < nodes as u64 {
+                    spots.push(v as u32);
+                } else {
+                    return Err(refuse(&format!("hotspot {v} is not a terminal")));
+                }
+            }
+            if spots.is_empty() {
+                return Err(refuse("no hotspots"));
+            }
+            let mut rates: Vec<i64> = match params.get(1) {
+                Some(r) => tokenize(r).iter().map(|t| atoi(t)).collect(),
+                None => Vec::new(),
+            };
+            let last = rates.last().copied().unwrap_or(1);
+            rates.resize(spots.len(), last);
+            let rates: Vec<u32> = rates
+                .into_iter()
+                .map(|r| u32::try_from(r).ok().filter(|&r| r <= 1 << 20))
+                .collect::<Option<_>>()
+                .ok_or_else(|| refuse("hotspot rates must be 0..=2^20"))?;
+            if spots.len() > 1 && rates.iter().sum::<u32>() == 0 {
+                return Err(refuse("hotspot rates sum to 0"));
+            }
+            Traffic::HotSpot { spots, rates }
+        }
+        _ => {
+            return Err(refuse(
+                "supported: uniform, bitcomp, transpose, bitrev, shuffle, tornado, neighbor, \
+                 randperm, diagonal, asymmetric, taper64, bad_dragon, badperm_yarc, \
+                 background, hotspot",
+            ))
+        }
+    };
+    if let Err(d) = traffic.table(nodes) {
+        return Err(refuse(&format!(
+            "sends to terminal {d}, outside the {nodes} terminals (BookSim stops with \
+             \"Incorrect packet destination\")"
+        )));
+    }
+    Ok(traffic)
+}
+
+/// BookSim's `InjectionProcess::New` (parameters read as in [`parse_traffic`], with `atof`).
+fn parse_injection(
+    spec: &str,
+    (burst_alpha, burst_beta, burst_r1): (f64, f64, f64),
+    traffic: &Traffic,
+    nodes: usize,
+    unseeded: &mut KnuthInt,
+) -> Result<Injection, ConfigError> {
+    let refuse = |why: &str| unsupported("injection_process", spec, why);
+    let classes = tokenize(spec);
+    let first = classes
+        .first()
+        .ok_or_else(|| refuse("an empty list"))?
+        .as_str();
+    let (name, params) = match first.find('(') {
+        None => (first, Vec::new()),
+        Some(left) => {
+            let inner = match first.rfind(')') {
+                Some(right) if right > left => &first[left + 1..right],
+                _ => &first[left + 1..],
+            };
+            (&first[..left], tokenize(inner))
+        }
+    };
+    match name {
+        "bernoulli" => Ok(Injection::Bernoulli),
+        "on_off" => {
+            let param = |i: usize, default: f64| params.get(i).map_or(default, |p| atof(p));
+            let (alpha, beta, r1) = (
+                param(0, burst_alpha),
+                param(1, burst_beta),
+                param(2, burst_r1),
+            );
+            let negatives = [alpha, beta, r1].iter().filter(|&&v| v < 0.0).count();
+            if negatives != 1 || [alpha, beta, r1].iter().any(|v| v.is_nan() || *v > 1.0) {
+                return Err(refuse(
+                    "exactly one of burst_alpha, burst_beta, burst_r1 must be negative (derived \
+                     from the rate), the others within [0, 1] (BookSim's rule)",
+                ));
+            }
+            let initial: Vec<bool> = if params.len() > 3 {
+                // BookSim reads the initial states from the *third* parameter (r1's).
+                let mut v: Vec<bool> = tokenize_ints(&params[2]).iter().map(|&x| x != 0).collect();
+                let last = *v.last().ok_or_else(|| refuse("no initial states"))?;
+                v.resize(nodes, last);
+                v
+            } else {
+                if matches!(traffic, Traffic::RandPerm { .. }) {
+                    // randperm reseeds BookSim's generator and restores only part of its
+                    // state: the draws that follow read what is left of the permutation's
+                    // buffer, then an all-zero generator.
+                    return Err(refuse(
+                        "with traffic = randperm, BookSim draws the initial on/off states from a \
+                         half-restored generator; give them explicitly",
+                    ));
+                }
+                (0..nodes).map(|_| unseeded.int(1) != 0).collect()
+            };
+            Ok(Injection::OnOff(OnOff {
+                alpha,
+                beta,
+                r1,
+                initial,
+            }))
+        }
+        _ => Err(refuse("supported: bernoulli, on_off")),
+    }
+}
+
+/// BookSim's `tokenize_int`: [`tokenize`] with each element read by `atoi`.
+fn tokenize_ints(data: &str) -> Vec<i64> {
+    tokenize(data).iter().map(|t| atoi(t)).collect()
+}
+
+/// C's `atof` for the forms configuration files use: the longest prefix that parses as a
+/// decimal number (0 when none).
+fn atof(s: &str) -> f64 {
+    let t = s.trim_start();
+    (1..=t.len())
+        .rev()
+        .filter(|&i| t.is_char_boundary(i))
+        .find_map(|i| t[..i].parse::<f64>().ok().filter(|v| v.is_finite()))
+        .unwrap_or(0.0)
+}
+
 impl BooksimConfig {
     /// Build a configuration from settings applied in order (later settings win).
     pub fn from_settings(settings: Vec<(String, Value, Origin)>) -> Result<Self, ConfigError> {
@@ -583,7 +1235,15 @@ impl BooksimConfig {
             }
         }
         let (k32, n32) = (k as u32, n as u32);
-        let nodes = (k as u128).checked_pow(n32).unwrap_or(u128::MAX);
+        let nodes = if topo_name == "dragonflynew" {
+            let p = k as u128;
+            (2 * p * p).saturating_mul(2 * p * p + 1)
+        } else {
+            (k as u128)
+                .checked_pow(n32)
+                .unwrap_or(u128::MAX)
+                .saturating_mul(if topo_name == "cmesh" { 4 } else { 1 })
+        };
         if nodes > 1 << 20 {
             return Err(unsupported(
                 "k",
@@ -591,24 +1251,126 @@ impl BooksimConfig {
                 "at most 2^20 terminals",
             ));
         }
+        // BookSim looks the routing function up as `routing_function` + `_` + `topology`.
         let topology = match topo_name.as_str() {
             "fly" => {
                 if rf != "dest_tag" {
-                    return Err(unsupported("routing_function", &rf, "fly uses dest_tag"));
+                    return Err(unsupported(
+                        "routing_function",
+                        &rf,
+                        "fly uses dest_tag (dest_tag_fly)",
+                    ));
                 }
                 Topology::Fly { k: k32, n: n32 }
             }
             "fattree" => {
                 if rf != "nca" {
-                    return Err(unsupported("routing_function", &rf, "fattree uses nca"));
+                    return Err(unsupported(
+                        "routing_function",
+                        &rf,
+                        "fattree uses nca (nca_fattree)",
+                    ));
                 }
                 Topology::FatTree { k: k32, n: n32 }
+            }
+            "mesh" => match rf.as_str() {
+                // `dor_mesh` is BookSim's alias of `dim_order_mesh`.
+                "dim_order" | "dor" => Topology::Mesh { k: k32, n: n32 },
+                "xy_yx" => Topology::MeshXyYx { k: k32, n: n32 },
+                _ => {
+                    return Err(unsupported(
+                        "routing_function",
+                        &rf,
+                        "mesh uses dim_order (dim_order_mesh, alias dor) or xy_yx (xy_yx_mesh)",
+                    ))
+                }
+            },
+            "cmesh" => {
+                let express =
+                    match rf.as_str() {
+                        "dor" => true,
+                        "dor_no_express" => false,
+                        _ => return Err(unsupported(
+                            "routing_function",
+                            &rf,
+                            "cmesh uses dor (dor_cmesh) or dor_no_express (dor_no_express_cmesh)",
+                        )),
+                    };
+                // CMesh::_ComputeSize asserts all of these ("broken" otherwise).
+                let geometry = [
+                    ("n", n, 2),
+                    ("c", raw.int("c", 1)?, 4),
+                    ("xr", raw.int("xr", 1)?, 2),
+                    ("yr", raw.int("yr", 1)?, 2),
+                ];
+                for (key, v, want) in geometry {
+                    if v != want {
+                        return Err(unsupported(
+                            key,
+                            v,
+                            &format!(
+                                "BookSim's cmesh works only with n = 2, c = 4, xr = yr = 2 \
+                                 (it asserts {key} = {want})"
+                            ),
+                        ));
+                    }
+                }
+                let (x, y) = (raw.int("x", 8)?, raw.int("y", 8)?);
+                if x != y {
+                    return Err(unsupported(
+                        "x",
+                        x,
+                        "BookSim's cmesh asserts x = y (the values are not used otherwise)",
+                    ));
+                }
+                if k % 2 != 0 {
+                    return Err(unsupported(
+                        "k",
+                        k,
+                        "the concentrated mesh's express channels pair rows and columns k/2 \
+                         apart: k must be even",
+                    ));
+                }
+                Topology::CMesh {
+                    k: k32,
+                    noc: raw.int("use_noc_latency", 1)? != 0,
+                    express,
+                }
+            }
+            "dragonflynew" => {
+                if rf != "min" {
+                    return Err(unsupported(
+                        "routing_function",
+                        &rf,
+                        "dragonflynew uses min (min_dragonflynew); ugal is adaptive and not \
+                         modelled",
+                    ));
+                }
+                if n != 1 {
+                    return Err(unsupported(
+                        "n",
+                        n,
+                        "BookSim's dragonflynew works only with n = 1 (it asserts n = 1)",
+                    ));
+                }
+                Topology::DragonFly { p: k32 }
+            }
+            "torus" => {
+                if rf != "dim_order" {
+                    return Err(unsupported(
+                        "routing_function",
+                        &rf,
+                        "torus uses dim_order (dim_order_torus)",
+                    ));
+                }
+                Topology::Torus { k: k32, n: n32 }
             }
             other => {
                 return Err(unsupported(
                     "topology",
                     other,
-                    "supported: fly (k, n; n = 1 is a crossbar) and fattree (k, n)",
+                    "supported: fly (k, n; n = 1 is a crossbar), fattree (k, n), mesh and \
+                     torus (k, n), cmesh (k; n = 2, c = 4), dragonflynew (k; n = 1)",
                 ))
             }
         };
@@ -620,7 +1382,66 @@ impl BooksimConfig {
                 raw.origin("k"),
             ));
         }
+        if matches!(
+            topology,
+            Topology::Mesh { .. } | Topology::MeshXyYx { .. } | Topology::Torus { .. }
+        ) && n > 24
+        {
+            return Err(bad(
+                "n",
+                &Value::Int(n),
+                "at most 24 dimensions",
+                raw.origin("n"),
+            ));
+        }
+        // kncube.cpp: with use_noc_latency (the default) torus channels take 2 cycles ("longer
+        // due to wrap around"), mesh channels 1; without it every channel takes 1. Injection
+        // and ejection channels always take 1. Other topologies ignore the key.
+        let use_noc_latency = raw.int("use_noc_latency", 1)? != 0;
+        let link_latency = match topology {
+            Topology::Torus { .. } if use_noc_latency => 2,
+            _ => 1,
+        };
 
+        let traffic_name = raw.string("traffic", "uniform");
+        let perm_seed = match raw.take("perm_seed") {
+            None => 0,
+            Some((Value::Int(v), _)) => v,
+            Some((v, origin)) => {
+                return Err(bad(
+                    "perm_seed",
+                    &v,
+                    "expects an integer (`time` is not reproducible)",
+                    origin,
+                ))
+            }
+        };
+        let xr = raw.int("xr", 1)?;
+        // Draws made before BookSim seeds its generators (unset hotspots, then the on/off
+        // process's initial states) come from Knuth's default start.
+        let mut unseeded = KnuthInt::new(314_159);
+        let traffic = parse_traffic(
+            &traffic_name,
+            k,
+            n,
+            xr,
+            perm_seed,
+            nodes as usize,
+            &mut unseeded,
+        )?;
+        let injection_name = raw.string("injection_process", "bernoulli");
+        let burst = (
+            raw.float("burst_alpha", 0.5)?,
+            raw.float("burst_beta", 0.5)?,
+            raw.float("burst_r1", -1.0)?,
+        );
+        let injection = parse_injection(
+            &injection_name,
+            burst,
+            &traffic,
+            nodes as usize,
+            &mut unseeded,
+        )?;
         for (key, want, why) in FIXED_KEYS {
             let got = raw.string(key, want);
             let got_norm = if *key == "packet_size_rate" && got == "{1}" {
@@ -684,6 +1505,31 @@ impl BooksimConfig {
         // Two corners BookSim2 itself cannot simulate (checked against BookSim2 master
         // 28f4329, spec-notes/validation.md, "BookSim2 as a reference tool"): there is no
         // BookSim behaviour to reproduce, so they are refused rather than invented.
+        // The routers' state is allocated up front: about 28 KiB per router (fixed-size
+        // allocator and queue tables) plus, per input VC, its 16-byte slots and about 256 bytes
+        // of bookkeeping (measured peak RSS with 4 VCs of 8 flits: 4,096 routers of 25 ports
+        // 0.27 GB, 65,536 of 33 ports 5.3 GB, 114,688 two-port routers 3.2 GB, 245,760 6.8 GB).
+        // Refuse what would not fit in 8 GiB rather than fail to allocate.
+        let (n_routers, n_ports) = topology.routers_and_ports();
+        let bytes = n_routers.saturating_mul(28 << 10).saturating_add(
+            n_ports
+                .saturating_mul(router.vcs as u128)
+                .saturating_mul(router.vc_buf_size as u128 * 16 + 256),
+        );
+        if bytes > 8 << 30 {
+            return Err(unsupported(
+                "k",
+                format!(
+                    "{k} (n = {n}, num_vcs = {}, vc_buf_size = {})",
+                    router.vcs, router.vc_buf_size
+                ),
+                &format!(
+                    "{n_routers} routers with {n_ports} ports need about {} GiB of router state \
+                     (limit 8 GiB)",
+                    bytes >> 30
+                ),
+            ));
+        }
         if router.internal_speedup < 1.0 {
             // IQRouter keeps at most one arriving flit per input between internal steps
             // (`_in_queue_flits` is a map): a second flit arriving before the next internal
@@ -785,8 +1631,26 @@ impl BooksimConfig {
             }
         };
 
+        if matches!(
+            topology,
+            Topology::Torus { .. } | Topology::MeshXyYx { .. } | Topology::DragonFly { .. }
+        ) && router.vcs < 2
+        {
+            // dim_order_torus and xy_yx_mesh split the VCs into two classes and assert that
+            // each has at least one VC.
+            return Err(unsupported(
+                "num_vcs",
+                router.vcs,
+                "the torus's dimension-order routing and xy_yx need at least 2 VCs (two VC \
+                 classes; BookSim2 stops on an assertion with 1)",
+            ));
+        }
+
         let cfg = BooksimConfig {
             topology,
+            link_latency,
+            traffic,
+            injection,
             router,
             packet_size: packet_size as u32,
             packet_rate,
@@ -913,12 +1777,76 @@ mod tests {
     fn errors_name_the_key() {
         for (ov, key) in [
             ("frobnicate=1", "frobnicate"),
-            ("topology=torus", "topology"),
+            ("topology=flatfly", "topology"),
+            ("topology=cmesh routing_function=dor", "`n = 1`"),
+            ("topology=cmesh routing_function=dor n=2", "`c = 1`"),
+            ("topology=cmesh routing_function=dor n=2 c=4", "`xr = 1`"),
+            ("topology=cmesh routing_function=dor n=2 c=4 xr=2", "`yr = 1`"),
+            ("topology=cmesh routing_function=dor c=4 xr=2 yr=2 n=3", "`n = 3`"),
+            ("topology=cmesh routing_function=dor c=4 xr=2 yr=2 n=2 k=3", "`k = 3`"),
+            ("topology=cmesh routing_function=dor c=4 xr=2 yr=2 n=2 x=4", "`x = 4`"),
+            ("topology=cmesh routing_function=xy_yx c=4 xr=2 yr=2 n=2", "`routing_function = xy_yx`"),
             ("routing_function=nca", "routing_function"),
+            (
+                "topology=torus routing_function=dim_order num_vcs=1",
+                "num_vcs",
+            ),
+            ("topology=torus routing_function=dor", "routing_function"),
+            (
+                "topology=torus routing_function=dim_order_bal",
+                "routing_function",
+            ),
+            (
+                "topology=mesh routing_function=min_adapt",
+                "routing_function",
+            ),
+            ("topology=mesh routing_function=xy_yx num_vcs=1", "`num_vcs = 1`"),
+            ("topology=mesh routing_function=adaptive_xy_yx", "routing_function"),
+            ("topology=mesh routing_function=dim_order traffic=hotspot(16)", "traffic"),
+            ("topology=mesh routing_function=dim_order traffic=taper64", "traffic"),
+            ("topology=mesh routing_function=dim_order traffic=background", "traffic"),
+            (
+                "topology=mesh routing_function=dim_order traffic=background({{0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15}})",
+                "traffic",
+            ),
+            ("topology=mesh routing_function=dim_order traffic=badperm_yarc n=1", "traffic"),
+            ("topology=mesh routing_function=dim_order traffic=bad_dragon(0)", "traffic"),
+            ("topology=mesh routing_function=dim_order traffic=hotspot({{1,2},{0,0}})", "traffic"),
+            ("topology=mesh routing_function=dim_order traffic={}", "traffic"),
+            (
+                "topology=mesh routing_function=dim_order traffic=tornado({4,2,0})",
+                "traffic",
+            ),
+            (
+                "topology=mesh routing_function=dim_order k=3 traffic=bitrev",
+                "traffic",
+            ),
+            (
+                "topology=mesh routing_function=dim_order k=2 n=3 traffic=transpose",
+                "traffic",
+            ),
+            ("topology=torus routing_function=dim_order k=2 n=20", "GiB"),
+            ("topology=dragonflynew routing_function=ugal k=2", "`routing_function = ugal`"),
+            ("topology=dragonflynew routing_function=min k=2 n=2", "`n = 2`"),
+            ("topology=dragonflynew routing_function=min k=2 num_vcs=1", "`num_vcs = 1`"),
+            ("topology=fly k=2 n=20", "GiB"),
+            (
+                "topology=mesh routing_function=dim_order xr=2 traffic=tornado",
+                "traffic",
+            ),
+            (
+                "topology=mesh routing_function=dim_order traffic=tornado(a)",
+                "traffic",
+            ),
+            ("perm_seed=time traffic=randperm", "perm_seed"),
             ("vc_allocator=islip", "vc_allocator"),
             ("sw_allocator=wavefront", "sw_allocator"),
-            ("traffic=transpose", "traffic"),
-            ("injection_process=on_off", "injection_process"),
+            ("traffic=bad_random", "traffic"),
+            ("injection_process=poisson", "injection_process"),
+            ("injection_process=on_off burst_r1=0.5", "injection_process"),
+            ("injection_process=on_off burst_alpha=-1.0", "injection_process"),
+            ("injection_process=on_off burst_beta=1.5", "injection_process"),
+            ("injection_process=on_off traffic=randperm", "injection_process"),
             ("router=event", "router"),
             ("sim_type=batch", "sim_type"),
             ("num_vcs=0", "num_vcs"),
@@ -937,6 +1865,262 @@ mod tests {
                 .expect_err(&ov.join(" "))
                 .to_string();
             assert!(e.contains(key), "{ov:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn kncube_topologies_and_their_latency() {
+        let mesh = BooksimConfig::from_text(XBAR, &["topology=mesh", "routing_function=dor"]);
+        let mesh = mesh.unwrap();
+        assert_eq!(mesh.topology, Topology::Mesh { k: 16, n: 1 });
+        assert_eq!(mesh.link_latency, 1);
+        let torus = ["topology=torus", "routing_function=dim_order", "k=4", "n=2"];
+        let t = BooksimConfig::from_text(XBAR, &torus).unwrap();
+        assert_eq!(
+            (t.topology, t.link_latency),
+            (Topology::Torus { k: 4, n: 2 }, 2)
+        );
+        let t = BooksimConfig::from_text(XBAR, &[&torus[..], &["use_noc_latency=0"]].concat());
+        assert_eq!(t.unwrap().link_latency, 1);
+        // use_noc_latency changes nothing for the fly.
+        let f = BooksimConfig::from_text(XBAR, &["use_noc_latency=0"]).unwrap();
+        assert_eq!(f.link_latency, 1);
+    }
+
+    #[test]
+    fn cmesh_geometry() {
+        let ov = [
+            "topology=cmesh",
+            "routing_function=dor",
+            "k=4",
+            "n=2",
+            "c=4",
+            "xr=2",
+            "yr=2",
+        ];
+        let c = BooksimConfig::from_text(XBAR, &ov).unwrap();
+        let cmesh = |noc, express| Topology::CMesh { k: 4, noc, express };
+        assert_eq!(c.topology, cmesh(true, true));
+        assert_eq!(c.topology.nodes(), 64);
+        let more = [
+            &ov[..],
+            &["use_noc_latency=0", "routing_function=dor_no_express"],
+        ]
+        .concat();
+        let c = BooksimConfig::from_text(XBAR, &more).unwrap();
+        assert_eq!(c.topology, cmesh(false, false));
+    }
+
+    /// BookSim's patterns on 16 nodes (k = 4, n = 2), worked by hand from `traffic.cpp`.
+    #[test]
+    fn permutation_patterns() {
+        let table = |t: &Traffic| t.table(16).unwrap().unwrap();
+        // 5 = 0101: complement 1010, transpose (swap 2-bit halves) 0101, reverse 1010,
+        // rotate left 1010.
+        assert_eq!(table(&Traffic::BitComp)[5], 10);
+        assert_eq!(table(&Traffic::Transpose)[5], 5);
+        assert_eq!(table(&Traffic::Transpose)[1], 4);
+        assert_eq!(table(&Traffic::BitRev)[1], 8);
+        assert_eq!(table(&Traffic::Shuffle)[9], 3);
+        // Tornado on radix 4 moves each digit by (4 + 1) / 2 - 1 = 1; on radix 5 by 2.
+        let tornado = Traffic::Tornado { k: 4, n: 2, xr: 1 };
+        assert_eq!(table(&tornado)[3], 4);
+        assert_eq!(table(&tornado)[6], 4 * 2 + 3);
+        let t5 = Traffic::Tornado { k: 5, n: 2, xr: 1 }
+            .table(25)
+            .unwrap()
+            .unwrap();
+        assert_eq!(t5[4 + 5 * 3], 1);
+        assert_eq!(
+            table(&Traffic::Neighbor { k: 4, n: 2, xr: 1 }),
+            table(&tornado)
+        );
+        // xr = 2 doubles the radix: digits beyond the nodes are refused.
+        assert!(Traffic::Tornado { k: 4, n: 2, xr: 2 }.table(16).is_err());
+        assert_eq!(Traffic::Uniform.table(16), Ok(None));
+        for t in [
+            Traffic::BitComp,
+            Traffic::Transpose,
+            Traffic::BitRev,
+            Traffic::Shuffle,
+            tornado,
+            Traffic::RandPerm { seed: 0 },
+            Traffic::RandPerm { seed: 7 },
+        ] {
+            let mut seen = table(&t);
+            seen.sort_unstable();
+            assert_eq!(
+                seen,
+                (0..16).collect::<Vec<u32>>(),
+                "{t:?} is a permutation"
+            );
+        }
+    }
+
+    /// BookSim's `tokenize_str` and `atoi`, as `TrafficPattern::New` uses them.
+    #[test]
+    fn traffic_parameters_are_read_as_booksim_reads_them() {
+        assert_eq!(tokenize(""), Vec::<String>::new());
+        assert_eq!(tokenize("4,2,1"), vec!["4,2,1"]);
+        assert_eq!(tokenize("{4,2,1}"), vec!["4", "2", "1"]);
+        assert_eq!(tokenize("{{0,5}},{{1,3}}"), vec!["{0,5}"]);
+        assert_eq!(tokenize("{{0,5},{1,3}}"), vec!["{0,5}", "{1,3}"]);
+        assert_eq!(tokenize("{a,,b}"), vec!["a", "b"]);
+        assert_eq!(
+            (atoi("4,2,1"), atoi(" -3x"), atoi("x"), atoi("+7")),
+            (4, -3, 0, 7)
+        );
+        let cfg = |t: &str| {
+            let tr = format!("traffic={t}");
+            let ov = [
+                "topology=mesh",
+                "routing_function=dim_order",
+                "k=4",
+                "n=2",
+                &tr,
+            ];
+            BooksimConfig::from_text(XBAR, &ov).unwrap().traffic
+        };
+        // One parameter, 4: n and xr come from the configuration.
+        assert_eq!(
+            cfg("tornado(4,1,3)"),
+            Traffic::Tornado { k: 4, n: 2, xr: 1 }
+        );
+        assert_eq!(
+            cfg("tornado({2,1,1})"),
+            Traffic::Tornado { k: 2, n: 1, xr: 1 }
+        );
+        assert_eq!(cfg("{bitcomp,uniform}"), Traffic::BitComp);
+        assert_eq!(cfg("randperm(5)"), Traffic::RandPerm { seed: 5 });
+        let mut excluded = vec![false; 16];
+        excluded[0] = true;
+        assert_eq!(
+            cfg("background({0,5,6})"),
+            Traffic::Background {
+                excluded: excluded.clone()
+            }
+        );
+        excluded[5] = true;
+        excluded[6] = true;
+        assert_eq!(
+            cfg("background({{0,5,6}})"),
+            Traffic::Background { excluded }
+        );
+        let spots = |spots: Vec<u32>, rates: Vec<u32>| Traffic::HotSpot { spots, rates };
+        // `hotspot({{0,5}},{{1,3}})` is one parameter (the parameter string does not start
+        // with a brace): the rates default to 1.
+        assert_eq!(
+            cfg("hotspot({{0,5}},{{1,3}})"),
+            spots(vec![0, 5], vec![1, 1])
+        );
+        assert_eq!(cfg("hotspot({{0,5},{1,3}})"), spots(vec![0, 5], vec![1, 3]));
+        assert_eq!(
+            cfg("hotspot({{0,5,9},2})"),
+            spots(vec![0, 5, 9], vec![2, 2, 2])
+        );
+        // An unset hotspot is drawn from Knuth's default start (seed 314159).
+        let first = KnuthInt::new(314_159).int(15);
+        assert_eq!(cfg("hotspot"), spots(vec![first], vec![1]));
+    }
+
+    /// The random patterns' destinations, drawn as `traffic.cpp` draws them.
+    #[test]
+    fn random_patterns_draw_as_booksim_does() {
+        let draws = |t: &Traffic, nodes: u32| {
+            let (mut a, mut b) = (KnuthInt::new(3), KnuthInt::new(3));
+            let got: Vec<u32> = (0..200)
+                .map(|i| t.random_dest(i % nodes, nodes, &mut a))
+                .collect();
+            (got, (0..400).map(|_| b.next_raw()).collect::<Vec<u32>>())
+        };
+        let (got, raw) = draws(&Traffic::Diagonal, 16);
+        for (i, &d) in got.iter().enumerate() {
+            let s = i as u32 % 16;
+            assert_eq!(d, if raw[i] % 3 == 0 { (s + 1) % 16 } else { s });
+        }
+        let (got, raw) = draws(&Traffic::Asymmetric, 16);
+        for (i, &d) in got.iter().enumerate() {
+            assert_eq!(d, i as u32 % 8 + 8 * (raw[i] % 2));
+        }
+        let (got, _) = draws(&Traffic::BadPermYarc { k: 4, xr: 1 }, 16);
+        for (i, &d) in got.iter().enumerate() {
+            assert_eq!(d % 4, (i as u32 % 16) / 4, "the source's row");
+        }
+        let mut excluded = vec![false; 16];
+        excluded[3] = true;
+        let (got, _) = draws(&Traffic::Background { excluded }, 16);
+        assert!(got.iter().all(|&d| d != 3 && d < 16));
+        let one = Traffic::HotSpot {
+            spots: vec![7],
+            rates: vec![1],
+        };
+        assert!(draws(&one, 16).0.iter().all(|&d| d == 7));
+        assert!(draws(&Traffic::Taper64, 64).0.iter().all(|&d| d < 64));
+    }
+
+    /// `on_off` as `InjectionProcess::New` reads it: parameters or `burst_*` keys, exactly one
+    /// negative; initial states from the unseeded generator (after any unset hotspots), or,
+    /// with four or more parameters, from the *third* one.
+    #[test]
+    fn on_off_parameters() {
+        let inj = |ov: &[&str]| BooksimConfig::from_text(XBAR, ov).unwrap().injection;
+        let mut unseeded = KnuthInt::new(314_159);
+        let drawn: Vec<bool> = (0..16).map(|_| unseeded.int(1) != 0).collect();
+        assert_eq!(
+            inj(&["injection_process=on_off"]),
+            Injection::OnOff(OnOff {
+                alpha: 0.5,
+                beta: 0.5,
+                r1: -1.0,
+                initial: drawn.clone()
+            })
+        );
+        // One unset hotspot is drawn first, from the same stream.
+        let mut unseeded = KnuthInt::new(314_159);
+        unseeded.int(15);
+        let after: Vec<bool> = (0..16).map(|_| unseeded.int(1) != 0).collect();
+        let Injection::OnOff(p) = inj(&["injection_process=on_off", "traffic=hotspot"]) else {
+            panic!("on_off")
+        };
+        assert_eq!(p.initial, after);
+        assert_ne!(after, drawn);
+        let Injection::OnOff(p) = inj(&["injection_process=on_off({0.25,-1.0,0.75,{1,0}})"]) else {
+            panic!("on_off")
+        };
+        assert_eq!((p.alpha, p.beta, p.r1), (0.25, -1.0, 0.75));
+        // atoi("0.75") = 0: every source starts off.
+        assert_eq!(p.initial, vec![false; 16]);
+        assert_eq!(
+            inj(&["injection_process={bernoulli}"]),
+            Injection::Bernoulli
+        );
+        assert_eq!(
+            (atof("0.25x"), atof("-1"), atof("abc"), atof(" 2e-1")),
+            (0.25, -1.0, 0.0, 0.2)
+        );
+    }
+
+    /// The random permutation is BookSim's scan (the (ind + 1)-th unassigned source gets the
+    /// next destination), found here with a Fenwick tree.
+    #[test]
+    fn random_permutation_is_booksims_scan() {
+        for (nodes, seed) in [(1usize, 0i64), (2, 3), (16, 0), (37, 7), (256, 12345)] {
+            let mut rng = super::super::rng::KnuthInt::new(seed);
+            let mut dest = vec![-1i64; nodes];
+            for i in 0..nodes {
+                let ind = rng.int((nodes - 1 - i) as u32) as usize;
+                let (mut j, mut cnt) = (0, 0);
+                while cnt < ind || dest[j] != -1 {
+                    if dest[j] == -1 {
+                        cnt += 1;
+                    }
+                    j += 1;
+                }
+                dest[j] = i as i64;
+            }
+            let want: Vec<u32> = dest.iter().map(|&d| d as u32).collect();
+            let got = Traffic::RandPerm { seed }.table(nodes).unwrap().unwrap();
+            assert_eq!(got, want, "{nodes} nodes, seed {seed}");
         }
     }
 

@@ -28,7 +28,7 @@ fn say(line: &str) {
     let _ = writeln!(std::io::stdout().lock(), "{line}");
 }
 
-pub use config::{BooksimConfig, ConfigError, SimType, Topology};
+pub use config::{BooksimConfig, ConfigError, Injection, OnOff, SimType, Topology, Traffic};
 pub use sim::{Outcome, Sim, SimError, SimResult};
 
 /// BookSim2's measured speed on these machines (64-port crossbar, 0.5 load, 1-flit packets).

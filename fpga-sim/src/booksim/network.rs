@@ -1,14 +1,17 @@
-//! BookSim's networks built from [`IqRouter`]s: k-ary n-flies and fat trees, their channels,
-//! and their routing functions (`dest_tag`, `nca`).
+//! BookSim's networks built from [`IqRouter`]s: k-ary n-flies, fat trees, meshes and tori
+//! (k-ary n-cubes), their channels, and their routing functions (`dest_tag`, `nca`,
+//! `dim_order`).
 //!
-//! Channels are BookSim's: one flit per cycle with a latency of 1 cycle. A value sent in
-//! cycle `t` (by a router's write phase, or by a terminal) is received in the read phase of
-//! cycle `t + latency + 1`, because BookSim's channel takes its input in the next cycle's read
-//! phase and presents it in the write phase `latency` cycles after that. Every flit channel
-//! has a credit channel running the other way with the same timing.
+//! Channels are BookSim's: one flit per cycle with a latency of 1 cycle (2 for a torus's
+//! router-to-router channels with `use_noc_latency`). A value sent in cycle `t` (by a router's
+//! write phase, or by a terminal) is received in the read phase of cycle `t + latency + 1`,
+//! because BookSim's channel takes its input in the next cycle's read phase and presents it in
+//! the write phase `latency` cycles after that. Every flit channel has a credit channel running
+//! the other way with the same timing.
 
 use super::config::Topology;
 use super::rng::KnuthInt;
+use super::sim::Packet;
 use crate::router::{Flit, IqRouter, Route, RouterConfig, RouterConfigError, RoutingFunction};
 
 /// One end of a channel.
@@ -25,16 +28,16 @@ pub enum End {
     },
 }
 
-/// Fixed-latency channels, all of one kind: per arrival slot, the list of deliveries due.
-/// Reading a cycle's deliveries costs time proportional to what arrives, not to the number
-/// of channels.
+/// Channels of one kind (flits or credits) with latencies of at most `latency` cycles: per
+/// arrival slot, the list of deliveries due. Reading a cycle's deliveries costs time
+/// proportional to what arrives, not to the number of channels.
 pub struct Channels<T: Copy> {
     depth: u64,
     lists: Vec<Vec<(u32, T)>>,
 }
 
 impl<T: Copy> Channels<T> {
-    /// Channels of `latency` cycles, expecting about `per_cycle` deliveries per cycle.
+    /// Channels of at most `latency` cycles, expecting about `per_cycle` deliveries per cycle.
     pub fn new(per_cycle: usize, latency: usize) -> Self {
         Channels {
             depth: latency as u64 + 1,
@@ -44,10 +47,18 @@ impl<T: Copy> Channels<T> {
         }
     }
 
-    /// The slot of cycle `t` (compute once per cycle).
+    /// The slot of cycle `t` (compute once per cycle): where cycle `t`'s deliveries are, and
+    /// where values sent in cycle `t` on channels of the maximum latency go.
     #[inline]
     pub fn slot(&self, t: u64) -> usize {
         (t % self.depth) as usize
+    }
+
+    /// Where values sent in cycle `t` on a channel of `latency` cycles (at most the maximum)
+    /// go: the slot of cycle `t + latency + 1`.
+    #[inline]
+    pub fn slot_after(&self, t: u64, latency: u32) -> usize {
+        ((t + u64::from(latency) + 1) % self.depth) as usize
     }
 
     /// Send on channel `c` in the cycle whose slot is `slot`.
@@ -98,6 +109,8 @@ pub struct Wiring {
     pub router_out: Vec<Vec<u32>>,
     /// VCs per channel.
     pub vcs: u8,
+    /// Latency of each channel, cycles (injection and ejection channels take 1).
+    pub latency: Vec<u32>,
     /// Routing table: output port of router `r` for destination `d` at `r * nodes + d`,
     /// `UP` for "any up port" (fat tree); empty when too large (computed instead).
     table: Vec<u16>,
@@ -119,8 +132,22 @@ impl Wiring {
         self.nodes + n
     }
 
-    /// The output port `dest_tag` / `nca` picks at router `router` for `dest`, or `None` for
-    /// "any up port" (fat tree, destination not below this router).
+    /// Whether channel `c` is a router-to-router channel, not an injection or ejection
+    /// channel.
+    #[inline]
+    pub fn is_link(&self, c: usize) -> bool {
+        c >= 2 * self.nodes
+    }
+
+    /// The longest channel latency.
+    pub fn max_latency(&self) -> u32 {
+        self.latency.iter().copied().max().unwrap_or(1)
+    }
+
+    /// The output port `dest_tag` / `nca` / `dim_order_mesh` picks at router `router` for
+    /// `dest`, or `None` for "any up port" (fat tree, destination not below this router) and
+    /// for every torus route (it depends on the input port and the packet's source, and may
+    /// draw: see `BookSimRouting::torus_route`).
     pub fn port_for(&self, router: u32, dest: usize) -> Option<usize> {
         match self.topology {
             Topology::Fly { k, n } => {
@@ -147,10 +174,39 @@ impl Wiring {
                     None
                 }
             }
+            Topology::Mesh { k, n } => {
+                // dor_next_mesh: the lowest dimension whose digit differs, towards the
+                // destination (port 2d up, 2d + 1 down); port 2n ejects.
+                let (k, mut cur, mut dest) = (k as usize, router as usize, dest);
+                for dim in 0..n as usize {
+                    let (c, d) = (cur % k, dest % k);
+                    if c != d {
+                        return Some(2 * dim + usize::from(c > d));
+                    }
+                    cur /= k;
+                    dest /= k;
+                }
+                Some(2 * n as usize)
+            }
+            // Depend on the input port (and VC) and may draw a random number: see
+            // `torus_route` and `xy_yx_route`.
+            Topology::Torus { .. } | Topology::MeshXyYx { .. } => None,
+            Topology::DragonFly { p } => Some(dragonfly_port(p as usize, router as usize, dest)),
+            Topology::CMesh { k, express, .. } => {
+                // dor_cmesh / dor_no_express_cmesh: the terminal's port at its router, else
+                // cmesh_next towards the destination's router.
+                let (to, port) = cmesh_terminal(k, dest);
+                Some(if to == router as usize {
+                    port
+                } else {
+                    4 + cmesh_next(k as usize, router as usize, to, express)
+                })
+            }
         }
     }
 
     /// Hops (routers) from `src` to `dest`.
+    #[inline]
     pub fn hops(&self, src: usize, dest: usize) -> u32 {
         match self.topology {
             Topology::Fly { n, .. } => n,
@@ -166,8 +222,159 @@ impl Wiring {
                 let _ = n;
                 2 * up + 1
             }
+            Topology::Mesh { k, n } | Topology::MeshXyYx { k, n } => {
+                kncube_hops(k, n, src, dest, false)
+            }
+            Topology::Torus { k, n } => kncube_hops(k, n, src, dest, true),
+            Topology::CMesh { k, express, .. } => cmesh_hops(k, express, src, dest),
+            Topology::DragonFly { p } => dragonfly_hops(p as usize, src, dest),
         }
     }
+}
+
+/// `dragonfly_port` (min routing): at the destination's router its terminal port; at the
+/// router of this group holding the global link towards the destination's group, that link
+/// (ports `p + a - 1 ..`); otherwise the local port towards that router (local ports
+/// `p .. p + a - 1` skip the router itself).
+fn dragonfly_port(p: usize, r: usize, dest: usize) -> usize {
+    let a = 2 * p;
+    let (grp, dest_grp) = (r / a, dest / (a * p));
+    let (grp_rid, grp_output) = if dest_grp == grp {
+        (dest / p, 0)
+    } else {
+        let out = if grp > dest_grp {
+            dest_grp
+        } else {
+            dest_grp - 1
+        };
+        (out / p + grp * a, out)
+    };
+    if dest / p == r {
+        dest % p
+    } else if grp_rid == r {
+        p + (a - 1) + grp_output % p
+    } else if r < grp_rid {
+        grp_rid % a - 1 + p
+    } else {
+        grp_rid % a + p
+    }
+}
+
+/// Routers on a dragonfly min route, walked (out of line, like [`kncube_hops`]).
+#[inline(never)]
+fn dragonfly_hops(p: usize, src: usize, dest: usize) -> u32 {
+    let (mut r, mut hops) = (src / p, 1);
+    loop {
+        let port = dragonfly_port(p, r, dest);
+        if port < p || hops > 8 {
+            return hops;
+        }
+        r = dragonfly_neighbour(p, r, port);
+        hops += 1;
+    }
+}
+
+/// The router behind output `port` (at least `p`) of dragonfly router `r`.
+fn dragonfly_neighbour(p: usize, r: usize, port: usize) -> usize {
+    let a = 2 * p;
+    let (grp, local) = (r / a, r % a);
+    let j = port - p;
+    if j < a - 1 {
+        // Local: output j reaches local router j, or j + 1 from j = local on.
+        grp * a + if j < local { j } else { j + 1 }
+    } else {
+        // Global output m = j - (a - 1) of local router `local` serves group index
+        // local * p + m, counted without the own group.
+        let out = local * p + (j - (a - 1));
+        let to_grp = if out < grp { out } else { out + 1 };
+        // The receiving router: in group to_grp, the one whose global outputs include ours.
+        let back = if grp < to_grp { grp } else { grp - 1 };
+        to_grp * a + back / p
+    }
+}
+
+/// Router and port of terminal `t` in the concentrated mesh (`CMesh::NodeToRouter`,
+/// `NodeToPort` with c = 4: terminals form a 2k x 2k grid, row-major; each router serves a
+/// 2 x 2 block, ports 0-3 row-major within it).
+fn cmesh_terminal(k: u32, t: usize) -> (usize, usize) {
+    let k = k as usize;
+    let (row, col) = (t / (2 * k), t % (2 * k));
+    ((row / 2) * k + col / 2, 2 * (row % 2) + col % 2)
+}
+
+/// `cmesh_next` (express) / `cmesh_next_no_express`: the network port (0 +x, 1 -x, 2 +y,
+/// 3 -y) from router `cur` towards router `dest`, x first. With express channels, a move of
+/// more than k/2 - 1 along an edge row (column) takes that edge's outward channel instead,
+/// which BookSim wires to the router k/2 along the same edge.
+fn cmesh_next(k: usize, cur: usize, dest: usize, express: bool) -> usize {
+    let (cy, cx, dy, dx) = (cur / k, cur % k, dest / k, dest % k);
+    let far = |d: usize| express && d > k / 2 - 1;
+    if cx != dx {
+        if far(cx.abs_diff(dx)) {
+            if cy == 0 {
+                return 3;
+            }
+            if cy == k - 1 {
+                return 2;
+            }
+        }
+        return usize::from(cx > dx);
+    }
+    if cy != dy {
+        if far(cy.abs_diff(dy)) {
+            if cx == 0 {
+                return 1;
+            }
+            if cx == k - 1 {
+                return 0;
+            }
+        }
+        return 2 + usize::from(cy > dy);
+    }
+    0
+}
+
+/// The router a concentrated-mesh output port leads to (see [`build`]).
+fn cmesh_neighbour(k: usize, r: usize, port: usize) -> usize {
+    let (y, x, h) = (r / k, r % k, k / 2);
+    let other = |v: usize| if v < h { v + h } else { v - h };
+    match port {
+        0 if x == k - 1 => other(y) * k + x,
+        0 => r + 1,
+        1 if x == 0 => other(y) * k + x,
+        1 => r - 1,
+        2 if y == k - 1 => y * k + other(x),
+        2 => r + k,
+        _ if y == 0 => other(x),
+        _ => r - k,
+    }
+}
+
+/// Routers on a concentrated-mesh route (out of line, like [`kncube_hops`]).
+#[inline(never)]
+fn cmesh_hops(k: u32, express: bool, src: usize, dest: usize) -> u32 {
+    let kk = k as usize;
+    let (mut r, to) = (cmesh_terminal(k, src).0, cmesh_terminal(k, dest).0);
+    let mut hops = 1;
+    while r != to && hops <= 4 * k {
+        r = cmesh_neighbour(kk, r, cmesh_next(kk, r, to, express));
+        hops += 1;
+    }
+    hops
+}
+
+/// Routers on a minimal route in a mesh or torus (a torus tie goes either way, k / 2 hops).
+/// Out of line so that [`Wiring::hops`] stays small enough to inline for the fly.
+#[inline(never)]
+fn kncube_hops(k: u32, n: u32, src: usize, dest: usize, torus: bool) -> u32 {
+    let (k, mut s, mut d, mut hops) = (k as usize, src, dest, 1);
+    for _ in 0..n {
+        let delta = (s % k).abs_diff(d % k);
+        hops += if torus { delta.min(k - delta) } else { delta } as u32;
+        s /= k;
+        d /= k;
+    }
+    hops
 }
 
 fn powi(k: u32, e: u32) -> usize {
@@ -175,14 +382,14 @@ fn powi(k: u32, e: u32) -> usize {
 }
 
 /// Build the routers and wiring of `topology` with router parameters `base`.
+/// Router-to-router channels take `link_latency` cycles (see [`Wiring::is_link`]).
 pub fn build(
     topology: Topology,
+    link_latency: u32,
     base: &RouterConfig,
 ) -> Result<(Wiring, Vec<IqRouter>), RouterConfigError> {
     let nodes = topology.nodes();
-    let (k, n) = match topology {
-        Topology::Fly { k, n } | Topology::FatTree { k, n } => (k, n),
-    };
+    let (k, n) = topology.k_n();
     let per_level = powi(k, n - 1);
     let (mut routers, radix_in, radix_out): (Vec<IqRouter>, Vec<usize>, Vec<usize>);
     let internal;
@@ -205,6 +412,27 @@ pub fn build(
                 .collect();
             radix_out = radix_in.clone();
         }
+        Topology::Mesh { .. } | Topology::MeshXyYx { .. } | Topology::Torus { .. } => {
+            // kncube.cpp: one router per terminal, 2n + 1 ports; a mesh has the torus's
+            // wrap-around channels too (its routing never takes them).
+            internal = 2 * n as usize * nodes;
+            radix_in = vec![2 * n as usize + 1; nodes];
+            radix_out = radix_in.clone();
+        }
+        Topology::DragonFly { .. } => {
+            // dragonfly.cpp: 2p routers per group, each p terminal, 2p - 1 local and p global
+            // ports; BookSim's channel count (3p - 1 per router).
+            let routers_n = nodes / k as usize;
+            internal = routers_n * (3 * k as usize - 1);
+            radix_in = vec![4 * k as usize - 1; routers_n];
+            radix_out = radix_in.clone();
+        }
+        Topology::CMesh { .. } => {
+            // cmesh.cpp: k^2 routers of 4 terminal ports and 4 network ports.
+            internal = 4 * per_level * k as usize;
+            radix_in = vec![8; per_level * k as usize];
+            radix_out = radix_in.clone();
+        }
     }
     routers = Vec::with_capacity(radix_in.len());
     for (id, (&ri, &ro)) in radix_in.iter().zip(&radix_out).enumerate() {
@@ -225,6 +453,9 @@ pub fn build(
         router_in: radix_in.iter().map(|&r| vec![u32::MAX; r]).collect(),
         router_out: radix_out.iter().map(|&r| vec![u32::MAX; r]).collect(),
         vcs: base.vcs as u8,
+        latency: (0..chans)
+            .map(|c| if c >= 2 * nodes { link_latency } else { 1 })
+            .collect(),
         table: Vec::new(),
     };
     let connect_in = |w: &mut Wiring, c: usize, r: usize, port: usize| {
@@ -327,15 +558,146 @@ pub fn build(
                 }
             }
         }
-    }
-    if let Topology::Fly { .. } = topology {
-        // dest_tag routes are a function of the router and destination alone (no random
-        // up-link draws, unlike nca), so the routers may use their one-cycle pipeline.
-        for r in &mut routers {
-            r.set_order_free_routing(true);
+        // Wired below.
+        Topology::CMesh { .. } | Topology::DragonFly { .. } => {}
+        Topology::Mesh { .. } | Topology::MeshXyYx { .. } | Topology::Torus { .. } => {
+            // kncube.cpp: for each dimension d, input 2d comes from the right neighbour (its left
+            // channel), input 2d + 1 from the left neighbour (its right channel); output 2d is
+            // this router's right channel, 2d + 1 its left one; port 2n is the terminal's.
+            // Channel 2n * node + 2d is node's right channel, + 1 its left one.
+            let (kk, nn) = (k as usize, n as usize);
+            for node in 0..nodes {
+                connect_in(&mut w, node, node, 2 * nn);
+                connect_out(&mut w, nodes + node, node, 2 * nn);
+                let mut k_to_dim = 1;
+                for dim in 0..nn {
+                    let loc = (node / k_to_dim) % kk;
+                    let left = if loc == 0 {
+                        node + (kk - 1) * k_to_dim
+                    } else {
+                        node - k_to_dim
+                    };
+                    let right = if loc == kk - 1 {
+                        node - (kk - 1) * k_to_dim
+                    } else {
+                        node + k_to_dim
+                    };
+                    let chan = |node: usize, left: bool| {
+                        2 * nodes + 2 * nn * node + 2 * dim + usize::from(left)
+                    };
+                    connect_in(&mut w, chan(right, true), node, 2 * dim);
+                    connect_in(&mut w, chan(left, false), node, 2 * dim + 1);
+                    connect_out(&mut w, chan(node, false), node, 2 * dim);
+                    connect_out(&mut w, chan(node, true), node, 2 * dim + 1);
+                    k_to_dim *= kk;
+                }
+            }
         }
     }
-    if routers.len() * nodes <= 1 << 22 {
+    if let Topology::CMesh { k, noc, .. } = topology {
+        // cmesh.cpp: terminal t at (cmesh_terminal); channel 4 * ... numbered as BookSim's
+        // px/nx/py/ny_out = k y + x + {0,1,2,3} k^2. Output ports 4..8 are +x, -x, +y, -y;
+        // input port 4 + d receives the channel arriving from direction d's side (the
+        // neighbour's opposite output, or an edge's express channel). Latencies with
+        // use_noc_latency: 2 (the concentration) for ordinary links, k (= 2 * k / 2) for the
+        // edge channels; 1 without.
+        let kk = k as usize;
+        let routers_n = kk * kk;
+        for t in 0..nodes {
+            let (r, port) = cmesh_terminal(k, t);
+            connect_in(&mut w, t, r, port);
+            connect_out(&mut w, nodes + t, r, port);
+        }
+        let chan = |r: usize, dir: usize| 2 * nodes + r + dir * routers_n;
+        for r in 0..routers_n {
+            let (y, x) = (r / kk, r % kk);
+            for dir in 0..4 {
+                let c = chan(r, dir);
+                connect_out(&mut w, c, r, 4 + dir);
+                let to = cmesh_neighbour(kk, r, dir);
+                let edge = match dir {
+                    0 => x == kk - 1,
+                    1 => x == 0,
+                    2 => y == kk - 1,
+                    _ => y == 0,
+                };
+                // An ordinary channel travelling in direction `dir` arrives on the input of
+                // the opposite side (a +x channel comes in from -x); an edge channel joins
+                // two routers of the same edge and arrives on the input of its own direction.
+                connect_in(&mut w, c, to, 4 + if edge { dir } else { dir ^ 1 });
+                w.latency[c] = match (noc, edge) {
+                    (false, _) => 1,
+                    (true, true) => k,
+                    (true, false) => 2,
+                };
+            }
+        }
+    }
+    if let Topology::DragonFly { p } = topology {
+        // dragonfly.cpp, literally: terminal c = p r + i on port i of router r; BookSim's
+        // channel (3p - 1) r + j leaves router r on output p + j (j < 2p - 1: local, else
+        // global); each router's inputs p.. take the channels `_BuildNet` computes.
+        let (p, a) = (p as usize, 2 * p as usize);
+        let per = 3 * p - 1;
+        let routers_n = nodes / p;
+        for t in 0..nodes {
+            connect_in(&mut w, t, t / p, t % p);
+            connect_out(&mut w, nodes + t, t / p, t % p);
+        }
+        for c in 0..routers_n * per {
+            connect_out(&mut w, 2 * nodes + c, c / per, p + c % per);
+            // dragonfly.cpp defines DRAGON_LATENCY: local channels (and their credits) take
+            // 10 cycles, global ones 100, whatever use_noc_latency says.
+            w.latency[2 * nodes + c] = if c % per < 2 * p - 1 { 10 } else { 100 };
+        }
+        for node in 0..routers_n {
+            let (grp, dim) = (node / a, node % a);
+            for cnt in 0..2 * p - 1 {
+                let input = if cnt < dim {
+                    grp * per * a + cnt * per + (dim - 1)
+                } else {
+                    grp * per * a + dim * per + (cnt - dim + 1) * per + dim
+                };
+                connect_in(&mut w, 2 * nodes + input, node, p + cnt);
+            }
+            for cnt in 0..p {
+                let grp_output = dim * p + cnt;
+                let input = if grp > grp_output {
+                    grp_output * per * a + (per - p) * ((grp - 1) / p) + (per - p) + grp - 1
+                } else {
+                    (grp_output + 1) * per * a + (per - p) * (grp / p) + (per - p) + grp
+                };
+                connect_in(&mut w, 2 * nodes + input, node, p + 2 * p - 1 + cnt);
+            }
+        }
+    }
+    match topology {
+        // dest_tag and dim_order_mesh routes are a function of the router and destination
+        // alone (no random up-link draws, unlike nca), so the routers may use their one-cycle
+        // pipeline. So are dim_order_torus routes when k is odd (no tie to break at random):
+        // they depend on the input port and the packet's source, both arguments.
+        // dragonflynew's min routes depend on the router, destination and source only; its
+        // random draw is at injection, outside the routers.
+        Topology::Fly { .. }
+        | Topology::Mesh { .. }
+        | Topology::CMesh { .. }
+        | Topology::DragonFly { .. } => {
+            for r in &mut routers {
+                r.set_order_free_routing(true);
+            }
+        }
+        Topology::Torus { k, .. } if k % 2 == 1 => {
+            for r in &mut routers {
+                r.set_order_free_routing(true);
+            }
+        }
+        _ => {}
+    }
+    if !matches!(
+        topology,
+        Topology::Torus { .. } | Topology::MeshXyYx { .. } | Topology::DragonFly { .. }
+    ) && routers.len() * nodes <= 1 << 22
+    {
         let mut table = Vec::with_capacity(routers.len() * nodes);
         for r in 0..routers.len() {
             for d in 0..nodes {
@@ -361,35 +723,148 @@ pub struct BookSimRouting<'a> {
     pub wiring: &'a Wiring,
     /// BookSim's integer generator.
     pub rng: &'a mut KnuthInt,
+    /// The packets in flight, indexed by a flit's `payload` (the torus's dateline class
+    /// depends on the packet's source).
+    pub packets: &'a [Packet],
 }
 
 impl BookSimRouting<'_> {
     /// Route at router `router` (not at injection).
-    #[inline]
+    #[inline(always)]
     pub fn route_at(&mut self, router: u32, in_port: usize, f: &Flit) -> Route {
-        let _ = in_port;
         let w = self.wiring;
         let dest = f.dest as usize;
-        let entry = if w.table.is_empty() {
-            w.port_for(router, dest).map_or(UP, |p| p as u16)
-        } else {
+        let entry = if !w.table.is_empty() {
             w.table[router as usize * w.nodes + dest]
+        } else if let Topology::Torus { k, n } = w.topology {
+            return self.torus_route(router, in_port, f, k, n);
+        } else if let Topology::MeshXyYx { k, n } = w.topology {
+            return self.xy_yx_route(router, in_port, f, k, n);
+        } else if let Topology::DragonFly { p } = w.topology {
+            return self.dragonfly_route(router, f, p);
+        } else {
+            w.port_for(router, dest).map_or(UP, |p| p as u16)
         };
         let port = if entry == UP {
             // A random up port, drawn when BookSim draws it (route computation).
-            let k = match w.topology {
-                Topology::Fly { k, .. } | Topology::FatTree { k, .. } => k,
-            };
+            let k = w.topology.k_n().0;
             (k + self.rng.int(k - 1)) as u16
         } else {
             entry
         };
         Route::new(port, 0, w.vcs - 1)
     }
+
+    /// `dim_order_torus` (`dor_next_torus` without balancing): in the lowest dimension whose
+    /// digit differs, continue in the direction the packet travels (output = input port ^ 1),
+    /// or, when turning into that dimension (from another dimension or from the terminal), go
+    /// the shorter way, a tie (k even, k / 2 apart) broken by `RandomInt(1)` (1: up). The VC
+    /// range is split into two classes of `vcs / 2` VCs: the lower `vcs - vcs / 2` VCs for
+    /// partition 0, the upper `vcs / 2` for partition 1 (the two overlap when `vcs` is odd).
+    /// The partition is decided on turning into a dimension and kept while travelling in it:
+    /// 1 when the current digit is above the destination's (BookSim tests `cur > dest` going
+    /// up and `dest < cur` going down: the same test, whichever way the packet goes). A packet
+    /// turns into dimension d at a router whose digit d is still its source's, so the
+    /// partition is `src_d > dest_d`, recomputed here from the packet's source instead of being
+    /// carried in the flit (BookSim's `f->ph`). At the destination router: the ejection port
+    /// and every VC.
+    /// `xy_yx_mesh`: at the destination router the ejection port and every VC; else XY
+    /// (`dor_next_mesh`, lowest differing dimension first) or YX (highest first) order, chosen
+    /// at the first router by `RandomInt(1)` (1: XY) and afterwards read from the VC the flit
+    /// arrived on (below `vcs / 2`: XY); XY packets take the lower `vcs - vcs / 2` VCs, YX
+    /// the upper `vcs / 2` (overlapping in the middle VC when `vcs` is odd, where BookSim
+    /// then reads the order as YX).
+    #[inline(never)]
+    fn xy_yx_route(&mut self, router: u32, in_port: usize, f: &Flit, k: u32, n: u32) -> Route {
+        let vcs = self.wiring.vcs;
+        let (k, n) = (k as usize, n as usize);
+        let (cur, dest) = (router as usize, f.dest as usize);
+        if cur == dest {
+            return Route::new(2 * n as u16, 0, vcs - 1);
+        }
+        let avail = vcs / 2;
+        let xy = if in_port < 2 * n {
+            f.vc < avail
+        } else {
+            self.rng.int(1) > 0
+        };
+        let digit = |v: usize, d: u32| (v / k.pow(d)) % k;
+        let dim = if xy {
+            (0..n as u32).find(|&d| digit(cur, d) != digit(dest, d))
+        } else {
+            (1..n as u32)
+                .rev()
+                .find(|&d| digit(cur, d) != digit(dest, d))
+        }
+        .unwrap_or(0);
+        let port = 2 * dim as usize + usize::from(digit(cur, dim) >= digit(dest, dim));
+        if xy {
+            Route::new(port as u16, 0, vcs - 1 - avail)
+        } else {
+            Route::new(port as u16, avail, vcs - 1)
+        }
+    }
+
+    /// `min_dragonflynew`: [`dragonfly_port`], on VC `ph`: 0 until the packet takes a global
+    /// link, 1 from the global link on (BookSim sets `f->ph` to 0 at the first router and to
+    /// 1 on a global output, and it stays; its same-group test compares against an unset
+    /// group and never fires). So `ph` is 1 exactly when the output is global or the router
+    /// is outside the source's group.
+    #[inline(never)]
+    fn dragonfly_route(&mut self, router: u32, f: &Flit, p: u32) -> Route {
+        let p = p as usize;
+        let port = dragonfly_port(p, router as usize, f.dest as usize);
+        let src = self
+            .packets
+            .get(f.payload as usize)
+            .map_or(0, |pk| pk.src() as usize);
+        let a = 2 * p;
+        let ph = u8::from(port >= p + a - 1 || router as usize / a != src / (a * p));
+        Route::new(port as u16, ph, ph)
+    }
+
+    // Kept out of line so that `route_at`, inlined into the routers' hot loops, stays small.
+    #[inline(never)]
+    fn torus_route(&mut self, router: u32, in_port: usize, f: &Flit, k: u32, n: u32) -> Route {
+        let (k, n) = (k as usize, n as usize);
+        let vcs = self.wiring.vcs;
+        let (mut cur, mut dest) = (router as usize, f.dest as usize);
+        let mut src = self
+            .packets
+            .get(f.payload as usize)
+            .map_or(0, |p| p.src() as usize);
+        let mut dim = 0;
+        while dim < n && cur % k == dest % k {
+            cur /= k;
+            dest /= k;
+            src /= k;
+            dim += 1;
+        }
+        if dim == n {
+            return Route::new(2 * n as u16, 0, vcs - 1);
+        }
+        let (c, d) = (cur % k, dest % k);
+        let port = if in_port / 2 != dim {
+            let dist2 = k as i64 - 2 * ((d + k - c) % k) as i64;
+            if dist2 > 0 || (dist2 == 0 && self.rng.int(1) != 0) {
+                2 * dim
+            } else {
+                2 * dim + 1
+            }
+        } else {
+            in_port ^ 1
+        };
+        let avail = vcs / 2;
+        if src % k > d {
+            Route::new(port as u16, avail, vcs - 1)
+        } else {
+            Route::new(port as u16, 0, vcs - 1 - avail)
+        }
+    }
 }
 
 impl RoutingFunction for BookSimRouting<'_> {
-    #[inline]
+    #[inline(always)]
     fn route(&mut self, router: u32, in_port: usize, flit: &Flit) -> Route {
         self.route_at(router, in_port, flit)
     }
@@ -414,15 +889,17 @@ mod tests {
         }
     }
 
-    /// Follow dest_tag / nca routes from every source to every destination.
+    /// Follow dest_tag / nca / dim_order routes from every source to every destination.
     fn walk(topo: Topology) {
-        let (w, routers) = build(topo, &base()).unwrap();
+        let (w, routers) = build(topo, 1, &base()).unwrap();
         let mut rng = KnuthInt::new(1);
         for s in 0..w.nodes {
+            let packets = [Packet::from_source(s as u32)];
             for d in 0..w.nodes {
                 let mut rt = BookSimRouting {
                     wiring: &w,
                     rng: &mut rng,
+                    packets: &packets,
                 };
                 let f = Flit::new(0, d as u32, true, true);
                 let mut c = w.inject(s);
@@ -436,6 +913,29 @@ mod tests {
                         End::Router { router, port } => {
                             assert!((port as usize) < routers[router as usize].inputs());
                             let r = rt.route(router, port as usize, &f);
+                            if let (Topology::Torus { k, .. }, true) = (topo, router as usize != d)
+                            {
+                                // Two VCs: the dateline class of the dimension being
+                                // travelled (VC 1 when the source's digit is above the
+                                // destination's).
+                                let (k, mut x, mut y, mut z) = (k as usize, router as usize, d, s);
+                                while x % k == y % k {
+                                    (x, y, z) = (x / k, y / k, z / k);
+                                }
+                                let class = u8::from(z % k > y % k);
+                                assert_eq!((r.vc_lo, r.vc_hi), (class, class), "{s}->{d}");
+                            } else if let Topology::DragonFly { .. } = topo {
+                                // VC 0 before the global link, 1 from it on.
+                                assert!(r.vc_lo == r.vc_hi && r.vc_hi <= 1, "{s}->{d}");
+                            } else if let (Topology::MeshXyYx { .. }, true) =
+                                (topo, router as usize != d)
+                            {
+                                // One VC per order class; the walk's flit stays on VC 0, so
+                                // after the first router it goes XY.
+                                assert_eq!(r.vc_lo, r.vc_hi, "{s}->{d}");
+                            } else {
+                                assert_eq!((r.vc_lo, r.vc_hi), (0, 1), "{topo:?} {s}->{d}");
+                            }
                             c = w.router_out[router as usize][r.port as usize] as usize;
                             assert_eq!(
                                 w.src[c],
@@ -445,7 +945,7 @@ mod tests {
                                 }
                             );
                             hops += 1;
-                            assert!(hops <= 16);
+                            assert!(hops <= 40);
                         }
                     }
                 }
@@ -464,6 +964,156 @@ mod tests {
         walk(Topology::FatTree { k: 2, n: 3 });
         walk(Topology::FatTree { k: 4, n: 2 });
         walk(Topology::FatTree { k: 3, n: 3 });
+        walk(Topology::Mesh { k: 4, n: 2 });
+        walk(Topology::Mesh { k: 3, n: 3 });
+        walk(Topology::Mesh { k: 5, n: 1 });
+        walk(Topology::MeshXyYx { k: 4, n: 2 });
+        walk(Topology::DragonFly { p: 1 });
+        walk(Topology::DragonFly { p: 2 });
+        walk(Topology::MeshXyYx { k: 3, n: 3 });
+        walk(Topology::Torus { k: 4, n: 2 });
+        walk(Topology::Torus { k: 5, n: 2 });
+        walk(Topology::Torus { k: 2, n: 3 });
+        walk(Topology::Torus { k: 3, n: 1 });
+        for (k, express) in [(2, true), (4, true), (4, false), (6, true), (8, true)] {
+            walk(Topology::CMesh {
+                k,
+                noc: true,
+                express,
+            });
+        }
+    }
+
+    /// cmesh.cpp's wiring, channel by channel as BookSim numbers them: `px_in` of router
+    /// (x, y) is `nx_out` of (x + 1, y), or on the right edge `px_out` of (k - 1, y +- k/2);
+    /// likewise for the other sides; terminal t's router and port; the layout latencies.
+    #[test]
+    fn cmesh_wiring() {
+        let k = 4usize;
+        let topo = Topology::CMesh {
+            k: k as u32,
+            noc: true,
+            express: true,
+        };
+        let (w, routers) = build(topo, 1, &base()).unwrap();
+        assert_eq!((w.nodes, routers.len()), (64, 16));
+        let off = k * k;
+        let chan = |bs: usize| 2 * w.nodes + bs;
+        for node in 0..off {
+            let (x, y) = (node % k, node / k);
+            let h = |v: usize| if v < k / 2 { v + k / 2 } else { v - k / 2 };
+            // BookSim's px_in, nx_in, py_in, ny_in.
+            let px_in = if x == k - 1 {
+                k * h(y) + x
+            } else {
+                k * y + x + 1 + off
+            };
+            let nx_in = if x == 0 {
+                k * h(y) + x + off
+            } else {
+                k * y + x - 1
+            };
+            let py_in = if y == k - 1 {
+                k * y + h(x) + 2 * off
+            } else {
+                k * (y + 1) + x + 3 * off
+            };
+            let ny_in = if y == 0 {
+                h(x) + 3 * off
+            } else {
+                k * (y - 1) + x + 2 * off
+            };
+            for (port, bs) in [px_in, nx_in, py_in, ny_in].into_iter().enumerate() {
+                assert_eq!(
+                    w.router_in[node][4 + port] as usize,
+                    chan(bs),
+                    "{node} in {port}"
+                );
+            }
+            for dir in 0..4 {
+                let c = w.router_out[node][4 + dir] as usize;
+                assert_eq!(c, chan(k * y + x + dir * off));
+                let edge = [x == k - 1, x == 0, y == k - 1, y == 0][dir];
+                assert_eq!(w.latency[c], if edge { k as u32 } else { 2 });
+            }
+        }
+        // Terminal 2k + 3 is in the second row of the 2k x 2k grid, column 3: router 1, port 3.
+        assert_eq!(
+            w.dst[w.inject(2 * k + 3)],
+            End::Router { router: 1, port: 3 }
+        );
+        assert_eq!(
+            w.src[w.eject(2 * k + 3)],
+            End::Router { router: 1, port: 3 }
+        );
+        assert!(w.latency[..2 * w.nodes].iter().all(|&l| l == 1));
+    }
+
+    /// kncube.cpp's ports: output 2d goes up dimension d (wrapping) into the neighbour's
+    /// input 2d + 1, output 2d + 1 down into input 2d; port 2n is the terminal's.
+    #[test]
+    fn kncube_ports() {
+        for topo in [
+            Topology::Mesh { k: 4, n: 2 },
+            Topology::Torus { k: 3, n: 3 },
+        ] {
+            let (w, _) = build(topo, 2, &base()).unwrap();
+            let (k, n) = topo.k_n();
+            let (k, n) = (k as usize, n as usize);
+            for node in 0..w.nodes {
+                assert_eq!(
+                    w.dst[w.inject(node)],
+                    End::Router {
+                        router: node as u32,
+                        port: 2 * n as u32
+                    }
+                );
+                assert_eq!(
+                    w.src[w.eject(node)],
+                    End::Router {
+                        router: node as u32,
+                        port: 2 * n as u32
+                    }
+                );
+                let mut step = 1;
+                for dim in 0..n {
+                    let digit = (node / step) % k;
+                    let up = node - digit * step + ((digit + 1) % k) * step;
+                    let down = node - digit * step + ((digit + k - 1) % k) * step;
+                    for (port, to, in_port) in
+                        [(2 * dim, up, 2 * dim + 1), (2 * dim + 1, down, 2 * dim)]
+                    {
+                        let c = w.router_out[node][port] as usize;
+                        assert!(w.is_link(c));
+                        assert_eq!(
+                            w.dst[c],
+                            End::Router {
+                                router: to as u32,
+                                port: in_port as u32
+                            },
+                            "{topo:?} {node} {port}"
+                        );
+                    }
+                    step *= k;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn mixed_latencies_share_the_arrival_slot() {
+        // Latency 2 (the maximum) sent in cycle 10 and latency 1 sent in cycle 11 both arrive
+        // in cycle 13; latency 2 sent in cycle 11, in cycle 14.
+        let mut ch: Channels<u32> = Channels::new(2, 2);
+        let s10 = ch.slot(10);
+        ch.send(s10, 1, 7);
+        assert_eq!(ch.slot_after(10, 2), s10);
+        ch.send(ch.slot_after(11, 1), 2, 8);
+        ch.send(ch.slot_after(11, 2), 3, 9);
+        assert!(ch.take(ch.slot(12)).is_empty());
+        let s13 = ch.slot(13);
+        assert_eq!(ch.take(s13), vec![(1, 7), (2, 8)]);
+        assert_eq!(ch.take(ch.slot(14)), vec![(3, 9)]);
     }
 
     #[test]

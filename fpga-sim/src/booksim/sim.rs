@@ -8,7 +8,7 @@
 
 use thiserror::Error;
 
-use super::config::{BooksimConfig, SimType};
+use super::config::{BooksimConfig, Injection, OnOff, SimType, Topology, Traffic};
 use super::network::{build, BookSimRouting, Channels, End, Wiring};
 use super::rng::{BookSimRng, FastMod, KnuthFloat};
 use crate::engine::{run_until, Model, Scheduler};
@@ -211,7 +211,7 @@ impl Ledger {
 /// A packet in flight: 32 bytes (two per cache line). Every packet has the configured size;
 /// bit 31 of `src_rec` is set when the packet is measured (`record`).
 #[derive(Clone, Copy, Default)]
-struct Packet {
+pub struct Packet {
     ctime: i64,
     itime: i64,
     head_atime: i64,
@@ -222,8 +222,18 @@ struct Packet {
 const RECORD: u32 = 1 << 31;
 
 impl Packet {
+    /// A packet from `src` (for routing tests).
+    #[cfg(test)]
+    pub(crate) fn from_source(src: u32) -> Self {
+        Packet {
+            src_rec: src,
+            ..Packet::default()
+        }
+    }
+
+    /// The source terminal.
     #[inline]
-    fn src(&self) -> u32 {
+    pub fn src(&self) -> u32 {
         self.src_rec & !RECORD
     }
 
@@ -251,6 +261,117 @@ impl Partial {
         vc: -1,
         dest: 0,
     };
+}
+
+/// BookSim's `OnOffInjectionProcess`: each source is on or off. A trial first moves the
+/// state (an on source stays on if `RandomFloat() >= beta`, an off source turns on if
+/// `RandomFloat() < alpha`), then, when on, injects if `RandomFloat() < r1`: one or two
+/// fractions per trial, from the same generator as Bernoulli's.
+struct OnOffSources {
+    alpha: f64,
+    beta: f64,
+    r1: f64,
+    initial: Vec<bool>,
+    on: Vec<bool>,
+}
+
+impl OnOffSources {
+    fn new(p: &OnOff, rate: f64) -> Self {
+        // The constructor derives the one parameter left unset (negative) from the rate.
+        let (mut alpha, mut beta, mut r1) = (p.alpha, p.beta, p.r1);
+        if alpha < 0.0 {
+            alpha = beta * rate / (r1 - rate);
+        } else if beta < 0.0 {
+            beta = alpha * (r1 - rate) / rate;
+        } else {
+            r1 = rate * (alpha + beta) / alpha;
+        }
+        OnOffSources {
+            alpha,
+            beta,
+            r1,
+            initial: p.initial.clone(),
+            on: p.initial.clone(),
+        }
+    }
+
+    /// Back to the initial states (BookSim resets the process before each simulation).
+    fn reset(&mut self) {
+        self.on.clone_from(&self.initial);
+    }
+
+    /// `test(source)`.
+    #[inline]
+    fn trial(&mut self, n: usize, float: &mut KnuthFloat) -> bool {
+        let Some(on) = self.on.get_mut(n) else {
+            return false;
+        };
+        *on = if *on {
+            float.fraction() >= self.beta
+        } else {
+            float.fraction() < self.alpha
+        };
+        *on && float.fraction() < self.r1
+    }
+
+    /// Every idle source's trials for this cycle, in node order, with the same clock and
+    /// drain bookkeeping as the Bernoulli path in [`Sim::generate`] (one trial for a source
+    /// caught up with its clock; a lagging source tries cycle by cycle until it succeeds or
+    /// catches up).
+    #[allow(clippy::too_many_arguments)]
+    fn trials(
+        &mut self,
+        sources: &mut Sources,
+        float: &mut KnuthFloat,
+        nodes: usize,
+        time: i64,
+        draining: bool,
+        drain_time: i64,
+        include_queuing: bool,
+    ) {
+        let drained_now = draining && time + 1 > drain_time;
+        let words = sources.busy.iter().zip(sources.born.iter_mut());
+        let words = words.zip(sources.lag.iter_mut());
+        for (w, (((&busy, born_w), lag_w), chunk)) in words.zip(sources.term.iter_mut()).enumerate()
+        {
+            let valid = if (w + 1) * 64 <= nodes {
+                !0u64
+            } else {
+                (1u64 << (nodes % 64)) - 1
+            };
+            let mut idle = !busy & valid;
+            let mut born = 0u64;
+            while idle != 0 {
+                let b = idle.trailing_zeros() as usize;
+                idle &= idle - 1;
+                let (bit, n) = (1u64 << b, w * 64 + b);
+                let t = &mut chunk[b];
+                if *lag_w & bit == 0 {
+                    if drained_now {
+                        t.qdrained = true;
+                    }
+                    born |= u64::from(self.trial(n, float)) << b;
+                    continue;
+                }
+                while t.qtime <= time {
+                    let q = t.qtime;
+                    t.qtime += 1;
+                    if self.trial(n, float) {
+                        born |= bit;
+                        t.born_ctime = if include_queuing { q } else { time };
+                        break;
+                    }
+                }
+                if t.qtime == time + 1 && born & bit == 0 {
+                    *lag_w &= !bit;
+                }
+                if draining && t.qtime > drain_time {
+                    t.qdrained = true;
+                }
+            }
+            *born_w = born;
+        }
+    }
 }
 
 /// One terminal's source state and counters.
@@ -429,6 +550,10 @@ pub struct Sim {
     routers: Vec<IqRouter>,
     flits: Channels<Flit>,
     credits: Channels<Credit>,
+    /// Destination of each source under a permutation traffic pattern (`None`: uniform).
+    dest_table: Option<Vec<u32>>,
+    /// The on/off injection process (`None`: Bernoulli).
+    onoff: Option<OnOffSources>,
     rng: BookSimRng,
     /// `packet_rate` as an integer threshold on the fraction generator's raw values.
     rate_threshold: u64,
@@ -453,7 +578,10 @@ pub struct Sim {
 impl Sim {
     /// Build the network and terminals of `cfg`.
     pub fn new(cfg: BooksimConfig) -> Result<Self, SimError> {
-        let (wiring, routers) = build(cfg.topology, &cfg.router)?;
+        let (wiring, routers) = build(cfg.topology, cfg.link_latency, &cfg.router)?;
+        let max_latency = wiring.max_latency();
+        // Validated with the configuration; an out-of-range table cannot get here.
+        let dest_table = cfg.traffic.table(wiring.nodes).unwrap_or(None);
         let nodes = wiring.nodes;
         let chans = wiring.src.len();
         // Every packet in flight holds a buffer slot, a channel or an output-queue slot (or
@@ -461,7 +589,7 @@ impl Sim {
         let slots: usize = routers.iter().map(IqRouter::inputs).sum::<usize>()
             * cfg.router.vcs
             * cfg.router.vc_buf_size;
-        let packet_cap = slots + 4 * chans + 2 * nodes;
+        let packet_cap = slots + 2 * (max_latency as usize + 1) * chans + 2 * nodes;
         let vcs = cfg.router.vcs;
         let chunks = nodes.div_ceil(64);
         let buf = BufferState::new(vcs, cfg.router.vc_buf_size, cfg.router.wait_for_tail_credit);
@@ -480,8 +608,13 @@ impl Sim {
         Ok(Sim {
             rng: BookSimRng::new(cfg.seed),
             rate_threshold: KnuthFloat::threshold(cfg.packet_rate),
-            flits: Channels::new(chans, 1),
-            credits: Channels::new(chans, 1),
+            flits: Channels::new(chans, max_latency as usize),
+            credits: Channels::new(chans, max_latency as usize),
+            dest_table,
+            onoff: match &cfg.injection {
+                Injection::Bernoulli => None,
+                Injection::OnOff(p) => Some(OnOffSources::new(p, cfg.packet_rate)),
+            },
             sources,
             ledger: Ledger {
                 packets: Vec::with_capacity(packet_cap),
@@ -607,15 +740,20 @@ impl Sim {
         if std::mem::take(&mut self.ledger.retired_any) {
             self.deadlock_timer = 0;
         }
+        // Sends on channels of the longest latency go to this cycle's slot, sends on 1-cycle
+        // channels (injection, ejection, and every channel of the fly, fat tree and mesh) to
+        // `short`; with other latencies (torus, concentrated mesh), each to its own.
         let slot = self.flits.slot(g);
+        let short = self.flits.slot_after(g, 1);
         if !self.empty_network {
             self.generate();
         }
-        self.inject(slot)?;
+        self.inject(short)?;
         // Routers evaluate and write.
         let mut routing = BookSimRouting {
             wiring: &self.wiring,
             rng: &mut self.rng.int,
+            packets: &self.ledger.packets,
         };
         for (r, router) in self.routers.iter_mut().enumerate() {
             if router.is_idle() && !router.steps_when_idle() {
@@ -628,15 +766,35 @@ impl Sim {
                     cycle: self.time,
                     err,
                 })?;
-            let (flits, credits) = (self.flits.list(slot), self.credits.list(slot));
             let (outs, ins) = (
                 &self.wiring.router_out[r][..],
                 &self.wiring.router_in[r][..],
             );
-            router.poll_flits(|o, f| flits.push((outs[o], f)));
-            let before = credits.len();
-            router.poll_credits(|i, c| credits.push((ins[i], c)));
-            self.credits_in_channels += (credits.len() - before) as i64;
+            if short == slot {
+                let (flits, credits) = (self.flits.list(slot), self.credits.list(slot));
+                router.poll_flits(|o, f| flits.push((outs[o], f)));
+                let before = credits.len();
+                router.poll_credits(|i, c| credits.push((ins[i], c)));
+                self.credits_in_channels += (credits.len() - before) as i64;
+            } else {
+                // Channels of several latencies: each value goes to the slot of its arrival.
+                let lat = &self.wiring.latency[..];
+                let flits = &mut self.flits;
+                router.poll_flits(|o, f| {
+                    let c = outs[o];
+                    let s = flits.slot_after(g, lat[c as usize]);
+                    flits.send(s, c as usize, f);
+                });
+                let credits = &mut self.credits;
+                let mut sent = 0;
+                router.poll_credits(|i, cr| {
+                    let c = ins[i];
+                    let s = credits.slot_after(g, lat[c as usize]);
+                    credits.send(s, c as usize, cr);
+                    sent += 1;
+                });
+                self.credits_in_channels += sent;
+            }
         }
         self.time += 1;
         self.global += 1;
@@ -690,7 +848,9 @@ impl Sim {
         let (cycle, counting) = (self.time, self.counting());
         let slot = self.flits.slot(g);
         let arrivals = self.flits.take(slot);
-        let result = self.deliver(&arrivals, slot, cycle, counting);
+        // Sinks return their credits on the 1-cycle ejection channels.
+        let short = self.credits.slot_after(g, 1);
+        let result = self.deliver(&arrivals, short, cycle, counting);
         self.flits.restore(slot, arrivals);
         result
     }
@@ -757,8 +917,14 @@ impl Sim {
             sources,
             rng,
             ledger,
+            dest_table,
+            onoff,
+            cfg,
             ..
         } = self;
+        let dest_table = dest_table.as_deref();
+        let traffic = &cfg.traffic;
+        let uniform = *traffic == Traffic::Uniform;
         let Ledger {
             packets,
             free,
@@ -775,74 +941,87 @@ impl Sim {
         // from the generator's buffer in one batch. A lagging source catches up trial by
         // trial, in node order between the runs.
         let drained_now = draining && time + 1 > drain_time;
-        let words = sources.busy.iter().zip(sources.born.iter_mut());
-        let words = words.zip(sources.lag.iter_mut());
-        for (w, (((&busy, born_w), lag_w), chunk)) in words.zip(sources.term.iter_mut()).enumerate()
-        {
-            let valid = if (w + 1) * 64 <= nodes {
-                !0u64
-            } else {
-                (1u64 << (nodes % 64)) - 1
-            };
-            let idle = !busy & valid;
-            let mut fast = idle & !*lag_w;
-            let mut slow = idle & *lag_w;
-            if drained_now {
-                let mut m = fast;
-                while m != 0 {
-                    chunk[m.trailing_zeros() as usize].qdrained = true;
-                    m &= m - 1;
-                }
-            }
-            let mut born = 0u64;
-            loop {
-                // The caught-up sources before the next lagging one.
-                let run = if slow == 0 {
-                    fast
+        if let Some(oo) = onoff.as_mut() {
+            oo.trials(
+                sources,
+                &mut rng.float,
+                nodes,
+                time,
+                draining,
+                drain_time,
+                include_queuing,
+            );
+        } else {
+            let words = sources.busy.iter().zip(sources.born.iter_mut());
+            let words = words.zip(sources.lag.iter_mut());
+            for (w, (((&busy, born_w), lag_w), chunk)) in
+                words.zip(sources.term.iter_mut()).enumerate()
+            {
+                let valid = if (w + 1) * 64 <= nodes {
+                    !0u64
                 } else {
-                    fast & ((slow & slow.wrapping_neg()) - 1)
+                    (1u64 << (nodes % 64)) - 1
                 };
-                if run != 0 {
-                    fast &= !run;
-                    let mut m = run;
-                    if let Some(vals) = rng.float.take(run.count_ones() as usize) {
-                        for &v in vals {
-                            let b = m.trailing_zeros();
-                            m &= m - 1;
-                            born |= u64::from(v < threshold) << b;
-                        }
-                    } else {
-                        while m != 0 {
-                            let b = m.trailing_zeros();
-                            m &= m - 1;
-                            born |= u64::from(rng.float.below(threshold)) << b;
-                        }
+                let idle = !busy & valid;
+                let mut fast = idle & !*lag_w;
+                let mut slow = idle & *lag_w;
+                if drained_now {
+                    let mut m = fast;
+                    while m != 0 {
+                        chunk[m.trailing_zeros() as usize].qdrained = true;
+                        m &= m - 1;
                     }
                 }
-                if slow == 0 {
-                    break;
-                }
-                let b = slow.trailing_zeros() as usize;
-                slow &= slow - 1;
-                let t = &mut chunk[b];
-                while t.qtime <= time {
-                    let q = t.qtime;
-                    t.qtime += 1;
-                    if rng.float.below(threshold) {
-                        born |= 1u64 << b;
-                        t.born_ctime = if include_queuing { q } else { time };
+                let mut born = 0u64;
+                loop {
+                    // The caught-up sources before the next lagging one.
+                    let run = if slow == 0 {
+                        fast
+                    } else {
+                        fast & ((slow & slow.wrapping_neg()) - 1)
+                    };
+                    if run != 0 {
+                        fast &= !run;
+                        let mut m = run;
+                        if let Some(vals) = rng.float.take(run.count_ones() as usize) {
+                            for &v in vals {
+                                let b = m.trailing_zeros();
+                                m &= m - 1;
+                                born |= u64::from(v < threshold) << b;
+                            }
+                        } else {
+                            while m != 0 {
+                                let b = m.trailing_zeros();
+                                m &= m - 1;
+                                born |= u64::from(rng.float.below(threshold)) << b;
+                            }
+                        }
+                    }
+                    if slow == 0 {
                         break;
                     }
+                    let b = slow.trailing_zeros() as usize;
+                    slow &= slow - 1;
+                    let t = &mut chunk[b];
+                    while t.qtime <= time {
+                        let q = t.qtime;
+                        t.qtime += 1;
+                        if rng.float.below(threshold) {
+                            born |= 1u64 << b;
+                            t.born_ctime = if include_queuing { q } else { time };
+                            break;
+                        }
+                    }
+                    if t.qtime == time + 1 && born & (1u64 << b) == 0 {
+                        // Caught up without a packet: from now on one trial per cycle.
+                        *lag_w &= !(1u64 << b);
+                    }
+                    if draining && t.qtime > drain_time {
+                        t.qdrained = true;
+                    }
                 }
-                if t.qtime == time + 1 && born & (1u64 << b) == 0 {
-                    // Caught up without a packet: from now on one trial per cycle.
-                    *lag_w &= !(1u64 << b);
-                }
-                if draining && t.qtime > drain_time {
-                    t.qdrained = true;
-                }
+                *born_w = born;
             }
-            *born_w = born;
         }
         let words = sources.busy.iter_mut().zip(sources.born.iter_mut());
         let words = words.zip(sources.lag.iter_mut());
@@ -864,7 +1043,11 @@ impl Sim {
                     t.qtime = time + 1;
                     time
                 };
-                let dest = rng.int.int_below(dest_mod);
+                let dest = match dest_table {
+                    None if uniform => rng.int.int_below(dest_mod),
+                    None => traffic.random_dest(n as u32, nodes as u32, &mut rng.int),
+                    Some(t) => t.get(n).copied().unwrap_or(0),
+                };
                 let _subnet = rng.int.int(0);
                 let record = match state {
                     State::Running => true,
@@ -913,6 +1096,7 @@ impl Sim {
         let time = self.time;
         let size = self.cfg.packet_size;
         let lookahead = self.cfg.router.routing_delay == 0;
+        let random_vc = matches!(self.cfg.topology, Topology::DragonFly { .. });
         let Sim {
             sources,
             ledger: Ledger { packets, .. },
@@ -935,10 +1119,18 @@ impl Sim {
                 let head = p.sent == 0;
                 if head && p.vc < 0 {
                     // The first VC after the last one used that is free and has credit (BookSim
-                    // tries VC 0 only while the source has used none).
+                    // tries VC 0 only while the source has used none). min_dragonflynew's
+                    // injection route is one random VC instead, drawn at every attempt.
                     let ok = buf.avail_mask() & !buf.full_mask();
                     let lvc = *last_vc;
-                    p.vc = if lvc < 0 || lvc > vcs - 1 {
+                    p.vc = if random_vc {
+                        let v = rng.int.int(vcs as u32 - 1);
+                        if ok >> v & 1 != 0 {
+                            v as i32
+                        } else {
+                            -1
+                        }
+                    } else if lvc < 0 || lvc > vcs - 1 {
                         if ok & 1 != 0 {
                             0
                         } else {
@@ -977,6 +1169,7 @@ impl Sim {
                             let mut rt = BookSimRouting {
                                 wiring,
                                 rng: &mut rng.int,
+                                packets,
                             };
                             f.la_route = rt.route_at(router, port as usize, &f);
                         }
@@ -1148,6 +1341,9 @@ impl Sim {
             }
             // The network is empty: every source is idle, and caught up at time 0.
             self.sources.lag.fill(0);
+            if let Some(oo) = self.onoff.as_mut() {
+                oo.reset();
+            }
             self.state = State::WarmingUp;
             self.clear_stats();
             if let Err(reason) = self.single_sim()? {
