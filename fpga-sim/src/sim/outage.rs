@@ -211,7 +211,8 @@ impl Sim {
     }
 
     /// Link end `x` of a link that stayed down past the hold-off (its switch and endpoints
-    /// were told it was down) starts over, as a port reported down is reinitialised rather
+    /// were told it was down) or past the request timeout (its operations in flight were
+    /// reported failed) starts over, as a port reported down is reinitialised rather
     /// than resumed: the protocol link is reset (sequence numbers restart, the replay buffer
     /// is emptied, so nothing sent before the outage is delivered after the operations it
     /// belongs to were reported failed), the TL packer and unpacker and the compressed-address
