@@ -20,7 +20,7 @@
 //! saturation throughput within 3 %) are checked by the default tests on a subset that runs
 //! quickly in a debug build; the mode claims identity with BookSim's printed values (6
 //! significant digits) and `every_point_is_identical_to_booksim2` (`--release -- --ignored`)
-//! demands it on all 720 rows.
+//! demands it on all 848 rows.
 
 use std::collections::BTreeMap;
 
@@ -139,8 +139,8 @@ fn non_uniform(config: &str) -> bool {
 #[test]
 fn the_data_set_covers_what_it_claims() {
     let g = groups();
-    assert_eq!(rows().len(), 720);
-    assert_eq!(g.len(), 90);
+    assert_eq!(rows().len(), 848);
+    assert_eq!(g.len(), 106);
     for ((c, ps), rs) in &g {
         let sat = saturation(rs).accepted.unwrap();
         assert_eq!(rs.len(), 8, "{c} {ps}");
@@ -216,7 +216,7 @@ fn published_targets_on_a_quick_subset() {
         }
     }
     println!("{exact} of {checked} runs identical to BookSim2's printed values");
-    assert!(checked >= 90 + 2 * 8);
+    assert!(checked >= 106 + 2 * 12);
 }
 
 /// Every row, identical to BookSim2's printed values (run with `--release -- --ignored`; about

@@ -60,6 +60,8 @@ pub(crate) struct SeparableInputFirst {
     matched_out: Vec<u32>,
     out_best: Vec<Option<Candidate>>,
     touched_out: Vec<u32>,
+    /// Allocate as iSLIP instead (see [`SeparableInputFirst::allocate_islip`]).
+    islip: bool,
 }
 
 impl SeparableInputFirst {
@@ -81,6 +83,15 @@ impl SeparableInputFirst {
             matched_out: Vec::with_capacity(n_in.min(n_out)),
             out_best: vec![None; n_out],
             touched_out: Vec::with_capacity(n_out),
+            islip: false,
+        }
+    }
+
+    /// `n_in` x `n_out` iSLIP allocator with `iters` passes, at most `cap` requests per input.
+    pub fn new_islip(n_in: usize, n_out: usize, cap: usize, iters: usize) -> Self {
+        SeparableInputFirst {
+            islip: true,
+            ..SeparableInputFirst::new(n_in, n_out, cap, iters)
         }
     }
 
@@ -155,6 +166,10 @@ impl SeparableInputFirst {
 
     /// Run the allocation over the current requests.
     pub fn allocate(&mut self) {
+        if self.islip {
+            self.allocate_islip();
+            return;
+        }
         for iter in 0..self.iters {
             self.touched_out.clear();
             for t in 0..self.touched_in.len() {
@@ -219,6 +234,81 @@ impl SeparableInputFirst {
                         c.input + 1
                     };
                 }
+            }
+        }
+    }
+}
+
+impl SeparableInputFirst {
+    /// BookSim's `iSLIP_Sparse::Allocate`. Each pass: every unmatched output grants the
+    /// unmatched input requesting it that comes first in round-robin order from the output's
+    /// grant pointer; every unmatched input accepts, of the outputs that granted it, the
+    /// first in round-robin order from its accept pointer. Only first-pass accepts move the
+    /// pointers (to one past the partner). Request priorities play no part.
+    fn allocate_islip(&mut self) {
+        for iter in 0..self.iters {
+            // Grant.
+            self.touched_out.clear();
+            for t in 0..self.touched_in.len() {
+                let i = self.touched_in[t];
+                if self.inmatch[i as usize] != NONE {
+                    continue;
+                }
+                let base = self.slot(i);
+                for k in 0..self.nreq[i as usize] as usize {
+                    let o = self.reqs[base + k].out as usize;
+                    if self.outmatch[o] != NONE {
+                        continue;
+                    }
+                    match self.out_best[o] {
+                        None => {
+                            self.out_best[o] = Some(Candidate { input: i, pri: 0 });
+                            self.touched_out.push(o as u32);
+                        }
+                        Some(c) => {
+                            let ptr = self.out_ptr[o];
+                            if rr_dist(i, ptr, self.n_in) < rr_dist(c.input, ptr, self.n_in) {
+                                self.out_best[o] = Some(Candidate { input: i, pri: 0 });
+                            }
+                        }
+                    }
+                }
+            }
+            if self.touched_out.is_empty() {
+                break;
+            }
+            // Accept.
+            for t in 0..self.touched_in.len() {
+                let i = self.touched_in[t];
+                if self.inmatch[i as usize] != NONE {
+                    continue;
+                }
+                let base = self.slot(i);
+                let ptr = self.in_ptr[i as usize];
+                let mut best = NONE;
+                for r in &self.reqs[base..base + self.nreq[i as usize] as usize] {
+                    let granted = matches!(self.out_best[r.out as usize], Some(c) if c.input == i);
+                    if granted
+                        && (best == NONE
+                            || rr_dist(r.out, ptr, self.n_out) < rr_dist(best, ptr, self.n_out))
+                    {
+                        best = r.out;
+                    }
+                }
+                if best == NONE {
+                    continue;
+                }
+                self.inmatch[i as usize] = best;
+                self.outmatch[best as usize] = i;
+                self.matched_in.push(i);
+                self.matched_out.push(best);
+                if iter == 0 {
+                    self.in_ptr[i as usize] = if best + 1 == self.n_out { 0 } else { best + 1 };
+                    self.out_ptr[best as usize] = if i + 1 == self.n_in { 0 } else { i + 1 };
+                }
+            }
+            for t in 0..self.touched_out.len() {
+                self.out_best[self.touched_out[t] as usize] = None;
             }
         }
     }
@@ -549,6 +639,13 @@ impl SwitchAllocator {
         }
     }
 
+    /// An iSLIP allocator (BookSim's `islip`) with `iters` passes.
+    pub fn new_islip(n_in: usize, n_out: usize, cap: usize, iters: usize) -> Self {
+        SwitchAllocator::Sparse(Box::new(SeparableInputFirst::new_islip(
+            n_in, n_out, cap, iters,
+        )))
+    }
+
     #[cfg(test)]
     fn new_sparse(n_in: usize, n_out: usize, cap: usize, iters: usize) -> Self {
         SwitchAllocator::Sparse(Box::new(SeparableInputFirst::new(n_in, n_out, cap, iters)))
@@ -746,6 +843,50 @@ mod tests {
                 assert_eq!(gs, each, "case {case}");
             }
         }
+    }
+
+    #[test]
+    fn islip_grant_accept_and_pointers() {
+        // Both inputs request both outputs; every pointer at 0.
+        let both = |a: &mut SeparableInputFirst, pri1: i32| {
+            a.clear();
+            for i in 0..2 {
+                for o in 0..2 {
+                    let pri = if i == 1 { pri1 } else { 0 };
+                    a.add(
+                        i,
+                        Request {
+                            in_pri: pri,
+                            out_pri: pri,
+                            ..req(o)
+                        },
+                    );
+                }
+            }
+            a.allocate();
+            (a.output_assigned(0), a.output_assigned(1))
+        };
+        // One pass: both outputs grant input 0, which accepts output 0; input 1 is left
+        // unmatched (input 1's priority plays no part).
+        let mut a = SeparableInputFirst::new_islip(2, 2, 2, 1);
+        assert_eq!(both(&mut a, 7), (Some(0), None));
+        // Pointers moved: output 0 now prefers input 1, input 0 prefers output 1, so the
+        // next round matches both.
+        assert_eq!(both(&mut a, 0), (Some(1), Some(0)));
+        // Two passes: the second matches input 1 to output 1 without moving pointers, so
+        // the next round repeats the first.
+        let mut a = SeparableInputFirst::new_islip(2, 2, 2, 2);
+        assert_eq!(both(&mut a, 0), (Some(0), Some(1)));
+        assert_eq!(both(&mut a, 0), (Some(1), Some(0)));
+        let mut a = SeparableInputFirst::new_islip(2, 2, 2, 2);
+        a.add(0, req(0));
+        a.add(1, req(0));
+        a.add(1, req(1));
+        a.allocate();
+        assert_eq!(
+            (a.output_assigned(0), a.output_assigned(1)),
+            (Some(0), Some(1))
+        );
     }
 
     #[test]
