@@ -923,8 +923,8 @@ fn unsupported(key: &str, value: impl fmt::Display, reason: &str) -> ConfigError
 }
 
 /// An allocator name as BookSim writes it (`Allocator::NewAllocator`): `islip`, `islip(N)`
-/// (N passes, read with `atoi`), `separable_input_first` or
-/// `separable_input_first(round_robin)`. The `iq` router builds its allocators without the
+/// (N passes, read with `atoi`), `separable_input_first`, `separable_output_first`, either
+/// optionally with `(round_robin)`. The `iq` router builds its allocators without the
 /// configuration, so a bare `islip` makes one pass whatever `alloc_iters` says.
 fn check_allocator(key: &str, name: &str) -> Result<AllocatorKind, ConfigError> {
     let (base, param) = match name.find('(') {
@@ -935,7 +935,7 @@ fn check_allocator(key: &str, name: &str) -> Result<AllocatorKind, ConfigError> 
         None => (name, ""),
     };
     match base {
-        "separable_input_first" => {
+        "separable_input_first" | "separable_output_first" => {
             if !param.is_empty() && param != "round_robin" {
                 return Err(unsupported(
                     key,
@@ -943,7 +943,11 @@ fn check_allocator(key: &str, name: &str) -> Result<AllocatorKind, ConfigError> 
                     "only round_robin arbiters are modelled",
                 ));
             }
-            Ok(AllocatorKind::SeparableInputFirst)
+            Ok(if base == "separable_input_first" {
+                AllocatorKind::SeparableInputFirst
+            } else {
+                AllocatorKind::SeparableOutputFirst
+            })
         }
         "islip" => {
             let iters = if param.is_empty() { 1 } else { atoi(param) };
@@ -961,7 +965,7 @@ fn check_allocator(key: &str, name: &str) -> Result<AllocatorKind, ConfigError> 
         _ => Err(unsupported(
             key,
             name,
-            "only islip and separable_input_first are modelled",
+            "only islip, separable_input_first and separable_output_first are modelled",
         )),
     }
 }

@@ -60,8 +60,18 @@ pub(crate) struct SeparableInputFirst {
     matched_out: Vec<u32>,
     out_best: Vec<Option<Candidate>>,
     touched_out: Vec<u32>,
-    /// Allocate as iSLIP instead (see [`SeparableInputFirst::allocate_islip`]).
-    islip: bool,
+    /// What `allocate` runs.
+    kind: SparseKind,
+}
+
+/// The algorithm of a [`SeparableInputFirst`] table.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SparseKind {
+    InputFirst,
+    /// [`SeparableInputFirst::allocate_output_first`].
+    OutputFirst,
+    /// [`SeparableInputFirst::allocate_islip`].
+    Islip,
 }
 
 impl SeparableInputFirst {
@@ -83,15 +93,24 @@ impl SeparableInputFirst {
             matched_out: Vec::with_capacity(n_in.min(n_out)),
             out_best: vec![None; n_out],
             touched_out: Vec::with_capacity(n_out),
-            islip: false,
+            kind: SparseKind::InputFirst,
         }
     }
 
     /// `n_in` x `n_out` iSLIP allocator with `iters` passes, at most `cap` requests per input.
     pub fn new_islip(n_in: usize, n_out: usize, cap: usize, iters: usize) -> Self {
         SeparableInputFirst {
-            islip: true,
+            kind: SparseKind::Islip,
             ..SeparableInputFirst::new(n_in, n_out, cap, iters)
+        }
+    }
+
+    /// `n_in` x `n_out` separable output-first allocator (one pass), at most `cap` requests
+    /// per input.
+    pub fn new_output_first(n_in: usize, n_out: usize, cap: usize) -> Self {
+        SeparableInputFirst {
+            kind: SparseKind::OutputFirst,
+            ..SeparableInputFirst::new(n_in, n_out, cap, 1)
         }
     }
 
@@ -166,9 +185,10 @@ impl SeparableInputFirst {
 
     /// Run the allocation over the current requests.
     pub fn allocate(&mut self) {
-        if self.islip {
-            self.allocate_islip();
-            return;
+        match self.kind {
+            SparseKind::InputFirst => {}
+            SparseKind::OutputFirst => return self.allocate_output_first(),
+            SparseKind::Islip => return self.allocate_islip(),
         }
         for iter in 0..self.iters {
             self.touched_out.clear();
@@ -240,6 +260,68 @@ impl SeparableInputFirst {
 }
 
 impl SeparableInputFirst {
+    /// BookSim's `SeparableOutputFirstAllocator` (one pass): every output's round-robin
+    /// arbiter picks one of the inputs requesting it (higher `out_pri` first, then nearest
+    /// its pointer); every input's arbiter picks one of the outputs that picked it (higher
+    /// `in_pri` first, then nearest its pointer). A match moves both pointers to one past the
+    /// partner.
+    fn allocate_output_first(&mut self) {
+        self.touched_out.clear();
+        for t in 0..self.touched_in.len() {
+            let i = self.touched_in[t];
+            let base = self.slot(i);
+            for k in 0..self.nreq[i as usize] as usize {
+                let r = self.reqs[base + k];
+                let o = r.out as usize;
+                match self.out_best[o] {
+                    None => {
+                        self.out_best[o] = Some(Candidate {
+                            input: i,
+                            pri: r.out_pri,
+                        });
+                        self.touched_out.push(r.out);
+                    }
+                    Some(c) => {
+                        if supersedes(i, r.out_pri, c.input, c.pri, self.out_ptr[o], self.n_in) {
+                            self.out_best[o] = Some(Candidate {
+                                input: i,
+                                pri: r.out_pri,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        for t in 0..self.touched_in.len() {
+            let i = self.touched_in[t];
+            let base = self.slot(i);
+            let ptr = self.in_ptr[i as usize];
+            let mut best: Option<Request> = None;
+            for r in &self.reqs[base..base + self.nreq[i as usize] as usize] {
+                if !matches!(self.out_best[r.out as usize], Some(c) if c.input == i) {
+                    continue;
+                }
+                best = match best {
+                    Some(b) if !supersedes(r.out, r.in_pri, b.out, b.in_pri, ptr, self.n_out) => {
+                        Some(b)
+                    }
+                    _ => Some(*r),
+                };
+            }
+            let Some(b) = best else { continue };
+            let o = b.out;
+            self.inmatch[i as usize] = o;
+            self.outmatch[o as usize] = i;
+            self.matched_in.push(i);
+            self.matched_out.push(o);
+            self.in_ptr[i as usize] = if o + 1 == self.n_out { 0 } else { o + 1 };
+            self.out_ptr[o as usize] = if i + 1 == self.n_in { 0 } else { i + 1 };
+        }
+        for t in 0..self.touched_out.len() {
+            self.out_best[self.touched_out[t] as usize] = None;
+        }
+    }
+
     /// BookSim's `iSLIP_Sparse::Allocate`. Each pass: every unmatched output grants the
     /// unmatched input requesting it that comes first in round-robin order from the output's
     /// grant pointer; every unmatched input accepts, of the outputs that granted it, the
@@ -646,6 +728,13 @@ impl SwitchAllocator {
         )))
     }
 
+    /// A separable output-first allocator (BookSim's `separable_output_first`).
+    pub fn new_output_first(n_in: usize, n_out: usize, cap: usize) -> Self {
+        SwitchAllocator::Sparse(Box::new(SeparableInputFirst::new_output_first(
+            n_in, n_out, cap,
+        )))
+    }
+
     #[cfg(test)]
     fn new_sparse(n_in: usize, n_out: usize, cap: usize, iters: usize) -> Self {
         SwitchAllocator::Sparse(Box::new(SeparableInputFirst::new(n_in, n_out, cap, iters)))
@@ -886,6 +975,39 @@ mod tests {
         assert_eq!(
             (a.output_assigned(0), a.output_assigned(1)),
             (Some(0), Some(1))
+        );
+    }
+
+    #[test]
+    fn output_first_outputs_choose_then_inputs() {
+        // Input 0 wants outputs 0 and 1, input 1 wants output 0; all pointers at 0. Both
+        // outputs pick input 0 (output-first), which takes output 0: input 1 gets nothing
+        // (input-first would match the same here, but see the priority case below).
+        let mut a = SeparableInputFirst::new_output_first(2, 2, 2);
+        a.add(0, req(0));
+        a.add(0, req(1));
+        a.add(1, req(0));
+        a.allocate();
+        assert_eq!(
+            (a.output_assigned(0), a.output_assigned(1)),
+            (Some(0), None)
+        );
+        // Output priorities decide at the outputs: input 1's high `out_pri` wins output 0,
+        // so input 0 (pointer now at output 1) takes output 1.
+        a.clear();
+        a.add(0, req(0));
+        a.add(0, req(1));
+        a.add(
+            1,
+            Request {
+                out_pri: 5,
+                ..req(0)
+            },
+        );
+        a.allocate();
+        assert_eq!(
+            (a.output_assigned(0), a.output_assigned(1)),
+            (Some(1), Some(0))
         );
     }
 

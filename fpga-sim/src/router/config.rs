@@ -10,6 +10,8 @@ pub const MAX_VCS: usize = 64;
 pub enum AllocatorKind {
     /// `separable_input_first` with round-robin arbiters, `alloc_iters` passes.
     SeparableInputFirst,
+    /// `separable_output_first` with round-robin arbiters, one pass.
+    SeparableOutputFirst,
     /// `islip` (BookSim's `iSLIP_Sparse`): `iters` request-grant-accept passes; priorities
     /// are ignored; pointers move only on a first-pass accept.
     Islip {

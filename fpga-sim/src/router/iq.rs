@@ -394,7 +394,8 @@ pub struct IqRouter {
     /// Expanded switch output -> output port.
     exp_out_port: Vec<u32>,
     alloc_iters: usize,
-    /// VC allocation is iSLIP with this many passes (`None`: separable input-first).
+    /// VC allocation is iSLIP with this many passes, or separable output-first (`Some(0)`);
+    /// `None`: separable input-first.
     va_islip: Option<usize>,
     /// Input VCs granted an output VC this step.
     va_granted: Vec<u32>,
@@ -509,6 +510,7 @@ impl IqRouter {
             alloc_iters: cfg.alloc_iters,
             va_islip: match cfg.vc_allocator {
                 AllocatorKind::SeparableInputFirst => None,
+                AllocatorKind::SeparableOutputFirst => Some(0),
                 AllocatorKind::Islip { iters } => Some(iters),
             },
             va_granted: Vec::with_capacity(ivcs),
@@ -525,6 +527,9 @@ impl IqRouter {
             sw_alloc: match cfg.sw_allocator {
                 AllocatorKind::SeparableInputFirst => {
                     SwitchAllocator::new(exp_in, exp_out, v, cfg.alloc_iters)
+                }
+                AllocatorKind::SeparableOutputFirst => {
+                    SwitchAllocator::new_output_first(exp_in, exp_out, v)
                 }
                 AllocatorKind::Islip { iters } => {
                     SwitchAllocator::new_islip(exp_in, exp_out, v, iters)
@@ -943,7 +948,8 @@ impl IqRouter {
         self.stats.vc_alloc_attempts += n as u64;
         match self.va_islip {
             None => self.va_separable(n),
-            Some(iters) => self.va_islip(n, iters),
+            Some(0) => self.va_output_first(n, 1, true),
+            Some(iters) => self.va_output_first(n, iters, false),
         }
         for &p in &self.va_taken_ports {
             self.va_taken[p as usize] = 0;
@@ -963,13 +969,16 @@ impl IqRouter {
         }
     }
 
-    /// iSLIP VC allocation (BookSim's `iSLIP_Sparse` over input VCs x output VCs) of the
-    /// first `n` entries of the VA stage, `iters` passes: every input VC requests each
-    /// available output VC of its route; every requested output VC grants the requesting
-    /// input VC nearest its pointer (`va_out[..].ptr`); every input VC accepts, of the output
-    /// VCs that granted it, the one nearest its pointer (`va_in_ptr`). First-pass accepts
-    /// move both pointers past the partner; later passes only match what is still unmatched.
-    fn va_islip(&mut self, n: usize, iters: usize) {
+    /// Output-first VC allocation of the first `n` entries of the VA stage: iSLIP (BookSim's
+    /// `iSLIP_Sparse` over input VCs x output VCs), `iters` passes, or with `prioritised`
+    /// separable output-first (`SeparableOutputFirstAllocator`, one pass). Every input VC
+    /// requests each available output VC of its route; every requested output VC grants
+    /// the requesting input VC nearest its pointer (`va_out[..].ptr`; separable: the highest
+    /// head priority first); every input VC accepts, of the output VCs that granted it, the
+    /// one nearest its pointer (`va_in_ptr`; its requests share one priority). First-pass
+    /// accepts move both pointers past the partner; later passes only match what is still
+    /// unmatched.
+    fn va_output_first(&mut self, n: usize, iters: usize, prioritised: bool) {
         let v = self.v as u32;
         let (n_ov, n_iv) = (self.n_out as u32 * v, self.n_in as u32 * v);
         let IqRouter {
@@ -1009,6 +1018,11 @@ impl IqRouter {
                 }
                 any = true;
                 let base = port as u32 * v;
+                let pri = if prioritised {
+                    i32::from(st.head_pri)
+                } else {
+                    0
+                };
                 while avail != 0 {
                     let ov = base + avail.trailing_zeros();
                     avail &= avail - 1;
@@ -1018,7 +1032,7 @@ impl IqRouter {
                     } else {
                         it.ivc + n_iv - out.ptr
                     };
-                    out.key = out.key.min(u64::from(dist));
+                    out.key = out.key.min(bid_key(pri, dist));
                     va_touched[ov as usize / 64] |= 1u64 << (ov % 64);
                 }
             }
