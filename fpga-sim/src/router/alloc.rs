@@ -360,6 +360,7 @@ impl SeparableInputFirst {
                 break;
             }
             // Accept.
+            let before = self.matched_in.len();
             for t in 0..self.touched_in.len() {
                 let i = self.touched_in[t];
                 if self.inmatch[i as usize] != NONE {
@@ -391,6 +392,10 @@ impl SeparableInputFirst {
             }
             for t in 0..self.touched_out.len() {
                 self.out_best[self.touched_out[t] as usize] = None;
+            }
+            if self.matched_in.len() == before {
+                // Nothing changed: every further pass would be this one again.
+                break;
             }
         }
     }

@@ -1040,6 +1040,7 @@ impl IqRouter {
                 break;
             }
             // Accept: each input VC takes the granting output VC nearest its pointer.
+            let mut accepted = false;
             for it in va_q.q.front_mut(n).iter_mut() {
                 let ivc = it.ivc;
                 let st = vcs[ivc as usize];
@@ -1068,6 +1069,7 @@ impl IqRouter {
                     }
                     // Taken: no other input VC may read this grant (its pointer moves).
                     out.key = NO_BID;
+                    accepted = true;
                     let packed = out.packed;
                     if iter == 0 {
                         out.ptr = if ivc + 1 == n_iv { 0 } else { ivc + 1 };
@@ -1097,6 +1099,10 @@ impl IqRouter {
                     bits &= bits - 1;
                     va_out[ov].key = NO_BID;
                 }
+            }
+            if !accepted {
+                // Nothing changed: every further pass would be this one again.
+                break;
             }
         }
     }
