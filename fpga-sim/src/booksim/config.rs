@@ -15,7 +15,7 @@ use std::fmt;
 use thiserror::Error;
 
 use super::rng::KnuthInt;
-use crate::router::RouterConfig;
+use crate::router::{AllocatorKind, RouterConfig};
 
 /// A configuration value as written.
 #[derive(Clone, Debug, PartialEq)]
@@ -922,29 +922,53 @@ fn unsupported(key: &str, value: impl fmt::Display, reason: &str) -> ConfigError
     }
 }
 
-/// An allocator name as BookSim writes it, e.g. `separable_input_first` or
-/// `separable_input_first(round_robin)`.
-fn check_allocator(key: &str, name: &str) -> Result<(), ConfigError> {
+/// An allocator name as BookSim writes it (`Allocator::NewAllocator`): `islip`, `islip(N)`
+/// (N passes, read with `atoi`), `separable_input_first`, `separable_output_first`, either
+/// optionally with `(round_robin)`. The `iq` router builds its allocators without the
+/// configuration, so a bare `islip` makes one pass whatever `alloc_iters` says.
+fn check_allocator(key: &str, name: &str) -> Result<AllocatorKind, ConfigError> {
     let (base, param) = match name.find('(') {
-        Some(i) => (&name[..i], name[i + 1..].trim_end_matches(')')),
+        Some(i) => {
+            let rest = &name[i + 1..];
+            (&name[..i], rest.rfind(')').map_or(rest, |j| &rest[..j]))
+        }
         None => (name, ""),
     };
-    if base != "separable_input_first" {
-        let why = if base == "islip" {
-            "BookSim's default `islip` is not modelled; set separable_input_first"
-        } else {
-            "only separable_input_first is modelled"
-        };
-        return Err(unsupported(key, name, why));
-    }
-    if !param.is_empty() && param != "round_robin" {
-        return Err(unsupported(
+    match base {
+        "separable_input_first" | "separable_output_first" => {
+            if !param.is_empty() && param != "round_robin" {
+                return Err(unsupported(
+                    key,
+                    name,
+                    "only round_robin arbiters are modelled",
+                ));
+            }
+            Ok(if base == "separable_input_first" {
+                AllocatorKind::SeparableInputFirst
+            } else {
+                AllocatorKind::SeparableOutputFirst
+            })
+        }
+        "islip" => {
+            let iters = if param.is_empty() { 1 } else { atoi(param) };
+            if iters < 1 {
+                return Err(unsupported(
+                    key,
+                    name,
+                    "islip needs at least one iteration (BookSim would never grant)",
+                ));
+            }
+            Ok(AllocatorKind::Islip {
+                // (BookSim's `int`; passes after one that matches nothing change nothing.)
+                iters: iters.min(i64::from(i32::MAX)) as usize,
+            })
+        }
+        _ => Err(unsupported(
             key,
             name,
-            "only round_robin arbiters are modelled",
-        ));
+            "only islip, separable_input_first and separable_output_first are modelled",
+        )),
     }
-    Ok(())
 }
 
 /// BookSim's `TrafficPattern::New`: `traffic` is a per-class list (`tokenize_str`; the first
@@ -1453,11 +1477,6 @@ impl BooksimConfig {
                 return Err(unsupported(key, got_norm, why));
             }
         }
-        let vc_alloc = raw.string("vc_allocator", "islip");
-        check_allocator("vc_allocator", &vc_alloc)?;
-        let sw_alloc = raw.string("sw_allocator", "islip");
-        check_allocator("sw_allocator", &sw_alloc)?;
-
         let nonneg =
             |raw: &mut Raw, key: &str, default: i64, min: i64| -> Result<i64, ConfigError> {
                 let v = raw.int(key, default)?;
@@ -1471,6 +1490,15 @@ impl BooksimConfig {
                 }
                 Ok(v)
             };
+        // `alloc_iters` changes nothing: BookSim's separable allocators ignore it, and its `iq`
+        // router creates its allocators without the configuration, so `islip` without a
+        // parameter makes one pass (`islip(N)` makes N). The router's own `alloc_iters`
+        // (separable passes) stays 1.
+        let _ = nonneg(&mut raw, "alloc_iters", 1, 1)?;
+        let vc_alloc = raw.string("vc_allocator", "islip");
+        let vc_allocator = check_allocator("vc_allocator", &vc_alloc)?;
+        let sw_alloc = raw.string("sw_allocator", "islip");
+        let sw_allocator = check_allocator("sw_allocator", &sw_alloc)?;
         let vcs = nonneg(&mut raw, "num_vcs", 16, 1)?;
         let vc_buf_size = nonneg(&mut raw, "vc_buf_size", 8, 1)?;
         let obs = raw.int("output_buffer_size", -1)?;
@@ -1492,13 +1520,11 @@ impl BooksimConfig {
             speculative: nonneg(&mut raw, "speculative", 0, 0)? != 0,
             spec_check_elig: nonneg(&mut raw, "spec_check_elig", 1, 0)? != 0,
             spec_check_cred: nonneg(&mut raw, "spec_check_cred", 1, 0)? != 0,
-            // BookSim's separable allocators make one pass whatever alloc_iters says
-            // (alloc_iters only feeds pim, islip and select); so does this mode.
             alloc_iters: 1,
+            vc_allocator,
+            sw_allocator,
             output_buffer_size: if obs < 0 { None } else { Some(obs as usize) },
         };
-        let iters = nonneg(&mut raw, "alloc_iters", 1, 1)?;
-        let _ = iters;
         if let Err(e) = router.validate() {
             return Err(unsupported("router", "parameters", &e.to_string()));
         }
@@ -1839,7 +1865,8 @@ mod tests {
                 "traffic",
             ),
             ("perm_seed=time traffic=randperm", "perm_seed"),
-            ("vc_allocator=islip", "vc_allocator"),
+            ("vc_allocator=islip(0)", "vc_allocator"),
+            ("vc_allocator=pim", "vc_allocator"),
             ("sw_allocator=wavefront", "sw_allocator"),
             ("traffic=bad_random", "traffic"),
             ("injection_process=poisson", "injection_process"),
@@ -2127,8 +2154,17 @@ mod tests {
     #[test]
     fn missing_allocator_is_booksims_islip_default() {
         let text = "topology = fly; k = 4; n = 1; routing_function = dest_tag;";
-        let e = BooksimConfig::from_text(text, &[]).unwrap_err().to_string();
-        assert!(e.contains("islip"), "{e}");
+        let c = BooksimConfig::from_text(text, &[]).unwrap();
+        assert_eq!(c.router.vc_allocator, AllocatorKind::Islip { iters: 1 });
+        assert_eq!(c.router.sw_allocator, AllocatorKind::Islip { iters: 1 });
+        // The iq router builds its allocators without the configuration: alloc_iters is
+        // ignored, only `islip(N)` sets the passes.
+        let c =
+            BooksimConfig::from_text(text, &["alloc_iters=3", "sw_allocator=islip(2)"]).unwrap();
+        assert_eq!(c.router.vc_allocator, AllocatorKind::Islip { iters: 1 });
+        assert_eq!(c.router.sw_allocator, AllocatorKind::Islip { iters: 2 });
+        let c = BooksimConfig::from_text(text, &["vc_allocator=separable_input_first"]).unwrap();
+        assert_eq!(c.router.vc_allocator, AllocatorKind::SeparableInputFirst);
     }
 
     impl BooksimConfig {

@@ -60,6 +60,18 @@ pub(crate) struct SeparableInputFirst {
     matched_out: Vec<u32>,
     out_best: Vec<Option<Candidate>>,
     touched_out: Vec<u32>,
+    /// What `allocate` runs.
+    kind: SparseKind,
+}
+
+/// The algorithm of a [`SeparableInputFirst`] table.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SparseKind {
+    InputFirst,
+    /// [`SeparableInputFirst::allocate_output_first`].
+    OutputFirst,
+    /// [`SeparableInputFirst::allocate_islip`].
+    Islip,
 }
 
 impl SeparableInputFirst {
@@ -81,6 +93,24 @@ impl SeparableInputFirst {
             matched_out: Vec::with_capacity(n_in.min(n_out)),
             out_best: vec![None; n_out],
             touched_out: Vec::with_capacity(n_out),
+            kind: SparseKind::InputFirst,
+        }
+    }
+
+    /// `n_in` x `n_out` iSLIP allocator with `iters` passes, at most `cap` requests per input.
+    pub fn new_islip(n_in: usize, n_out: usize, cap: usize, iters: usize) -> Self {
+        SeparableInputFirst {
+            kind: SparseKind::Islip,
+            ..SeparableInputFirst::new(n_in, n_out, cap, iters)
+        }
+    }
+
+    /// `n_in` x `n_out` separable output-first allocator (one pass), at most `cap` requests
+    /// per input.
+    pub fn new_output_first(n_in: usize, n_out: usize, cap: usize) -> Self {
+        SeparableInputFirst {
+            kind: SparseKind::OutputFirst,
+            ..SeparableInputFirst::new(n_in, n_out, cap, 1)
         }
     }
 
@@ -155,6 +185,11 @@ impl SeparableInputFirst {
 
     /// Run the allocation over the current requests.
     pub fn allocate(&mut self) {
+        match self.kind {
+            SparseKind::InputFirst => {}
+            SparseKind::OutputFirst => return self.allocate_output_first(),
+            SparseKind::Islip => return self.allocate_islip(),
+        }
         for iter in 0..self.iters {
             self.touched_out.clear();
             for t in 0..self.touched_in.len() {
@@ -219,6 +254,148 @@ impl SeparableInputFirst {
                         c.input + 1
                     };
                 }
+            }
+        }
+    }
+}
+
+impl SeparableInputFirst {
+    /// BookSim's `SeparableOutputFirstAllocator` (one pass): every output's round-robin
+    /// arbiter picks one of the inputs requesting it (higher `out_pri` first, then nearest
+    /// its pointer); every input's arbiter picks one of the outputs that picked it (higher
+    /// `in_pri` first, then nearest its pointer). A match moves both pointers to one past the
+    /// partner.
+    fn allocate_output_first(&mut self) {
+        self.touched_out.clear();
+        for t in 0..self.touched_in.len() {
+            let i = self.touched_in[t];
+            let base = self.slot(i);
+            for k in 0..self.nreq[i as usize] as usize {
+                let r = self.reqs[base + k];
+                let o = r.out as usize;
+                match self.out_best[o] {
+                    None => {
+                        self.out_best[o] = Some(Candidate {
+                            input: i,
+                            pri: r.out_pri,
+                        });
+                        self.touched_out.push(r.out);
+                    }
+                    Some(c) => {
+                        if supersedes(i, r.out_pri, c.input, c.pri, self.out_ptr[o], self.n_in) {
+                            self.out_best[o] = Some(Candidate {
+                                input: i,
+                                pri: r.out_pri,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        for t in 0..self.touched_in.len() {
+            let i = self.touched_in[t];
+            let base = self.slot(i);
+            let ptr = self.in_ptr[i as usize];
+            let mut best: Option<Request> = None;
+            for r in &self.reqs[base..base + self.nreq[i as usize] as usize] {
+                if !matches!(self.out_best[r.out as usize], Some(c) if c.input == i) {
+                    continue;
+                }
+                best = match best {
+                    Some(b) if !supersedes(r.out, r.in_pri, b.out, b.in_pri, ptr, self.n_out) => {
+                        Some(b)
+                    }
+                    _ => Some(*r),
+                };
+            }
+            let Some(b) = best else { continue };
+            let o = b.out;
+            self.inmatch[i as usize] = o;
+            self.outmatch[o as usize] = i;
+            self.matched_in.push(i);
+            self.matched_out.push(o);
+            self.in_ptr[i as usize] = if o + 1 == self.n_out { 0 } else { o + 1 };
+            self.out_ptr[o as usize] = if i + 1 == self.n_in { 0 } else { i + 1 };
+        }
+        for t in 0..self.touched_out.len() {
+            self.out_best[self.touched_out[t] as usize] = None;
+        }
+    }
+
+    /// BookSim's `iSLIP_Sparse::Allocate`. Each pass: every unmatched output grants the
+    /// unmatched input requesting it that comes first in round-robin order from the output's
+    /// grant pointer; every unmatched input accepts, of the outputs that granted it, the
+    /// first in round-robin order from its accept pointer. Only first-pass accepts move the
+    /// pointers (to one past the partner). Request priorities play no part.
+    fn allocate_islip(&mut self) {
+        for iter in 0..self.iters {
+            // Grant.
+            self.touched_out.clear();
+            for t in 0..self.touched_in.len() {
+                let i = self.touched_in[t];
+                if self.inmatch[i as usize] != NONE {
+                    continue;
+                }
+                let base = self.slot(i);
+                for k in 0..self.nreq[i as usize] as usize {
+                    let o = self.reqs[base + k].out as usize;
+                    if self.outmatch[o] != NONE {
+                        continue;
+                    }
+                    match self.out_best[o] {
+                        None => {
+                            self.out_best[o] = Some(Candidate { input: i, pri: 0 });
+                            self.touched_out.push(o as u32);
+                        }
+                        Some(c) => {
+                            let ptr = self.out_ptr[o];
+                            if rr_dist(i, ptr, self.n_in) < rr_dist(c.input, ptr, self.n_in) {
+                                self.out_best[o] = Some(Candidate { input: i, pri: 0 });
+                            }
+                        }
+                    }
+                }
+            }
+            if self.touched_out.is_empty() {
+                break;
+            }
+            // Accept.
+            let before = self.matched_in.len();
+            for t in 0..self.touched_in.len() {
+                let i = self.touched_in[t];
+                if self.inmatch[i as usize] != NONE {
+                    continue;
+                }
+                let base = self.slot(i);
+                let ptr = self.in_ptr[i as usize];
+                let mut best = NONE;
+                for r in &self.reqs[base..base + self.nreq[i as usize] as usize] {
+                    let granted = matches!(self.out_best[r.out as usize], Some(c) if c.input == i);
+                    if granted
+                        && (best == NONE
+                            || rr_dist(r.out, ptr, self.n_out) < rr_dist(best, ptr, self.n_out))
+                    {
+                        best = r.out;
+                    }
+                }
+                if best == NONE {
+                    continue;
+                }
+                self.inmatch[i as usize] = best;
+                self.outmatch[best as usize] = i;
+                self.matched_in.push(i);
+                self.matched_out.push(best);
+                if iter == 0 {
+                    self.in_ptr[i as usize] = if best + 1 == self.n_out { 0 } else { best + 1 };
+                    self.out_ptr[best as usize] = if i + 1 == self.n_in { 0 } else { i + 1 };
+                }
+            }
+            for t in 0..self.touched_out.len() {
+                self.out_best[self.touched_out[t] as usize] = None;
+            }
+            if self.matched_in.len() == before {
+                // Nothing changed: every further pass would be this one again.
+                break;
             }
         }
     }
@@ -549,6 +726,20 @@ impl SwitchAllocator {
         }
     }
 
+    /// An iSLIP allocator (BookSim's `islip`) with `iters` passes.
+    pub fn new_islip(n_in: usize, n_out: usize, cap: usize, iters: usize) -> Self {
+        SwitchAllocator::Sparse(Box::new(SeparableInputFirst::new_islip(
+            n_in, n_out, cap, iters,
+        )))
+    }
+
+    /// A separable output-first allocator (BookSim's `separable_output_first`).
+    pub fn new_output_first(n_in: usize, n_out: usize, cap: usize) -> Self {
+        SwitchAllocator::Sparse(Box::new(SeparableInputFirst::new_output_first(
+            n_in, n_out, cap,
+        )))
+    }
+
     #[cfg(test)]
     fn new_sparse(n_in: usize, n_out: usize, cap: usize, iters: usize) -> Self {
         SwitchAllocator::Sparse(Box::new(SeparableInputFirst::new(n_in, n_out, cap, iters)))
@@ -746,6 +937,83 @@ mod tests {
                 assert_eq!(gs, each, "case {case}");
             }
         }
+    }
+
+    #[test]
+    fn islip_grant_accept_and_pointers() {
+        // Both inputs request both outputs; every pointer at 0.
+        let both = |a: &mut SeparableInputFirst, pri1: i32| {
+            a.clear();
+            for i in 0..2 {
+                for o in 0..2 {
+                    let pri = if i == 1 { pri1 } else { 0 };
+                    a.add(
+                        i,
+                        Request {
+                            in_pri: pri,
+                            out_pri: pri,
+                            ..req(o)
+                        },
+                    );
+                }
+            }
+            a.allocate();
+            (a.output_assigned(0), a.output_assigned(1))
+        };
+        // One pass: both outputs grant input 0, which accepts output 0; input 1 is left
+        // unmatched (input 1's priority plays no part).
+        let mut a = SeparableInputFirst::new_islip(2, 2, 2, 1);
+        assert_eq!(both(&mut a, 7), (Some(0), None));
+        // Pointers moved: output 0 now prefers input 1, input 0 prefers output 1, so the
+        // next round matches both.
+        assert_eq!(both(&mut a, 0), (Some(1), Some(0)));
+        // Two passes: the second matches input 1 to output 1 without moving pointers, so
+        // the next round repeats the first.
+        let mut a = SeparableInputFirst::new_islip(2, 2, 2, 2);
+        assert_eq!(both(&mut a, 0), (Some(0), Some(1)));
+        assert_eq!(both(&mut a, 0), (Some(1), Some(0)));
+        let mut a = SeparableInputFirst::new_islip(2, 2, 2, 2);
+        a.add(0, req(0));
+        a.add(1, req(0));
+        a.add(1, req(1));
+        a.allocate();
+        assert_eq!(
+            (a.output_assigned(0), a.output_assigned(1)),
+            (Some(0), Some(1))
+        );
+    }
+
+    #[test]
+    fn output_first_outputs_choose_then_inputs() {
+        // Input 0 wants outputs 0 and 1, input 1 wants output 0; all pointers at 0. Both
+        // outputs pick input 0 (output-first), which takes output 0: input 1 gets nothing
+        // (input-first would match the same here, but see the priority case below).
+        let mut a = SeparableInputFirst::new_output_first(2, 2, 2);
+        a.add(0, req(0));
+        a.add(0, req(1));
+        a.add(1, req(0));
+        a.allocate();
+        assert_eq!(
+            (a.output_assigned(0), a.output_assigned(1)),
+            (Some(0), None)
+        );
+        // Output priorities decide at the outputs: input 1's high `out_pri` wins output 0,
+        // so input 0 (pointer now at output 1) takes output 1.
+        a.clear();
+        a.add(0, req(0));
+        a.add(0, req(1));
+        a.add(
+            1,
+            Request {
+                out_pri: 5,
+                ..req(0)
+            },
+        );
+        a.allocate();
+        assert_eq!(
+            (a.output_assigned(0), a.output_assigned(1)),
+            (Some(1), Some(0))
+        );
     }
 
     #[test]

@@ -5,6 +5,21 @@ use thiserror::Error;
 /// The largest VC count a router supports (credits are 64-bit VC masks).
 pub const MAX_VCS: usize = 64;
 
+/// Which allocator matches requests (BookSim's allocator names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AllocatorKind {
+    /// `separable_input_first` with round-robin arbiters, `alloc_iters` passes.
+    SeparableInputFirst,
+    /// `separable_output_first` with round-robin arbiters, one pass.
+    SeparableOutputFirst,
+    /// `islip` (BookSim's `iSLIP_Sparse`): `iters` request-grant-accept passes; priorities
+    /// are ignored; pointers move only on a first-pass accept.
+    Islip {
+        /// Passes, at least 1.
+        iters: usize,
+    },
+}
+
 /// Parameters of an input-queued virtual-channel router (BookSim's `iq` router; the names are
 /// BookSim's configuration keys).
 #[derive(Clone, Debug, PartialEq)]
@@ -49,6 +64,10 @@ pub struct RouterConfig {
     /// first match only still-unmatched inputs and outputs and leave the round-robin pointers
     /// alone (iSLIP's rule).
     pub alloc_iters: usize,
+    /// The VC allocator (`vc_allocator`).
+    pub vc_allocator: AllocatorKind,
+    /// The switch allocator (`sw_allocator`).
+    pub sw_allocator: AllocatorKind,
     /// Flits an output queue may hold before switch allocation stops granting it
     /// (`output_buffer_size`; `None` is unlimited, BookSim's -1).
     pub output_buffer_size: Option<usize>,
@@ -76,6 +95,8 @@ impl Default for RouterConfig {
             spec_check_elig: true,
             spec_check_cred: true,
             alloc_iters: 1,
+            vc_allocator: AllocatorKind::SeparableInputFirst,
+            sw_allocator: AllocatorKind::SeparableInputFirst,
             output_buffer_size: None,
         }
     }
@@ -152,7 +173,9 @@ impl RouterConfig {
         if !(self.internal_speedup.is_finite() && self.internal_speedup > 0.0) {
             return Err(RouterConfigError::InternalSpeedup(self.internal_speedup));
         }
-        if self.alloc_iters == 0 {
+        if self.alloc_iters == 0
+            || [self.vc_allocator, self.sw_allocator].contains(&AllocatorKind::Islip { iters: 0 })
+        {
             return Err(RouterConfigError::AllocIters);
         }
         if self.output_buffer_size == Some(0) {

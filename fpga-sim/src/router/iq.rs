@@ -30,7 +30,7 @@
 
 use super::alloc::SwitchAllocator;
 use super::buffer_state::BufferState;
-use super::config::{RouterConfig, RouterConfigError};
+use super::config::{AllocatorKind, RouterConfig, RouterConfigError};
 use super::flit::{Credit, Flit, Route};
 use super::ring::{PortQueues, Ring};
 use super::RouterError;
@@ -394,6 +394,9 @@ pub struct IqRouter {
     /// Expanded switch output -> output port.
     exp_out_port: Vec<u32>,
     alloc_iters: usize,
+    /// VC allocation is iSLIP with this many passes, or separable output-first (`Some(0)`);
+    /// `None`: separable input-first.
+    va_islip: Option<usize>,
     /// Input VCs granted an output VC this step.
     va_granted: Vec<u32>,
     va_out: Vec<OutputVc>,
@@ -505,6 +508,11 @@ impl IqRouter {
                 .map(|e| (e / cfg.output_speedup) as u32)
                 .collect(),
             alloc_iters: cfg.alloc_iters,
+            va_islip: match cfg.vc_allocator {
+                AllocatorKind::SeparableInputFirst => None,
+                AllocatorKind::SeparableOutputFirst => Some(0),
+                AllocatorKind::Islip { iters } => Some(iters),
+            },
             va_granted: Vec::with_capacity(ivcs),
             va_out: (0..n_out * v)
                 .map(|ov| OutputVc {
@@ -516,7 +524,17 @@ impl IqRouter {
             va_touched: vec![0; (n_out * v).div_ceil(64)],
             va_taken: vec![0; n_out],
             va_taken_ports: Vec::with_capacity(n_out),
-            sw_alloc: SwitchAllocator::new(exp_in, exp_out, v, cfg.alloc_iters),
+            sw_alloc: match cfg.sw_allocator {
+                AllocatorKind::SeparableInputFirst => {
+                    SwitchAllocator::new(exp_in, exp_out, v, cfg.alloc_iters)
+                }
+                AllocatorKind::SeparableOutputFirst => {
+                    SwitchAllocator::new_output_first(exp_in, exp_out, v)
+                }
+                AllocatorKind::Islip { iters } => {
+                    SwitchAllocator::new_islip(exp_in, exp_out, v, iters)
+                }
+            },
             sw_rr_offset: (0..exp_in)
                 .map(|i| (i % cfg.input_speedup) as u32)
                 .collect(),
@@ -530,7 +548,9 @@ impl IqRouter {
                 && !cfg.speculative
                 && cfg.input_speedup == 1
                 && cfg.output_speedup == 1
-                && cfg.alloc_iters == 1,
+                && cfg.alloc_iters == 1
+                && cfg.vc_allocator == AllocatorKind::SeparableInputFirst
+                && cfg.sw_allocator == AllocatorKind::SeparableInputFirst,
             fast: false,
             va_set: vec![0; ivcs.div_ceil(64)],
             va_next: vec![0; ivcs.div_ceil(64)],
@@ -923,9 +943,172 @@ impl IqRouter {
         }
     }
 
-    /// Separable input-first VC allocation over the first `n` entries of the VA stage.
+    /// VC allocation over the first `n` entries of the VA stage.
     fn va_allocate(&mut self, n: usize) {
         self.stats.vc_alloc_attempts += n as u64;
+        match self.va_islip {
+            None => self.va_separable(n),
+            Some(0) => self.va_output_first(n, 1, true),
+            Some(iters) => self.va_output_first(n, iters, false),
+        }
+        for &p in &self.va_taken_ports {
+            self.va_taken[p as usize] = 0;
+        }
+        self.va_taken_ports.clear();
+        if self.vc_alloc_delay > 1 {
+            // The verdicts outlive this step's grants: keep them with the entries. (With a
+            // one-cycle stage the update reads the grants directly.)
+            let (qa, qb) = self.va_q.q.front_slices_mut(n);
+            for it in qa.iter_mut().chain(qb.iter_mut()) {
+                if it.result < UNDECIDED {
+                    continue;
+                }
+                let g = self.vcs[it.ivc as usize].va_grant;
+                it.result = if g == NONE { STALL } else { g as i32 };
+            }
+        }
+    }
+
+    /// Output-first VC allocation of the first `n` entries of the VA stage: iSLIP (BookSim's
+    /// `iSLIP_Sparse` over input VCs x output VCs), `iters` passes, or with `prioritised`
+    /// separable output-first (`SeparableOutputFirstAllocator`, one pass). Every input VC
+    /// requests each available output VC of its route; every requested output VC grants
+    /// the requesting input VC nearest its pointer (`va_out[..].ptr`; separable: the highest
+    /// head priority first); every input VC accepts, of the output VCs that granted it, the
+    /// one nearest its pointer (`va_in_ptr`; its requests share one priority). First-pass
+    /// accepts move both pointers past the partner; later passes only match what is still
+    /// unmatched.
+    fn va_output_first(&mut self, n: usize, iters: usize, prioritised: bool) {
+        let v = self.v as u32;
+        let (n_ov, n_iv) = (self.n_out as u32 * v, self.n_in as u32 * v);
+        let IqRouter {
+            va_q,
+            vcs,
+            next_buf,
+            va_taken,
+            va_taken_ports,
+            va_out,
+            va_touched,
+            va_granted,
+            vc_alloc_delay,
+            ..
+        } = self;
+        let (vcs, next_buf) = (&mut vcs[..], &next_buf[..]);
+        let va_out = &mut va_out[..];
+        for iter in 0..iters {
+            // Grant: each output VC keeps the requester nearest its pointer (the smallest
+            // distance as key).
+            let mut any = false;
+            for it in va_q.q.front_mut(n).iter_mut() {
+                let st = vcs[it.ivc as usize];
+                if iter > 0 && (st.va_grant != NONE || it.result < UNDECIDED) {
+                    continue;
+                }
+                let route = st.route;
+                let port = route.port as usize;
+                let mut avail = next_buf[port].avail_mask() & range_mask(route.vc_lo, route.vc_hi);
+                if iter > 0 {
+                    avail &= !va_taken[port];
+                }
+                if avail == 0 {
+                    if iter == 0 {
+                        it.result = STALL;
+                    }
+                    continue;
+                }
+                any = true;
+                let base = port as u32 * v;
+                let pri = if prioritised {
+                    i32::from(st.head_pri)
+                } else {
+                    0
+                };
+                while avail != 0 {
+                    let ov = base + avail.trailing_zeros();
+                    avail &= avail - 1;
+                    let out = &mut va_out[ov as usize];
+                    let dist = if it.ivc >= out.ptr {
+                        it.ivc - out.ptr
+                    } else {
+                        it.ivc + n_iv - out.ptr
+                    };
+                    out.key = out.key.min(bid_key(pri, dist));
+                    va_touched[ov as usize / 64] |= 1u64 << (ov % 64);
+                }
+            }
+            if !any {
+                break;
+            }
+            // Accept: each input VC takes the granting output VC nearest its pointer.
+            let mut accepted = false;
+            for it in va_q.q.front_mut(n).iter_mut() {
+                let ivc = it.ivc;
+                let st = vcs[ivc as usize];
+                if st.va_grant != NONE || it.result < UNDECIDED {
+                    continue;
+                }
+                let route = st.route;
+                let port = route.port as usize;
+                let avail = next_buf[port].avail_mask() & range_mask(route.vc_lo, route.vc_hi);
+                let base = port as u32 * v;
+                let off = st.va_in_ptr.wrapping_sub(base);
+                let off = if off < v { off } else { 0 };
+                let mut bits = avail.rotate_right(off);
+                while bits != 0 {
+                    let bit = (bits.trailing_zeros() + off) & 63;
+                    bits &= bits - 1;
+                    let ov = base + bit;
+                    let out = &mut va_out[ov as usize];
+                    if out.key == NO_BID {
+                        continue;
+                    }
+                    let win = out.ptr + out.key as u32;
+                    let win = if win >= n_iv { win - n_iv } else { win };
+                    if win != ivc {
+                        continue;
+                    }
+                    // Taken: no other input VC may read this grant (its pointer moves).
+                    out.key = NO_BID;
+                    accepted = true;
+                    let packed = out.packed;
+                    if iter == 0 {
+                        out.ptr = if ivc + 1 == n_iv { 0 } else { ivc + 1 };
+                    }
+                    let s = &mut vcs[ivc as usize];
+                    s.va_grant = packed;
+                    if iter == 0 {
+                        s.va_in_ptr = if ov + 1 == n_ov { 0 } else { ov + 1 };
+                    }
+                    if *vc_alloc_delay > 1 {
+                        va_granted.push(ivc);
+                    }
+                    if iters > 1 {
+                        let p = (packed >> 6) as usize;
+                        if va_taken[p] == 0 {
+                            va_taken_ports.push(p as u32);
+                        }
+                        va_taken[p] |= 1u64 << (packed & 63);
+                    }
+                    break;
+                }
+            }
+            for (w, word) in va_touched.iter_mut().enumerate() {
+                let mut bits = std::mem::take(word);
+                while bits != 0 {
+                    let ov = w * 64 + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    va_out[ov].key = NO_BID;
+                }
+            }
+            if !accepted {
+                // Nothing changed: every further pass would be this one again.
+                break;
+            }
+        }
+    }
+
+    /// Separable input-first VC allocation over the first `n` entries of the VA stage.
+    fn va_separable(&mut self, n: usize) {
         let v = self.v as u32;
         let (n_ov, n_iv) = (self.n_out as u32 * v, self.n_in as u32 * v);
         for iter in 0..self.alloc_iters {
@@ -1026,22 +1209,6 @@ impl IqRouter {
                         va_taken[port] |= 1u64 << (packed & 63);
                     }
                 }
-            }
-        }
-        for &p in &self.va_taken_ports {
-            self.va_taken[p as usize] = 0;
-        }
-        self.va_taken_ports.clear();
-        if self.vc_alloc_delay > 1 {
-            // The verdicts outlive this step's grants: keep them with the entries. (With a
-            // one-cycle stage the update reads the grants directly.)
-            let (qa, qb) = self.va_q.q.front_slices_mut(n);
-            for it in qa.iter_mut().chain(qb.iter_mut()) {
-                if it.result < UNDECIDED {
-                    continue;
-                }
-                let g = self.vcs[it.ivc as usize].va_grant;
-                it.result = if g == NONE { STALL } else { g as i32 };
             }
         }
     }

@@ -47,7 +47,7 @@ mod iq;
 mod ring;
 
 pub use buffer_state::BufferState;
-pub use config::{RouterConfig, RouterConfigError, MAX_VCS};
+pub use config::{AllocatorKind, RouterConfig, RouterConfigError, MAX_VCS};
 pub use flit::{Credit, Flit, Route};
 pub use iq::{IqRouter, RouterStats, RoutingFunction};
 
