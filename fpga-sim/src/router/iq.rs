@@ -111,6 +111,36 @@ fn bid_key(pri: i32, dist: u32) -> u64 {
 
 const NONE: u32 = u32::MAX;
 
+/// What a VA-stage entry may request in allocation pass `iter`: its route's output port and
+/// the output VCs of its range available downstream (after the first pass, not taken by an
+/// earlier pass). `None` when it takes no part: matched in an earlier pass, or nothing
+/// available (the first pass marks it stalled).
+#[inline(always)]
+fn va_request(
+    it: &mut StageItem,
+    st: &InputVc,
+    next_buf: &[BufferState],
+    va_taken: &[u64],
+    iter: usize,
+) -> Option<(usize, u64)> {
+    if iter > 0 && (st.va_grant != NONE || it.result < UNDECIDED) {
+        return None;
+    }
+    let route = st.route;
+    let port = route.port as usize;
+    let mut avail = next_buf[port].avail_mask() & range_mask(route.vc_lo, route.vc_hi);
+    if iter > 0 {
+        avail &= !va_taken[port];
+    }
+    if avail == 0 {
+        if iter == 0 {
+            it.result = STALL;
+        }
+        return None;
+    }
+    Some((port, avail))
+}
+
 /// Bits `lo..=hi`.
 #[inline]
 fn range_mask(lo: u8, hi: u8) -> u64 {
@@ -1001,21 +1031,9 @@ impl IqRouter {
             let mut any = false;
             for it in va_q.q.front_mut(n).iter_mut() {
                 let st = vcs[it.ivc as usize];
-                if iter > 0 && (st.va_grant != NONE || it.result < UNDECIDED) {
+                let Some((port, mut avail)) = va_request(it, &st, next_buf, va_taken, iter) else {
                     continue;
-                }
-                let route = st.route;
-                let port = route.port as usize;
-                let mut avail = next_buf[port].avail_mask() & range_mask(route.vc_lo, route.vc_hi);
-                if iter > 0 {
-                    avail &= !va_taken[port];
-                }
-                if avail == 0 {
-                    if iter == 0 {
-                        it.result = STALL;
-                    }
-                    continue;
-                }
+                };
                 any = true;
                 let base = port as u32 * v;
                 let pri = if prioritised {
@@ -1130,21 +1148,9 @@ impl IqRouter {
             for it in va_q.q.front_mut(n).iter_mut() {
                 let ivc = it.ivc as usize;
                 let st = vcs[ivc];
-                if iter > 0 && (st.va_grant != NONE || it.result < UNDECIDED) {
+                let Some((port, avail)) = va_request(it, &st, next_buf, va_taken, iter) else {
                     continue;
-                }
-                let route = st.route;
-                let port = route.port as usize;
-                let mut avail = next_buf[port].avail_mask() & range_mask(route.vc_lo, route.vc_hi);
-                if iter > 0 {
-                    avail &= !va_taken[port];
-                }
-                if avail == 0 {
-                    if iter == 0 {
-                        it.result = STALL;
-                    }
-                    continue;
-                }
+                };
                 let base = port as u32 * v;
                 let off = st.va_in_ptr.wrapping_sub(base);
                 // First available VC at or after the pointer, circularly, without a branch
