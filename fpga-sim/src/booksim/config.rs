@@ -971,6 +971,21 @@ fn check_allocator(key: &str, name: &str) -> Result<AllocatorKind, ConfigError> 
     }
 }
 
+/// BookSim's `name(p1,p2,...)` spec: the name and its parameters (tokenised as BookSim
+/// does; a missing `)` takes the rest of the string).
+fn name_and_params(first: &str) -> (&str, Vec<String>) {
+    match first.find('(') {
+        None => (first, Vec::new()),
+        Some(left) => {
+            let inner = match first.rfind(')') {
+                Some(right) if right > left => &first[left + 1..right],
+                _ => &first[left + 1..],
+            };
+            (&first[..left], tokenize(inner))
+        }
+    }
+}
+
 /// BookSim's `TrafficPattern::New`: `traffic` is a per-class list (`tokenize_str`; the first
 /// element serves the one class), each a pattern name with optional `(parameters)`, the
 /// parameters again a `tokenize_str` list read with `atoi` (so `tornado(4,2,1)` is *one*
@@ -990,16 +1005,7 @@ fn parse_traffic(
         .first()
         .ok_or_else(|| refuse("an empty traffic list"))?
         .as_str();
-    let (name, params) = match first.find('(') {
-        None => (first, Vec::new()),
-        Some(left) => {
-            let inner = match first.rfind(')') {
-                Some(right) if right > left => &first[left + 1..right],
-                _ => &first[left + 1..],
-            };
-            (&first[..left], tokenize(inner))
-        }
-    };
+    let (name, params) = name_and_params(first);
     let param = |i: usize, default: i64| params.get(i).map_or(default, |p| atoi(p));
     let positive = |v: i64, what: &str| -> Result<u32, ConfigError> {
         if (1..=1 << 20).contains(&v) {
@@ -1162,16 +1168,7 @@ fn parse_injection(
         .first()
         .ok_or_else(|| refuse("an empty list"))?
         .as_str();
-    let (name, params) = match first.find('(') {
-        None => (first, Vec::new()),
-        Some(left) => {
-            let inner = match first.rfind(')') {
-                Some(right) if right > left => &first[left + 1..right],
-                _ => &first[left + 1..],
-            };
-            (&first[..left], tokenize(inner))
-        }
-    };
+    let (name, params) = name_and_params(first);
     match name {
         "bernoulli" => Ok(Injection::Bernoulli),
         "on_off" => {

@@ -215,24 +215,7 @@ impl SeparableInputFirst {
                     };
                 }
                 let Some(b) = best else { continue };
-                let o = b.out as usize;
-                match self.out_best[o] {
-                    None => {
-                        self.out_best[o] = Some(Candidate {
-                            input: i,
-                            pri: b.out_pri,
-                        });
-                        self.touched_out.push(b.out);
-                    }
-                    Some(c) => {
-                        if supersedes(i, b.out_pri, c.input, c.pri, self.out_ptr[o], self.n_in) {
-                            self.out_best[o] = Some(Candidate {
-                                input: i,
-                                pri: b.out_pri,
-                            });
-                        }
-                    }
-                }
+                self.offer(b.out, i, b.out_pri);
             }
             if self.touched_out.is_empty() {
                 break;
@@ -260,6 +243,24 @@ impl SeparableInputFirst {
 }
 
 impl SeparableInputFirst {
+    /// Input `i` bids `pri` for output `out`: the output's arbiter keeps the better of it and
+    /// its current candidate (higher priority first, then nearest its round-robin pointer).
+    #[inline(always)]
+    fn offer(&mut self, out: u32, i: u32, pri: i32) {
+        let o = out as usize;
+        match self.out_best[o] {
+            None => {
+                self.out_best[o] = Some(Candidate { input: i, pri });
+                self.touched_out.push(out);
+            }
+            Some(c) => {
+                if supersedes(i, pri, c.input, c.pri, self.out_ptr[o], self.n_in) {
+                    self.out_best[o] = Some(Candidate { input: i, pri });
+                }
+            }
+        }
+    }
+
     /// BookSim's `SeparableOutputFirstAllocator` (one pass): every output's round-robin
     /// arbiter picks one of the inputs requesting it (higher `out_pri` first, then nearest
     /// its pointer); every input's arbiter picks one of the outputs that picked it (higher
@@ -272,24 +273,7 @@ impl SeparableInputFirst {
             let base = self.slot(i);
             for k in 0..self.nreq[i as usize] as usize {
                 let r = self.reqs[base + k];
-                let o = r.out as usize;
-                match self.out_best[o] {
-                    None => {
-                        self.out_best[o] = Some(Candidate {
-                            input: i,
-                            pri: r.out_pri,
-                        });
-                        self.touched_out.push(r.out);
-                    }
-                    Some(c) => {
-                        if supersedes(i, r.out_pri, c.input, c.pri, self.out_ptr[o], self.n_in) {
-                            self.out_best[o] = Some(Candidate {
-                                input: i,
-                                pri: r.out_pri,
-                            });
-                        }
-                    }
-                }
+                self.offer(r.out, i, r.out_pri);
             }
         }
         for t in 0..self.touched_in.len() {
