@@ -12,7 +12,7 @@
 //! for the same N: plan k is built from seed k).
 
 use podlink_sim::conformance::scenarios;
-use podlink_sim::pod::config::PodFile;
+use podlink_sim::pod::config::{PodFile, Topology};
 use podlink_sim::pod::topology::Fabric;
 use podlink_sim::sim::fault::{Fault, FaultKind, FaultPlan, PortRef};
 use podlink_sim::sim::results::run;
@@ -145,12 +145,32 @@ fn pods() -> Vec<PodFile> {
     // The planes pod again with requests timing out at 4 µs, well inside the 10 µs hold-off.
     let mut quick = scenarios::planes_pod("fault-mix, 4 us request timeout");
     quick.accelerator.timeout_us = 4.0;
-    vec![
+    let mut pods = vec![
         scenarios::planes_pod("fault-mix"),
         scenarios::single_pod("fault-mix", 8, 2),
         scenarios::degraded_drain_setup(1, true).pod,
         quick,
-    ]
+    ];
+    // FAULT_MIX_EXTRA=1: also a wider leaf/spine pod (3 leaves × 3 spines, one uplink to
+    // each) and the conformance leaf/spine pod at three times the load.
+    if std::env::var_os("FAULT_MIX_EXTRA").is_some() {
+        let mut wide = scenarios::degraded_drain_setup(1, true).pod;
+        wide.name = "fault-mix 3 leaves x 3 spines".into();
+        wide.topology = Topology::LeafSpine {
+            leaves: 3,
+            spines: 3,
+            accels_per_leaf: 3,
+            uplinks_per_spine: 1,
+        };
+        let mut busy = scenarios::degraded_drain_setup(1, true).pod;
+        busy.name = "fault-mix leaf/spine at load 0.3".into();
+        for w in &mut busy.workloads {
+            w.offered_load *= 3.0;
+        }
+        pods.push(wide);
+        pods.push(busy);
+    }
+    pods
 }
 
 fn check_plans(count: u64, only: Option<u64>) {

@@ -31,6 +31,10 @@ pub enum DropReason {
     QueueFull,
     /// The frame was queued on a port that went down or failed, and was flushed.
     Flushed,
+    /// A request whose flow is pinned to a port that went down or failed while requests of
+    /// the flow may still be in flight beyond it: sending it another way could overtake them
+    /// (`spec-notes/switch.md#ordering-rule`). Dropped until the pin expires.
+    PinLost,
 }
 
 impl fmt::Display for DropReason {
@@ -44,6 +48,7 @@ impl fmt::Display for DropReason {
             DropReason::Unreachable => "no usable egress port",
             DropReason::QueueFull => "egress queues full",
             DropReason::Flushed => "flushed from a failed port",
+            DropReason::PinLost => "pinned port lost with the flow in flight",
         })
     }
 }
@@ -136,6 +141,8 @@ pub struct PortCounters {
     pub queue_full: u32,
     /// Frames flushed from this egress when it went down or failed.
     pub flushed: u32,
+    /// Drops: requests whose pinned port was lost while their flow was in flight.
+    pub pin_lost: u32,
 }
 
 impl PortCounters {
@@ -149,6 +156,7 @@ impl PortCounters {
             DropReason::Unreachable => &mut self.unreachable,
             DropReason::QueueFull => &mut self.queue_full,
             DropReason::Flushed => &mut self.flushed,
+            DropReason::PinLost => &mut self.pin_lost,
         };
         *c = c.wrapping_add(1);
     }
@@ -164,6 +172,7 @@ impl PortCounters {
             self.unreachable,
             self.queue_full,
             self.flushed,
+            self.pin_lost,
         ]
         .iter()
         .fold(0u32, |a, &b| a.wrapping_add(b))
@@ -213,6 +222,7 @@ impl<const PORTS: usize> Counters<PORTS> {
                 unreachable: 0,
                 queue_full: 0,
                 flushed: 0,
+                pin_lost: 0,
             }; PORTS],
             events_lost: 0,
             commits: 0,
@@ -236,6 +246,7 @@ impl<const PORTS: usize> Counters<PORTS> {
             t.unreachable = t.unreachable.wrapping_add(p.unreachable);
             t.queue_full = t.queue_full.wrapping_add(p.queue_full);
             t.flushed = t.flushed.wrapping_add(p.flushed);
+            t.pin_lost = t.pin_lost.wrapping_add(p.pin_lost);
         }
         t
     }

@@ -131,6 +131,14 @@ struct SrcOrder {
     /// previous one's if `span = 2` (kept by `settle`, so that the forwarding path tests one
     /// bit).
     live: [u32; HASH_WORDS],
+    /// The generation that was current when a port of the switch last went down or failed
+    /// (valid while `fenced`): while it holds, requests of this source that went by hash
+    /// before the loss may still be in flight beyond the lost port, so a marked flow whose
+    /// hash way is lost must not go another way (`spec-notes/switch.md#ordering-rule`).
+    fence: u16,
+    /// `fence` is set and still holds (cleared by `settle` once it no longer does, so that
+    /// generation numbers wrapping around cannot revive it).
+    fenced: bool,
 }
 
 /// Hash-mark bits per source and generation.
@@ -143,6 +151,8 @@ const SRC_IDLE: SrcOrder = SrcOrder {
     span: 0,
     hashed: [[0; HASH_WORDS]; 2],
     live: [0; HASH_WORDS],
+    fence: 0,
+    fenced: false,
 };
 
 impl SrcOrder {
@@ -236,6 +246,15 @@ impl SrcOrder {
         }
         let span = if prev != 0 { 2 } else { u16::from(cur != 0) };
         self.set_span(span);
+        if self.fenced && !self.holds(self.fence) {
+            self.fenced = false;
+        }
+    }
+
+    /// Requests of this source from before the last port loss may still be in flight.
+    #[inline(always)]
+    fn fence_holds(&self) -> bool {
+        self.fenced && self.holds(self.fence)
     }
 }
 
@@ -375,6 +394,19 @@ fn stick_hash<P: PortIndex>(
         }
     }
     Err(DropReason::Unreachable)
+}
+
+/// `p` if it is the flow's hash way, else [`DropReason::PinLost`]: a marked flow whose hash
+/// way was lost while requests of its source from before the loss are unanswered must not
+/// move (its earlier requests may be in flight beyond the lost way).
+#[inline(never)]
+fn held_if_moved<P: PortIndex>(ways: &[P], hash: u32, p: P) -> Result<P, DropReason> {
+    let start = ((u64::from(hash) * ways.len() as u64) >> 32) as usize;
+    if ways.get(start) == Some(&p) {
+        Ok(p)
+    } else {
+        Err(DropReason::PinLost)
+    }
 }
 
 impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
@@ -524,6 +556,18 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
             .ids
             .get(usize::from(id) & (MAX_IDS - 1))
             .map_or(P::NONE, |e| e.home)
+    }
+
+    /// The packed attachment word of ingress port `ingress`: an accelerator ID, `INGRESS_TRUNK`
+    /// or `INGRESS_UNUSED`.
+    #[inline(always)]
+    fn attachment(&self, ingress: u16) -> u16 {
+        self.tables()
+            .ingress
+            .as_ref()
+            .get(usize::from(ingress))
+            .copied()
+            .unwrap_or(INGRESS_UNUSED)
     }
 
     /// A pin holds while the generation it was last taken in holds.
@@ -729,6 +773,12 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
     }
 
     fn flush(&mut self, port: u16) {
+        // Hashed requests sent through the port before now may still be in flight beyond it:
+        // fence every source with requests in flight (see `stick_hash`).
+        for src in self.srcs.iter_mut().filter(|s| s.span != 0) {
+            src.fence = src.gen;
+            src.fenced = true;
+        }
         // Flushed requests are never answered: their sources' pins stay until the requester's
         // own timeout shows up as an error response (conservative, never reordering).
         let n = self.egress.drain_port(port);
@@ -925,15 +975,28 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
                     .unwrap_or(&SRC_IDLE);
                 let own = pin.key == flow_key(att, h);
                 if own && src.holds(pin.epoch) {
-                    // Live: its port, if still usable (and still a way when the tables
-                    // changed since it was chosen).
-                    if score(pin.port) != 0
-                        && (pin.serial == self.serial || d.ways().contains(&pin.port))
-                    {
-                        return Ok(pin.port);
+                    // Live: its port while it is still a way (the tables may have changed
+                    // since it was chosen). If that port went down or failed, requests of the
+                    // flow may still be queued beyond it, so another way could overtake them:
+                    // the request is dropped until the pin expires.
+                    if pin.serial == self.serial || d.ways().contains(&pin.port) {
+                        if score(pin.port) != 0 {
+                            return Ok(pin.port);
+                        }
+                        return match stick_hash(d.ways(), hash, score) {
+                            Ok(_) => Err(DropReason::PinLost),
+                            Err(e) => Err(e),
+                        };
                     }
                 } else if src.hashed_at(slot) || (!own && self.pin_live(pin)) {
-                    return stick_hash(d.ways(), hash, score);
+                    return match stick_hash(d.ways(), hash, score) {
+                        // Marked (hashed requests of the flow may be in flight) and its hash
+                        // way lost since requests from before the loss were sent: held back.
+                        Ok(p) if src.hashed_at(slot) && src.fence_holds() => {
+                            held_if_moved(d.ways(), hash, p)
+                        }
+                        r => r,
+                    };
                 }
             } else if adaptive {
                 // A trunk: the source's answers need not pass here, so no pin can be proved
@@ -989,13 +1052,7 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
     fn note_order(&mut self, ingress: u16, port: P, h: &Header) {
         match h.kind {
             FrameKind::Request => {
-                let att = self
-                    .tables()
-                    .ingress
-                    .as_ref()
-                    .get(usize::from(ingress))
-                    .copied()
-                    .unwrap_or(INGRESS_UNUSED);
+                let att = self.attachment(ingress);
                 if att >= INGRESS_TRUNK {
                     return;
                 }
@@ -1067,6 +1124,30 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
         }
     }
 
+    /// Request `h` from `ingress` reuses the tag of an unanswered request counted here: its
+    /// requester gave up on that one (a timeout). Uncount it; `true` if there was one.
+    #[inline(never)]
+    fn release_reused_tag(&mut self, ingress: u16, h: &Header) -> bool {
+        let att = self.attachment(ingress);
+        if att >= INGRESS_TRUNK {
+            return false;
+        }
+        let home = self.home_of(att);
+        let Some((o, d, bit)) = self.tags.words(home, h.tag) else {
+            return false;
+        };
+        if *o & bit == 0 {
+            return false;
+        }
+        *o &= !bit;
+        let odd = *d & bit != 0;
+        if let Some(src) = self.srcs.get_mut(usize::from(att)) {
+            src.uncount(odd);
+            src.settle();
+        }
+        true
+    }
+
     fn drop_frame(&mut self, ingress: u16, reason: DropReason, h: &Header) {
         if let Some(c) = self.counters.ports.get_mut(usize::from(ingress)) {
             c.count_drop(reason);
@@ -1131,11 +1212,21 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
             c.rx_frames = c.rx_frames.wrapping_add(1);
         }
         let h = frame.header;
-        let stored = match self.decide_port(ingress, &h) {
-            Ok(p) => p,
-            Err(r) => {
-                self.drop_frame(ingress, r, &h);
-                return Err(r);
+        let mut retried = false;
+        // (One call site: the decision is inlined once.)
+        let stored = loop {
+            match self.decide_port(ingress, &h) {
+                Ok(p) => break p,
+                // A request with a tag still open here tells that its requester gave up on
+                // the earlier request with that tag: release it, which may end the pin that
+                // held this one back, and decide again.
+                Err(DropReason::PinLost) if !retried && self.release_reused_tag(ingress, &h) => {
+                    retried = true;
+                }
+                Err(r) => {
+                    self.drop_frame(ingress, r, &h);
+                    return Err(r);
+                }
             }
         };
         let port = stored.get();

@@ -8,7 +8,7 @@ use podlink_switch::DropReason;
 use serde::Serialize;
 
 /// Drop reasons in report order.
-pub const DROP_REASONS: [&str; 8] = [
+pub const DROP_REASONS: [&str; 9] = [
     "link-local",
     "bad-ingress",
     "spoofed",
@@ -17,6 +17,7 @@ pub const DROP_REASONS: [&str; 8] = [
     "unreachable",
     "queue-full",
     "flushed",
+    "pin-lost",
 ];
 
 /// Model-level counters.
@@ -27,7 +28,7 @@ pub struct Counters {
     /// Times a switch pipeline stopped because the switch buffer was full.
     pub ingress_blocked: u64,
     /// Frames dropped by switches, per [`DROP_REASONS`].
-    pub drops: [u64; 8],
+    pub drops: [u64; 9],
 }
 
 impl Counters {
@@ -42,6 +43,7 @@ impl Counters {
             DropReason::Unreachable => 5,
             DropReason::QueueFull => 6,
             DropReason::Flushed => 7,
+            DropReason::PinLost => 8,
         };
         self.drops[i] += 1;
     }

@@ -297,6 +297,7 @@ impl Forwarder {
             ("unreachable", u64::from(t.unreachable)),
             ("queue-full", u64::from(t.queue_full)),
             ("flushed", u64::from(t.flushed)),
+            ("pin-lost", u64::from(t.pin_lost)),
         ]
     }
 }

@@ -29,9 +29,10 @@ pub fn print_counters<W: Write>(out: &mut W, c: &Counters) -> Result<(), W::Erro
         line(
             out,
             format_args!(
-                "port {p:2}: rx={} tx={} cut={} queued={} drops={} (spoofed={} xpart={} noroute={} unreach={} full={} flushed={})",
+                "port {p:2}: rx={} tx={} cut={} queued={} drops={} (spoofed={} xpart={} noroute={} unreach={} full={} flushed={} pinlost={})",
                 pc.rx_frames, pc.tx_frames, pc.cut_through, pc.queued, pc.drops(), pc.spoofed,
-                pc.cross_partition, pc.no_route, pc.unreachable, pc.queue_full, pc.flushed
+                pc.cross_partition, pc.no_route, pc.unreachable, pc.queue_full, pc.flushed,
+                pc.pin_lost
             ),
         )?;
     }

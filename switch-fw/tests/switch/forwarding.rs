@@ -49,6 +49,8 @@ fn test_link_down_flushes_and_reroutes() {
     let evs: Vec<Event> = core::iter::from_fn(|| sw.poll_event()).collect();
     assert!(evs.contains(&Event::LinkDown { port: p }));
     assert!(evs.contains(&Event::Flushed { port: p, frames: 1 }));
+    // The flushed request is never answered; its requester gives up on it and reuses its
+    // tag, which releases the flow's pin: the retry goes another way.
     let q = sw.forward(t(2), 0, frame(2, h), &mut ports).unwrap().port();
     assert_ne!(q, p);
     // All trunks down: unreachable.

@@ -2,7 +2,7 @@
 //! one port while any is in flight, and in arrival order.
 
 use super::*;
-use podlink_switch::Forwarded;
+use podlink_switch::{DropReason, Forwarded};
 use proptest::prelude::*;
 use std::collections::HashMap;
 
@@ -417,4 +417,101 @@ fn test_colliding_flows_keep_order() {
         p
     );
     assert_eq!(sw.flow_pin(&h2), Some(p));
+}
+
+/// A flow whose pinned port goes down while one of its requests is beyond it (sent, not yet
+/// answered) is held back: sending its next request another way could overtake the first
+/// (found by podlink-sim's random fault mixes on a leaf/spine pod: stale reads). The request
+/// is dropped, counted as `PinLost`, until the pin expires: when the earlier request is
+/// answered, or its requester gives up on it and reuses its tag.
+#[test]
+fn test_lost_pinned_port_holds_the_flow_back() {
+    for release_by_reuse in [false, true] {
+        let (mut sw, mut ports) = new_switch(small_pod, 4);
+        let h = Header::request(aid(0), aid(150), vc(0), 0x1000);
+        let first = sw
+            .forward(t(1), 0, frame(1, h.with_tag(1)), &mut ports)
+            .unwrap();
+        assert!(matches!(first, Forwarded::CutThrough { .. }), "{first:?}");
+        let p = first.port();
+        ports[usize::from(p)].set_up(false);
+        sw.refresh_port(p, &ports[usize::from(p)]);
+        while sw.poll_event().is_some() {}
+        assert_eq!(sw.flow_pin(&h), Some(p), "the pin outlives its port");
+        for tag in 2..5 {
+            assert_eq!(
+                sw.forward(t(2), 0, frame(2, h.with_tag(tag)), &mut ports),
+                Err(DropReason::PinLost)
+            );
+        }
+        assert_eq!(sw.counters().ports[0].pin_lost, 3);
+        // Other flows of the source, and the same flow's region on another VC, are free.
+        let other = Header::request(aid(0), aid(150), vc(1), 0x1000);
+        assert_ne!(sw.decide(0, &other), Ok(p));
+        assert!(sw.decide(0, &other).is_ok());
+        let q = if release_by_reuse {
+            sw.forward(t(3), 0, frame(3, h.with_tag(1)), &mut ports)
+        } else {
+            sw.forward(
+                t(3),
+                4,
+                frame(
+                    3,
+                    Header::response(Some(aid(150)), aid(0), vc(0)).with_tag(1),
+                ),
+                &mut ports,
+            )
+            .unwrap();
+            assert_eq!(sw.flow_pin(&h), None, "answered: the pin is free");
+            sw.forward(t(3), 0, frame(4, h.with_tag(5)), &mut ports)
+        };
+        assert_ne!(q.unwrap().port(), p);
+        assert_eq!(sw.counters().ports[0].pin_lost, 3);
+    }
+}
+
+/// The same for a flow that goes by hash because another live flow holds its pin slot: once
+/// its hash way is lost, its next request is dropped while requests of its source from before
+/// the loss are unanswered; after that it goes by the next usable way.
+#[test]
+fn test_lost_hash_way_holds_a_marked_flow_back() {
+    let (mut sw, mut ports) = new_switch(small_pod, 4);
+    let h1 = Header::request(aid(0), aid(1), vc(0), 0);
+    sw.forward(t(1), 0, frame(1, h1.with_tag(1)), &mut ports)
+        .unwrap();
+    let slot = sw.flow_slot(&h1);
+    let h2 = (100u16..200)
+        .flat_map(|d| (0..64u64).map(move |r| Header::request(aid(0), aid(d), vc(0), r * 256)))
+        .find(|h| sw.flow_slot(h) == slot)
+        .expect("a colliding flow");
+    let p = sw
+        .forward(t(2), 0, frame(2, h2.with_tag(2)), &mut ports)
+        .unwrap()
+        .port();
+    assert!(TRUNKS.contains(&p));
+    assert_eq!(sw.flow_pin(&h2), None, "it went by hash");
+    ports[usize::from(p)].set_up(false);
+    sw.refresh_port(p, &ports[usize::from(p)]);
+    assert_eq!(
+        sw.forward(t(3), 0, frame(3, h2.with_tag(3)), &mut ports),
+        Err(DropReason::PinLost)
+    );
+    // Its own request answered, but h1's (sent before the loss too) is not: still held.
+    let resp = |d: u16, tag| Header::response(Some(aid(d)), aid(0), vc(0)).with_tag(tag);
+    let d2 = h2.dst.get();
+    sw.forward(t(4), 4, frame(4, resp(d2, 2)), &mut ports)
+        .unwrap();
+    assert_eq!(
+        sw.forward(t(4), 0, frame(5, h2.with_tag(4)), &mut ports),
+        Err(DropReason::PinLost)
+    );
+    // Everything from before the loss answered: it moves on.
+    sw.forward(t(5), 1, frame(6, resp(1, 1)), &mut ports)
+        .unwrap();
+    let q = sw
+        .forward(t(5), 0, frame(7, h2.with_tag(5)), &mut ports)
+        .unwrap()
+        .port();
+    assert_ne!(q, p);
+    assert_eq!(sw.counters().ports[0].pin_lost, 2);
 }
