@@ -2,7 +2,8 @@
 //! the hold-off), bit error rates, transceiver errors under a health monitor, port and plane
 //! failures, withheld credits and rogue writes, in random combinations and at random times,
 //! on the conformance pods (8 accelerators × 4 planes; 8 accelerators with 2 ports each on
-//! one switch; 2 leaves × 2 spines) and on the planes pod with a 4 µs request timeout.
+//! one switch; 2 leaves × 2 spines), on the planes pod with a 4 µs request timeout, on a
+//! 3 leaves × 3 spines pod and on the 2 × 2 leaf/spine pod at three times the load.
 //! Whatever the mix, a run must finish with every operation completed exactly once, no read
 //! wrong, the conservation balances holding, and operations reported failed only when the mix
 //! could lose frames or hold requests up past their timeout (a failure, errors at warning
@@ -151,9 +152,9 @@ fn pods() -> Vec<PodFile> {
         scenarios::degraded_drain_setup(1, true).pod,
         quick,
     ];
-    // FAULT_MIX_EXTRA=1: also a wider leaf/spine pod (3 leaves × 3 spines, one uplink to
-    // each) and the conformance leaf/spine pod at three times the load.
-    if std::env::var_os("FAULT_MIX_EXTRA").is_some() {
+    // A wider leaf/spine pod (3 leaves × 3 spines, one uplink to each), and the conformance
+    // leaf/spine pod at three times the load.
+    {
         let mut wide = scenarios::degraded_drain_setup(1, true).pod;
         wide.name = "fault-mix 3 leaves x 3 spines".into();
         wide.topology = Topology::LeafSpine {
