@@ -143,6 +143,16 @@ fn plan(pod: &PodFile, seed: u64) -> (FaultPlan, bool) {
 }
 
 fn pods() -> Vec<PodFile> {
+    // FAULT_MIX_PRESET=two-tier-384: that preset alone, with the conformance pods' request
+    // timeout (10 µs) and workload (uniform at load 0.1).
+    if let Ok(name) = std::env::var("FAULT_MIX_PRESET") {
+        let base = scenarios::planes_pod("x");
+        let mut pod = podlink_sim::pod::presets::load(&name).expect("a preset");
+        pod.name = format!("fault-mix {name}");
+        pod.accelerator.timeout_us = base.accelerator.timeout_us;
+        pod.workloads = base.workloads;
+        return vec![pod];
+    }
     // The planes pod again with requests timing out at 4 µs, well inside the 10 µs hold-off.
     let mut quick = scenarios::planes_pod("fault-mix, 4 us request timeout");
     quick.accelerator.timeout_us = 4.0;
