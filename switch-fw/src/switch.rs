@@ -983,10 +983,8 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
                         if score(pin.port) != 0 {
                             return Ok(pin.port);
                         }
-                        return match stick_hash(d.ways(), hash, score) {
-                            Ok(_) => Err(DropReason::PinLost),
-                            Err(e) => Err(e),
-                        };
+                        // (`Unreachable` if no way is usable at all.)
+                        return stick_hash(d.ways(), hash, score).and(Err(DropReason::PinLost));
                     }
                 } else if src.hashed_at(slot) || (!own && self.pin_live(pin)) {
                     return match stick_hash(d.ways(), hash, score) {
@@ -1105,20 +1103,9 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
                     }
                 }
             }
+            // (A tag not open here is not a request counted here, or was answered already.)
             FrameKind::Response if h.last => {
-                let home = self.home_of(h.dst.get());
-                let Some((o, d, bit)) = self.tags.words(home, h.tag) else {
-                    return;
-                };
-                if *o & bit == 0 {
-                    return; // not a request counted here (or answered already)
-                }
-                *o &= !bit;
-                let odd = *d & bit != 0;
-                if let Some(src) = self.srcs.get_mut(usize::from(h.dst.get())) {
-                    src.uncount(odd);
-                    src.settle();
-                }
+                self.close_tag(h.dst.get(), h.tag);
             }
             _ => {}
         }
@@ -1129,11 +1116,14 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
     #[inline(never)]
     fn release_reused_tag(&mut self, ingress: u16, h: &Header) -> bool {
         let att = self.attachment(ingress);
-        if att >= INGRESS_TRUNK {
-            return false;
-        }
-        let home = self.home_of(att);
-        let Some((o, d, bit)) = self.tags.words(home, h.tag) else {
+        att < INGRESS_TRUNK && self.close_tag(att, h.tag)
+    }
+
+    /// The request of source `src` with tag `tag` is answered or given up: if it is counted
+    /// here (its tag open), uncount it from its generation; `true` if it was.
+    fn close_tag(&mut self, src: u16, tag: u16) -> bool {
+        let home = self.home_of(src);
+        let Some((o, d, bit)) = self.tags.words(home, tag) else {
             return false;
         };
         if *o & bit == 0 {
@@ -1141,9 +1131,9 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
         }
         *o &= !bit;
         let odd = *d & bit != 0;
-        if let Some(src) = self.srcs.get_mut(usize::from(att)) {
-            src.uncount(odd);
-            src.settle();
+        if let Some(s) = self.srcs.get_mut(usize::from(src)) {
+            s.uncount(odd);
+            s.settle();
         }
         true
     }
