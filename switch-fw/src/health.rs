@@ -120,6 +120,13 @@ pub struct HealthPolicy {
     pub fail_after: u8,
     /// Good windows in a row that take Failed to Degraded, or Degraded to Healthy.
     pub recover_after: u8,
+    /// How long hashed flows keep away from a port that came back (up, or out of Failed),
+    /// counted from the last frame the switch forwarded before it came back
+    /// (`spec-notes/switch.md#settling`): the flows that moved off it while it was lost keep
+    /// the way they moved to, where their requests may still be queued. Default 100 µs, the
+    /// accelerators' default request timeout: a request forwarded that long ago has been
+    /// answered or given up by its requester.
+    pub settle: Duration,
 }
 
 impl Default for HealthPolicy {
@@ -151,6 +158,7 @@ impl Default for HealthPolicy {
             degrade_after: 2,
             fail_after: 4,
             recover_after: 8,
+            settle: Duration::from_us(100),
         }
     }
 }

@@ -351,6 +351,16 @@ pub struct Switch<const PORTS: usize = MAX_PORTS, P: PortIndex = u8> {
     counters: Counters<PORTS>,
     events: Deque<Event, EVENT_QUEUE>,
     tx_rr: u16,
+    /// Per port: it came back (up, or out of Failed) within the policy's `settle` time, and
+    /// hashed flows keep away from it (`spec-notes/switch.md#settling`); all false when
+    /// `unsettled` is false.
+    joining: [bool; PORTS],
+    /// Some port is joining.
+    unsettled: bool,
+    /// When the joining ports settle.
+    settle_until: Instant,
+    /// When the switch last forwarded a frame (settling is counted from there).
+    clock: Instant,
 }
 
 impl<const PORTS: usize, P: PortIndex> Default for Switch<PORTS, P> {
@@ -437,6 +447,10 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
             counters: Counters::zero(),
             events: Deque::new(),
             tx_rr: 0,
+            joining: [false; PORTS],
+            unsettled: false,
+            settle_until: Instant::ZERO,
+            clock: Instant::ZERO,
         }
     }
 
@@ -752,6 +766,7 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
             *was_up = up;
             if up {
                 self.raise(Event::LinkUp { port });
+                self.unsettle(port);
             } else {
                 self.raise(Event::LinkDown { port });
                 self.flush(port);
@@ -791,6 +806,58 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
         for vc in 0..NUM_VCS as u8 {
             self.rescore(port, vc);
         }
+    }
+
+    /// Port `port` came back: it joins hashed forwarding `policy.settle` after the last
+    /// frame forwarded (one deadline for every joining port: a later one extends all). Before
+    /// the first frame nothing can be in flight: ports coming up then join at once.
+    #[inline(never)]
+    fn unsettle(&mut self, port: u16) {
+        if self.clock == Instant::ZERO {
+            return;
+        }
+        if let Some(m) = self.joining.get_mut(usize::from(port)) {
+            *m = true;
+            self.unsettled = true;
+            self.settle_until = self.clock + self.policy.settle;
+        }
+    }
+
+    /// The settling time is over: every port has joined.
+    #[inline(never)]
+    fn settle(&mut self) {
+        self.joining = [false; PORTS];
+        self.unsettled = false;
+    }
+
+    /// Whether port `p` came back recently and hashed flows still keep away from it.
+    pub fn joining(&self, p: u16) -> bool {
+        self.joining.get(usize::from(p)).copied().unwrap_or(false)
+    }
+
+    /// The way of a hashed flow while some port is joining: from the flow's hash way, the
+    /// first usable way that is not joining, else the first usable one. A flow that moved
+    /// off a way while it was lost keeps the way it moved to until the way has settled: its
+    /// requests queued there must not be overtaken.
+    #[inline(never)]
+    fn settled_hash(&self, ways: &[P], hash: u32, vc: u8) -> Result<P, DropReason> {
+        let scores = self.scores(vc);
+        let n = ways.len();
+        let start = ((u64::from(hash) * n as u64) >> 32) as usize;
+        let mut joining = Err(DropReason::Unreachable);
+        for k in 0..n {
+            let p = ways.get((start + k) % n).copied().unwrap_or(P::NONE);
+            if map_at::<P>(scores, p).unwrap_or(0) == 0 {
+                continue;
+            }
+            if !self.joining(p.get()) {
+                return Ok(p);
+            }
+            if joining.is_err() {
+                joining = Ok(p);
+            }
+        }
+        joining
     }
 
     /// The next time [`Switch::handle_timeout`] has work (end of the health window, or a
@@ -844,6 +911,8 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
                 self.raise(Event::HealthChanged { port: p, from, to });
                 if to == Health::Failed {
                     self.flush(p);
+                } else if from == Health::Failed {
+                    self.unsettle(p);
                 }
                 for vc in 0..NUM_VCS as u8 {
                     self.rescore(p, vc);
@@ -987,7 +1056,12 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
                         return stick_hash(d.ways(), hash, score).and(Err(DropReason::PinLost));
                     }
                 } else if src.hashed_at(slot) || (!own && self.pin_live(pin)) {
-                    return match stick_hash(d.ways(), hash, score) {
+                    let way = if self.unsettled {
+                        self.settled_hash(d.ways(), hash, h.vc.get())
+                    } else {
+                        stick_hash(d.ways(), hash, score)
+                    };
+                    return match way {
                         // Marked (hashed requests of the flow may be in flight) and its hash
                         // way lost since requests from before the loss were sent: held back.
                         Ok(p) if src.hashed_at(slot) && src.fence_holds() => {
@@ -999,7 +1073,11 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
             } else if adaptive {
                 // A trunk: the source's answers need not pass here, so no pin can be proved
                 // free; the flow's hash port keeps its requests in order.
-                return stick_hash(d.ways(), hash, score);
+                return if self.unsettled {
+                    self.settled_hash(d.ways(), hash, h.vc.get())
+                } else {
+                    stick_hash(d.ways(), hash, score)
+                };
             }
         }
         let mut best = 0u16;
@@ -1201,6 +1279,10 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
         if let Some(c) = self.counters.ports.get_mut(usize::from(ingress)) {
             c.rx_frames = c.rx_frames.wrapping_add(1);
         }
+        if self.unsettled && now >= self.settle_until {
+            self.settle();
+        }
+        self.clock = now;
         let h = frame.header;
         let mut retried = false;
         // (One call site: the decision is inlined once.)

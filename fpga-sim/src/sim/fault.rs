@@ -258,6 +258,10 @@ pub struct FaultReport {
     /// TL transfers the retrained ends had taken but not yet sent (dropped with the TL
     /// state; their operations fail by timeout).
     pub frames_discarded: u64,
+    /// Frames that had arrived on a switch port declared down (or failed) and were still in
+    /// its ingress pipeline, not yet taken by the switch: discarded with the port
+    /// (`Sim::discard_ingress`; their operations fail by timeout).
+    pub ingress_discarded: u64,
     /// Link-down and link-up transitions of the protocol's link ends (summed).
     pub link_downs: u64,
     /// Link ups (bring-ups started), summed over link ends.

@@ -8,9 +8,9 @@ use super::port::{flow_of, vc_of, Credits};
 use super::steer::Known;
 use super::{Ev, Owner, Sim};
 use podlink_protocol::flow::CreditSender;
-use podlink_protocol::time::{Duration, Instant};
+use podlink_protocol::time::Instant;
 use podlink_switch::health::TransceiverReading;
-use podlink_switch::{DropReason, Event, Health, HealthPolicy};
+use podlink_switch::{DropReason, Event, Health};
 
 fn health_name(h: Health) -> String {
     h.to_string()
@@ -49,10 +49,7 @@ impl Sim {
             self.switches[s]
                 .fwd
                 .switch()
-                .set_health_policy(HealthPolicy {
-                    window: Duration::from_ps(w.max(1)),
-                    ..HealthPolicy::default()
-                });
+                .set_health_policy(super::switch::policy(&self.pod, Some(w)));
             self.schedule(w.max(1), Ev::Health(s as u32));
         }
     }
@@ -333,6 +330,9 @@ impl Sim {
         }
         for x in [a, b] {
             if let Owner::Switch { s, p } = self.owner[x as usize] {
+                if !up {
+                    self.discard_ingress(x, now);
+                }
                 self.ports[x as usize].up = up;
                 let sw = &mut self.switches[s as usize];
                 let range = sw.base as usize..(sw.base + sw.n) as usize;
@@ -362,6 +362,25 @@ impl Sim {
             }
             let state = if up { self.known_of(p) } else { Known::Down };
             self.notify(e, state, p, now);
+        }
+    }
+
+    /// Switch end `x` was declared down: the port is reset, and the frames that arrived on
+    /// it but are still in its ingress pipeline (waiting for their pipeline time or for room
+    /// in the switch) are discarded; their buffers are freed. What the switch already took
+    /// is queued at its egress ports, ahead of anything that arrives later by another way
+    /// (`spec-notes/switch.md#settling`), so a flow the upstream switch now sends another
+    /// way cannot overtake a request that crossed the lost link.
+    pub(crate) fn discard_ingress(&mut self, x: u32, now: u64) {
+        let rx = &mut self.rxs[x as usize];
+        let mut gone: Vec<u32> = rx.fifo.drain(..).map(|(_, h)| h).collect();
+        gone.extend(rx.rsp.drain(..).map(|(_, h)| h));
+        for &h in &gone {
+            self.release_frame(h, now);
+            self.frames.free(h);
+        }
+        if let Some(f) = self.fault.as_mut() {
+            f.report.ingress_discarded += gone.len() as u64;
         }
     }
 

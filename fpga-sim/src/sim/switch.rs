@@ -17,7 +17,7 @@
 use super::port::{Frame, PortState};
 use crate::pod::config::PodFile;
 use crate::pod::topology::Fabric;
-use podlink_protocol::time::Instant;
+use podlink_protocol::time::{Duration, Instant};
 use podlink_protocol::wire::Vc;
 use podlink_switch::event::PortCounters;
 use podlink_switch::header::Header;
@@ -147,6 +147,18 @@ impl<const PORTS: usize, P: PortIndex> SwitchOps for Switch<PORTS, P> {
     }
 }
 
+/// The health policy of every switch of `pod`: the library's defaults, closing a health
+/// window every `window_ps` if given, and ports settling for the accelerators' request
+/// timeout after a change (`spec-notes/switch.md#settling`).
+pub(crate) fn policy(pod: &PodFile, window_ps: Option<u64>) -> HealthPolicy {
+    let d = HealthPolicy::default();
+    HealthPolicy {
+        window: window_ps.map_or(d.window, |w| Duration::from_ps(w.max(1))),
+        settle: crate::pod::timing::ns(pod.accelerator.timeout_us * 1000.0),
+        ..d
+    }
+}
+
 /// The forwarding logic of one switch: a [`Switch`] instance that holds it.
 pub struct Forwarder {
     sw: Box<dyn SwitchOps + Send>,
@@ -201,7 +213,9 @@ impl Forwarder {
         } else {
             instance::<{ podlink_switch::WIDE_PORTS }, u16>(pod, fabric, s)?
         };
-        Ok(Forwarder { sw })
+        let mut f = Forwarder { sw };
+        f.sw.set_health_policy(policy(pod, None));
+        Ok(f)
     }
 
     /// Which logic this is (always the library: "podlink-switch").
