@@ -10,7 +10,7 @@
 //! | fault | model action | handled by |
 //! |---|---|---|
 //! | [`FaultKind::LinkDown`] / [`FaultKind::LinkUp`] | both ends' PHY down / up; DL flits on the wire are lost | protocol `UaLink` (retry keeps its replay buffer; NOP bring-up and replay on up) |
-//! | (down longer than [`FaultPlan::holdoff_ps`]) | the switch is told the link is down | podlink-switch `refresh_port` (flushes the port's queues) |
+//! | (down longer than [`FaultPlan::holdoff_ps`]) | the switch is told the link is down; frames still in the ingress pipelines of the link's switch ends are discarded (`FaultReport::ingress_discarded`) | podlink-switch `refresh_port` (flushes the port's queues; the port joins hashing again only after it settles when it comes back) |
 //! | [`FaultKind::PortFail`] | alarm: switch port Failed at once, link down for good | podlink-switch `force_health`, then as above |
 //! | [`FaultKind::PlaneFail`] | every port of one switch fails | as `PortFail` |
 //! | [`FaultKind::SetBer`] | the link's bit error rate changes (both ways) | protocol CRC and replay; the switch's health monitor grades the link's counters |
