@@ -359,7 +359,8 @@ pub struct Switch<const PORTS: usize = MAX_PORTS, P: PortIndex = u8> {
     unsettled: bool,
     /// When the joining ports settle.
     settle_until: Instant,
-    /// When the switch last forwarded a frame (settling is counted from there).
+    /// The time of the last frame handed to [`Switch::forward`] (settling is counted from
+    /// there: nothing the switch sent can be younger).
     clock: Instant,
 }
 
@@ -809,7 +810,7 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
     }
 
     /// Port `port` came back: it joins hashed forwarding `policy.settle` after the last
-    /// frame forwarded (one deadline for every joining port: a later one extends all). Before
+    /// frame handed to `forward` (one deadline for every joining port: a later one extends all). Before
     /// the first frame nothing can be in flight: ports coming up then join at once.
     #[inline(never)]
     fn unsettle(&mut self, port: u16) {

@@ -151,4 +151,18 @@ fn test_failed_port_is_flushed_and_unused() {
     assert_eq!(sw.flow_pin(&h), Some(p));
     let q = sw.forward(t(2), 0, frame(3, h), &mut ports).unwrap().port();
     assert_ne!(q, p);
+    // `recover_after` good windows bring it back to Degraded: hashed flows keep away from it
+    // until it settles (`spec-notes/switch.md#settling`).
+    assert!(!sw.joining(p));
+    let w = HealthPolicy::default().window;
+    let mut now = t(0);
+    for _ in 0..HealthPolicy::default().recover_after {
+        now += w;
+        sw.handle_timeout(now, &ports);
+    }
+    assert_eq!(sw.health(p), Health::Degraded);
+    assert!(
+        sw.joining(p),
+        "a port out of Failed joins hashing after it settles"
+    );
 }
