@@ -192,6 +192,7 @@ fn setup(a: &RunArgs) -> Result<(PodFile, Options), String> {
         warmup_ps: duration_ps / 10,
         pattern,
         load: a.load,
+        faults: pod.fault_plan(),
         ..Options::default()
     };
     Ok((pod, opts))

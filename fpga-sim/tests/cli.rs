@@ -162,3 +162,83 @@ fn sweep_writes_latency_versus_load() {
         .starts_with("<svg"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A pod file's `[faults]` section is applied by `run`: the summary reports the faults and
+/// what they cost, operations reported failed do not fail the run (reads and completions are
+/// still checked), the same pod and seed give the same bytes, and a bad event is refused with
+/// its line and field.
+#[test]
+fn pod_file_faults_are_applied() {
+    let dir = tmp("faults");
+    std::fs::create_dir_all(&dir).unwrap();
+    let pod = dir.join("faults.toml");
+    let text = r#"name = "leaf-spine with faults"
+[topology]
+kind = "leaf-spine"
+leaves = 2
+spines = 2
+accels_per_leaf = 4
+uplinks_per_spine = 2
+[accelerator]
+timeout_us = 10
+[faults]
+[[faults.events]]
+at_us = 1
+kind = "port-fail"
+switch = 2
+port = 2
+[[faults.events]]
+at_us = 0.5
+kind = "set-ber"
+switch = 0
+port = 0
+ber = 1e-6
+"#;
+    std::fs::write(&pod, text).unwrap();
+    let run = || {
+        bin()
+            .arg("run")
+            .arg(&pod)
+            .args(["--duration", "3us", "--json"])
+            .output()
+            .unwrap()
+    };
+    let (a, b) = (run(), run());
+    assert_eq!(
+        a.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&a.stderr)
+    );
+    assert_eq!(a.stdout, b.stdout, "same pod and seed, same bytes");
+    let j: serde_json::Value = serde_json::from_slice(&a.stdout).unwrap();
+    let f = &j["faults"];
+    assert_eq!(f["open_at_fault"].as_array().map(Vec::len), Some(2));
+    assert!(
+        f["flits_lost"].as_u64().unwrap() > 0,
+        "the failed port's wire lost flits"
+    );
+    let text_out = bin()
+        .arg("run")
+        .arg(&pod)
+        .args(["--duration", "3us"])
+        .output()
+        .unwrap();
+    let s = String::from_utf8_lossy(&text_out.stdout);
+    assert!(s.contains("faults: 2 applied"), "{s}");
+    // Without the section the same pod applies nothing.
+    std::fs::write(&pod, &text[..text.find("[faults]").unwrap()]).unwrap();
+    let out = run();
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(j["faults"].is_null(), "{}", j["faults"]);
+    // A bad event: exit 2, file, line and field named.
+    std::fs::write(&pod, text.replace("port = 2\n", "port = 2\nvc = 1\n")).unwrap();
+    let out = run();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("faults.toml:16") && err.contains("faults.events.0.vc"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -4,6 +4,7 @@
 //! Parsing is strict: an unknown key, a wrong type or an out-of-range value is an error naming
 //! the file, the line and the field. Nothing here panics on any input.
 
+pub use super::faults::FaultsParams;
 use serde::Deserialize;
 use std::fmt;
 use std::path::Path;
@@ -69,6 +70,10 @@ pub struct PodFile {
     /// conformance scenarios; `podlink-sim verify` refuses missing routes and loops).
     #[serde(default)]
     pub routes: Vec<RouteOverride>,
+    /// Timed faults every run of the pod applies (`[faults]`, [`FaultsParams`]; default
+    /// none).
+    #[serde(default)]
+    pub faults: FaultsParams,
 }
 
 /// Replace the route of some destinations at one switch.
@@ -412,12 +417,14 @@ impl PodFile {
                 message: e.message().trim().to_string(),
             }
         })?;
-        pod.validate().map_err(|(field, message)| PodError {
-            file: file.to_string(),
-            line: line_of(text, &field),
-            field: Some(field),
-            message,
-        })?;
+        pod.validate()
+            .and_then(|()| pod.validate_faults())
+            .map_err(|(field, message)| PodError {
+                file: file.to_string(),
+                line: line_of(text, &field),
+                field: Some(field),
+                message,
+            })?;
         Ok(pod)
     }
 
@@ -426,12 +433,14 @@ impl PodFile {
     /// # Errors
     /// The first range or consistency error, naming the field (`file` names the pod).
     pub fn check(&self, file: &str) -> Result<(), PodError> {
-        self.validate().map_err(|(field, message)| PodError {
-            file: file.to_string(),
-            line: None,
-            field: Some(field),
-            message,
-        })
+        self.validate()
+            .and_then(|()| self.validate_faults())
+            .map_err(|(field, message)| PodError {
+                file: file.to_string(),
+                line: None,
+                field: Some(field),
+                message,
+            })
     }
 
     /// Read and parse a pod file.
@@ -452,6 +461,28 @@ impl PodFile {
         }
         let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
         PodFile::parse(&text, &file)
+    }
+
+    /// The fault plan of the `[faults]` section (none if there is none). A pod that
+    /// [`PodFile::parse`] or [`PodFile::check`] accepted always has a plan.
+    pub fn fault_plan(&self) -> crate::sim::fault::FaultPlan {
+        self.faults.plan().unwrap_or_default()
+    }
+
+    /// The `[faults]` section: every event well formed and naming switches, ports and
+    /// accelerators the pod has (after [`PodFile::validate`], which the fabric needs).
+    fn validate_faults(&self) -> Result<(), (String, String)> {
+        if self.faults == FaultsParams::default() {
+            return Ok(());
+        }
+        let plan = self.faults.plan()?;
+        let fabric = crate::pod::topology::Fabric::build(self);
+        crate::sim::validate_faults(&plan, &fabric).map_err(|e| match e {
+            crate::sim::SimError::Fault { index, message } => {
+                (format!("faults.events.{index}"), message)
+            }
+            other => ("faults".to_string(), other.to_string()),
+        })
     }
 
     /// Number of accelerators.

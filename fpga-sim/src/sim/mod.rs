@@ -29,6 +29,7 @@ use self::check::{Reference, SparseMem};
 use self::fault::FaultPlan;
 use self::link::{FlitPool, Wire};
 use self::port::{FrameSlab, PortState};
+pub(crate) use self::steer::validate as validate_faults;
 use self::steer::FaultState;
 use self::switch::Forwarder;
 use self::trace::Trace;

@@ -114,10 +114,32 @@ pub fn summary_text(s: &Summary) -> String {
         i.duplicates,
         i.failed,
         i.atomic_errors,
-        if i.ok() { "OK" } else { "FAILED" }
+        match (s.integrity_ok(), i.failed > 0) {
+            (true, true) => "OK (operations may fail under the pod's faults)",
+            (true, false) => "OK",
+            (false, _) => "FAILED",
+        }
     );
     for p in &i.first_problems {
         let _ = writeln!(o, "    {p}");
+    }
+    if let Some(f) = s.faults.as_ref().filter(|_| s.had_faults()) {
+        let drops: Vec<String> = f
+            .switch_drops
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(r, n)| format!("{n} {r}"))
+            .collect();
+        let _ = writeln!(
+            o,
+            "  faults: {} applied; {} DL flits lost on wires, {} link ends retrained, {} frames discarded at retrains, {} at ports declared down; switch drops: {}",
+            f.open_at_fault.len(),
+            f.flits_lost,
+            f.retrains,
+            f.frames_discarded,
+            f.ingress_discarded,
+            if drops.is_empty() { "none".to_string() } else { drops.join(", ") }
+        );
     }
     let c = &s.conservation;
     let discarded = if c.tl_discarded > 0 {

@@ -219,7 +219,26 @@ impl Summary {
 
     /// The run is sound: integrity and conservation hold.
     pub fn sound(&self) -> bool {
-        self.integrity.ok() && self.conservation.ok
+        self.integrity_ok() && self.conservation.ok
+    }
+
+    /// The run applied faults (a fault plan with at least one fault).
+    pub fn had_faults(&self) -> bool {
+        self.faults
+            .as_ref()
+            .is_some_and(|f| !f.open_at_fault.is_empty())
+    }
+
+    /// The integrity check passed: nothing lost, duplicated or wrong, and no operation
+    /// reported failed unless the run applied faults (which may fail operations; a read
+    /// that disagrees is still wrong unless only failed writes explain it).
+    pub fn integrity_ok(&self) -> bool {
+        let i = &self.integrity;
+        if self.had_faults() {
+            i.mismatches == 0 && i.duplicates == 0 && i.lost == 0 && i.atomic_errors == 0
+        } else {
+            i.ok()
+        }
     }
 }
 
