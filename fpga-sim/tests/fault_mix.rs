@@ -10,7 +10,9 @@
 //! level, a link down for half a request timeout or more, credits withheld as long).
 //!
 //! `FAULT_MIX_PLANS=N` runs N plans per pod instead of the default few (the plans are the same
-//! for the same N: plan k is built from seed k).
+//! for the same N: plan k is built from seed k). `FAULT_MIX_PRESET=name` runs them on a preset
+//! (with the conformance pods' timeout and workload), `FAULT_MIX_POD=path.toml` on a pod file
+//! as it is.
 
 use podlink_sim::conformance::scenarios;
 use podlink_sim::pod::config::{PodFile, Topology};
@@ -145,6 +147,12 @@ fn plan(pod: &PodFile, seed: u64) -> (FaultPlan, bool) {
 fn pods() -> Vec<PodFile> {
     // FAULT_MIX_PRESET=two-tier-384: that preset alone, with the conformance pods' request
     // timeout (10 µs) and workload (uniform at load 0.1).
+    // FAULT_MIX_POD=path.toml: that pod file alone, as it is (its workloads and timeout; its
+    // own `[faults]` section is replaced by each plan).
+    if let Ok(path) = std::env::var("FAULT_MIX_POD") {
+        let pod = PodFile::load(std::path::Path::new(&path)).expect("a pod file");
+        return vec![pod];
+    }
     if let Ok(name) = std::env::var("FAULT_MIX_PRESET") {
         let base = scenarios::planes_pod("x");
         let mut pod = podlink_sim::pod::presets::load(&name).expect("a preset");
