@@ -516,6 +516,25 @@ impl Sim {
                 let state = self.known_of(p);
                 self.notify(e, state, p, now);
             }
+            if to == Health::Failed {
+                self.disable_port(p, now);
+            }
         }
+    }
+
+    /// A port its switch's health monitor failed is disabled as an alarm's is
+    /// ([`FaultKind::PortFail`](super::fault::FaultKind::PortFail)): its link goes down for
+    /// good (what is on the wire is lost, what the link layer still held is never sent) and
+    /// it is declared down at once (the far switch end discards its ingress pipeline), so
+    /// nothing sent through the port before it failed can arrive after requests of the same
+    /// flows that now go another way (`spec-notes/switch.md#settling`).
+    fn disable_port(&mut self, p: PortRef, now: u64) {
+        let (a, _) = self.ends_of(p);
+        match self.fault.as_mut() {
+            Some(f) if !f.failed[a as usize] => f.failed[a as usize] = true,
+            _ => return,
+        }
+        self.phy_down(p, now);
+        self.declare(p, false, now);
     }
 }
