@@ -14,7 +14,7 @@
 //! | [`FaultKind::PortFail`] | alarm: switch port Failed at once, link down for good | podlink-switch `force_health`, then as above |
 //! | [`FaultKind::PlaneFail`] | every port of one switch fails | as `PortFail` |
 //! | [`FaultKind::SetBer`] | the link's bit error rate changes (both ways) | protocol CRC and replay; the switch's health monitor grades the link's counters |
-//! | [`FaultKind::ModuleErrors`] | the link's transceivers count errors that FEC still corrects (data intact) | podlink-switch health monitor (module error grade) |
+//! | [`FaultKind::ModuleErrors`] | the link's transceivers count errors that FEC still corrects (data intact); a port the monitor grades Failed is disabled as by `PortFail` | podlink-switch health monitor (module error grade) |
 //! | [`FaultKind::Inject`] | a rogue requester behind an accelerator port sends writes with a chosen source ID | protocol `Requester`; podlink-switch spoofing and partition checks |
 //! | [`FaultKind::Withhold`] / [`FaultKind::Release`] | an accelerator's receiver keeps / returns the TL credits of one VC | the switch's per-VC credit scheduling |
 //!
