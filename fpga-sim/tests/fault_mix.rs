@@ -3,7 +3,8 @@
 //! failures, withheld credits and rogue writes, in random combinations and at random times,
 //! on the conformance pods (8 accelerators × 4 planes; 8 accelerators with 2 ports each on
 //! one switch; 2 leaves × 2 spines), on the planes pod with a 4 µs request timeout, on a
-//! 3 leaves × 3 spines pod and on the 2 × 2 leaf/spine pod at three times the load.
+//! 3 leaves × 3 spines pod, on the 2 × 2 leaf/spine pod at three times the load, and on a
+//! two-tenant 2 × 2 leaf/spine pod (`tests/data/pods/two-tenants-leaf-spine.toml`).
 //! Whatever the mix, a run must finish with every operation completed exactly once, no read
 //! wrong, the conservation balances holding, and operations reported failed only when the mix
 //! could lose frames or hold requests up past their timeout (a failure, errors at warning
@@ -183,8 +184,18 @@ fn pods() -> Vec<PodFile> {
         };
         pods.push(wide);
         pods.push(busy_pod());
+        pods.push(tenants_pod());
     }
     pods
+}
+
+/// Two tenants on a 2 × 2 leaf/spine pod (`tests/data/pods/two-tenants-leaf-spine.toml`).
+fn tenants_pod() -> PodFile {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/pods/two-tenants-leaf-spine.toml"
+    );
+    PodFile::load(std::path::Path::new(path)).expect("the two-tenant pod")
 }
 
 /// The conformance leaf/spine pod (2 leaves × 2 spines, two links from each leaf to each
@@ -321,4 +332,24 @@ fn former_stale_read_plans_pass() {
     });
     assert!(bad.is_empty(), "{}", bad.join("\n"));
     assert!(discarded > 0, "plan 465 discards the failed port's ingress");
+}
+
+/// A plan on the two-tenant pod that returned stale reads until a port the health monitor
+/// fails was disabled like an alarmed one: the port failed during a flap, and its link,
+/// still up, replayed requests after their flows had moved to the other link.
+#[test]
+fn health_failed_port_plan_passes() {
+    use podlink_sim::sim::fault::Happening;
+    let failed = PortRef { switch: 2, port: 2 };
+    let mut disabled = false;
+    let bad = check(&[tenants_pod()], &[134], |_, f| {
+        // The plan only flaps that link (shorter than the hold-off): it is declared down
+        // because its port failed.
+        disabled = f
+            .timeline
+            .iter()
+            .any(|e| matches!(e.what, Happening::Declared { at, up: false } if at == failed));
+    });
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+    assert!(disabled, "the failed port was disabled");
 }
