@@ -353,3 +353,22 @@ fn health_failed_port_plan_passes() {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
     assert!(disabled, "the failed port was disabled");
 }
+
+/// Errors below the warning level (10 a health window) on a pod with rate caps, whose
+/// switches' timers fire far more often than the health window: the port stays Healthy and
+/// no operation fails. (The simulator bumped the transceiver's counter at every timer, which
+/// read as thousands of errors a window and failed the port: plan 394 on the two-tenant pod.)
+#[test]
+fn module_errors_below_warning_leave_the_port_healthy() {
+    use podlink_sim::sim::fault::Happening;
+    let mut health_changes = usize::MAX;
+    let bad = check(&[tenants_pod()], &[394], |_, f| {
+        health_changes = f
+            .timeline
+            .iter()
+            .filter(|e| matches!(e.what, Happening::Health { .. }))
+            .count();
+    });
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+    assert_eq!(health_changes, 0);
+}

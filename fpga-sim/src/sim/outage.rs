@@ -121,8 +121,21 @@ impl Sim {
                 for x in [a, b] {
                     if matches!(self.owner[x as usize], Owner::Switch { .. }) {
                         if let Some(f) = self.fault.as_mut() {
-                            f.module_errors.retain(|m| m.0 != x);
-                            f.module_errors.push((x, per_window, 0));
+                            // The counter goes on from where it is (a counter that went
+                            // back would read as a huge increment).
+                            let w = f.plan.health_window_ps.unwrap_or(1);
+                            let base = f
+                                .module_errors
+                                .iter()
+                                .find(|m| m.end == x)
+                                .map_or(0, |m| m.counter(now, w));
+                            f.module_errors.retain(|m| m.end != x);
+                            f.module_errors.push(super::steer::ModuleErrors {
+                                end: x,
+                                per_window,
+                                since_ps: now,
+                                base,
+                            });
                         }
                     }
                 }
@@ -448,10 +461,10 @@ impl Sim {
         }
         let mut readings = Vec::new();
         if let Some(f) = self.fault.as_mut() {
-            for m in &mut f.module_errors {
-                if (base..base + n).contains(&(m.0 as usize)) {
-                    m.2 = m.2.wrapping_add(m.1);
-                    readings.push((m.0 as usize - base, m.2));
+            let w = f.plan.health_window_ps.unwrap_or(1);
+            for m in &f.module_errors {
+                if (base..base + n).contains(&(m.end as usize)) {
+                    readings.push((m.end as usize - base, m.counter(now, w)));
                 }
             }
         }

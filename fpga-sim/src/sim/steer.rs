@@ -73,8 +73,34 @@ pub(crate) struct FaultState {
     /// (source, destination, region) → (port, requests in flight).
     pub pins: IntMap<(u32, u32)>,
     pub rogues: Vec<Rogue>,
-    /// Switch ends whose transceiver counts errors: (end, per window, counter).
-    pub module_errors: Vec<(u32, u32, u32)>,
+    /// Switch ends whose transceivers count errors.
+    pub module_errors: Vec<ModuleErrors>,
+}
+
+/// A switch end whose transceiver counts (corrected) errors: its counter is `base` at
+/// `since_ps` and grows by `per_window` every health window after, whenever it is read (the
+/// switches' timers run more often than the health window when rate caps are in force).
+#[derive(Debug, Clone, Copy)]
+pub struct ModuleErrors {
+    /// The switch end.
+    pub end: u32,
+    /// Errors per health window.
+    pub per_window: u32,
+    /// When this rate started.
+    pub since_ps: u64,
+    /// The counter then.
+    pub base: u32,
+}
+
+impl ModuleErrors {
+    /// The counter at `now` with health windows of `window_ps`: `per_window` more for every
+    /// window that has begun since `since_ps` (so the first window to close after the rate
+    /// started reads `per_window` more, as a counter read once per window would).
+    pub fn counter(&self, now: u64, window_ps: u64) -> u32 {
+        let windows = now.saturating_sub(self.since_ps).div_ceil(window_ps.max(1));
+        let n = u64::from(self.per_window).saturating_mul(windows);
+        self.base.wrapping_add(n as u32)
+    }
 }
 
 /// Check that every fault names things the pod has.
@@ -449,6 +475,42 @@ mod tests {
     use super::*;
     use crate::pod::presets;
     use crate::sim::Options;
+
+    /// A transceiver's error counter depends on time, not on how often it is read: the
+    /// switches' timers fire far more often than the health window when rate caps are in
+    /// force, and a counter bumped at every read made 10 errors a window look like thousands
+    /// (a port failed under a two-tenant fault mix, plan 394). The first window that closes
+    /// after the rate starts reads `per_window` more; a new rate goes on from the counter.
+    #[test]
+    fn module_error_counter_follows_windows_not_reads() {
+        let w = 1_000_000;
+        let m = ModuleErrors {
+            end: 3,
+            per_window: 10,
+            since_ps: 2_400_000,
+            base: 7,
+        };
+        assert_eq!(m.counter(2_400_000, w), 7);
+        // Read at every nanosecond of the next window: the same value at its close.
+        let at_close = (2_400_001..=3_000_000)
+            .step_by(1000)
+            .map(|t| m.counter(t, w))
+            .last();
+        assert_eq!(at_close, Some(17));
+        assert_eq!(m.counter(4_000_000, w), 27);
+        assert_eq!(m.counter(5_000_000, w), 37);
+        let next = ModuleErrors {
+            per_window: 0,
+            since_ps: 5_000_000,
+            base: m.counter(5_000_000, w),
+            ..m
+        };
+        assert_eq!(
+            next.counter(9_000_000, w),
+            37,
+            "a rate of 0 keeps the counter"
+        );
+    }
 
     fn state() -> FaultState {
         let mut pod = presets::load("ualink-64x4").unwrap();
