@@ -4,8 +4,10 @@
 //!
 //! Address plan (what makes end-to-end checking exact): source `s` reads and writes only its own
 //! window at each destination (`window_base(s)`), so the ordering rule per (source, destination,
-//! VC, 256 B region) makes every read's expected value known; atomics are fetch-adds of 1 on one
-//! shared counter per destination, whose final value must equal the number of atomics applied.
+//! VC, 256 B region) makes every read's expected value known; when workloads use several VCs,
+//! each VC has its own slots of every window, since requests on different VCs are not ordered
+//! against each other (`Sim::build_workloads`); atomics are fetch-adds of 1 on one shared
+//! counter per destination, whose final value must equal the number of atomics applied.
 
 use crate::pod::config::{Pattern, Workload};
 use crate::report::OpClass;
@@ -51,8 +53,10 @@ pub struct Generator {
     cursor: Vec<u32>,
     /// Mean gap between operations of one source, ps.
     mean_gap_ps: f64,
-    /// 256 B slots used in each window (1..=SLOTS).
+    /// 256 B slots used in each window (1..=SLOTS), from `first_slot`.
     slots: u64,
+    /// First slot used in each window.
+    first_slot: u64,
 }
 
 impl Generator {
@@ -84,13 +88,22 @@ impl Generator {
             cursor: vec![1; n],
             mean_gap_ps,
             slots: SLOTS,
+            first_slot: 0,
         }
     }
 
     /// Use only the first `slots` 256 B slots of each window (bounds the memory a large pod
     /// touches; clamped to 1..=SLOTS).
     pub fn with_slots(mut self, slots: u64) -> Self {
-        self.slots = slots.clamp(1, SLOTS);
+        self.slots = slots.clamp(1, SLOTS - self.first_slot);
+        self
+    }
+
+    /// Use the slots from `first` on (the workload's VC has its own slots of every window
+    /// when workloads use several VCs; call before [`Generator::with_slots`]).
+    pub fn with_first_slot(mut self, first: u64) -> Self {
+        self.first_slot = first.min(SLOTS - 1);
+        self.slots = self.slots.clamp(1, SLOTS - self.first_slot);
         self
     }
 
@@ -162,7 +175,7 @@ impl Generator {
             _ => {
                 let bytes = self.w.message_bytes;
                 let span_slots = u64::from(bytes).div_ceil(256).max(1);
-                let slot = rng.below(self.slots.saturating_sub(span_slots) + 1);
+                let slot = self.first_slot + rng.below(self.slots.saturating_sub(span_slots) + 1);
                 OpSpec {
                     src,
                     dst,

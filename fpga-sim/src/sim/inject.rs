@@ -17,6 +17,48 @@ pub fn slots_for(accels: u32) -> u64 {
     (LINE_BUDGET / 4 / pairs).clamp(1, SLOTS)
 }
 
+/// The slots of every window each VC's workloads use, as (VC, first slot, slots): all `slots`
+/// for one VC; with several, each VC in use gets its own, at least an equal share and at
+/// least its largest operation. Requests on different VCs are not ordered against each other
+/// (the protocol orders them per VC), so a read on one VC could legally pass a write on
+/// another to the same line and the integrity check could not know what it must return.
+fn vc_lanes(wls: &[crate::pod::config::Workload], slots: u64) -> Vec<(u8, u64, u64)> {
+    let vc_of = |w: &crate::pod::config::Workload| {
+        if w.pattern == crate::pod::config::Pattern::Trace {
+            0
+        } else {
+            w.vc
+        }
+    };
+    let mut vcs: Vec<u8> = wls.iter().map(vc_of).collect();
+    vcs.sort_unstable();
+    vcs.dedup();
+    if vcs.len() <= 1 {
+        return vcs.into_iter().map(|vc| (vc, 0, slots)).collect();
+    }
+    let share = (slots / vcs.len() as u64).max(1);
+    let mut first = 0;
+    let mut lanes = Vec::new();
+    for vc in vcs {
+        let span = wls
+            .iter()
+            .filter(|w| vc_of(w) == vc)
+            .map(|w| {
+                if w.pattern == crate::pod::config::Pattern::Trace {
+                    MAX_PIECES.into()
+                } else {
+                    u64::from(w.message_bytes).div_ceil(256)
+                }
+            })
+            .max()
+            .unwrap_or(1);
+        let width = share.max(span).min(SLOTS - first.min(SLOTS - 1));
+        lanes.push((vc, first, width));
+        first = (first + width).min(SLOTS - 1);
+    }
+    lanes
+}
+
 impl Sim {
     /// Workload generators and sources from the pod file and the options; operation traces
     /// are read from their CSV files (paths relative to the working directory).
@@ -53,19 +95,38 @@ impl Sim {
         }
         let line_rate = 628.0 / self.t.ser as f64 * 1e6; // TL bytes per µs of one port
         let slots = slots_for(self.fabric.accels);
-        for (g, w) in wls.iter_mut().enumerate() {
+        for w in &mut wls {
             if let Some(p) = self.opts.pattern {
                 w.pattern = p;
             }
             if let Some(l) = self.opts.load {
                 w.offered_load = l;
             }
+        }
+        let lanes = vc_lanes(&wls, slots);
+        let lane_of = |vc: u8| {
+            lanes
+                .iter()
+                .find(|l| l.0 == vc)
+                .map_or((0, slots), |l| (l.1, l.2))
+        };
+        for (g, w) in wls.iter_mut().enumerate() {
             if w.pattern == crate::pod::config::Pattern::Trace {
                 let path = w.trace.clone().unwrap_or_default();
                 let text = std::fs::read_to_string(&path)
                     .map_err(|e| format!("workloads.{g}.trace: {path}: {e}"))?;
-                let ops = crate::workload::parse_trace(&text, self.fabric.accels)
+                let mut ops = crate::workload::parse_trace(&text, self.fabric.accels)
                     .map_err(|e| format!("{path}: {e}"))?;
+                if lanes.len() > 1 {
+                    // Trace operations travel on VC 0: move them into VC 0's slots.
+                    let (first, width) = lane_of(0);
+                    for o in ops.iter_mut().filter(|o| o.op.class != OpClass::Atomic) {
+                        let base = crate::workload::window_base(o.op.src);
+                        let span = u64::from(o.op.bytes).div_ceil(256);
+                        let slot = (o.op.addr - base) / 256 % (width.saturating_sub(span) + 1);
+                        o.op.addr = base + (first + slot) * 256;
+                    }
+                }
                 self.trace_ops.extend(ops);
                 continue;
             }
@@ -75,8 +136,10 @@ impl Sim {
             let members: Vec<u32> = (0..self.fabric.accels)
                 .filter(|&a| part.is_none_or(|p| self.fabric.partition_of[a as usize] == p))
                 .collect();
-            let gen =
-                Generator::new(w, &members, line_rate, self.opts.seed, g as u64).with_slots(slots);
+            let (first, width) = lane_of(w.vc);
+            let gen = Generator::new(w, &members, line_rate, self.opts.seed, g as u64)
+                .with_first_slot(first)
+                .with_slots(width);
             let mean = f64::from(w.message_bytes) / (line_rate * w.offered_load) * 1e6;
             let mut rng = crate::rng::Rng::new(self.opts.seed, 0x5000_0000 + g as u64);
             let issuers = w
@@ -222,5 +285,55 @@ impl Sim {
         }
         self.schedule(now + self.t.endpoint, Ev::Submit(idx));
         idx
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pod::config::{Pattern, Workload};
+
+    fn wl(vc: u8, bytes: u32, pattern: Pattern) -> Workload {
+        Workload {
+            pattern,
+            partition: None,
+            message_bytes: bytes,
+            offered_load: 0.1,
+            read: 0.5,
+            write: 0.5,
+            atomic: 0.0,
+            target: None,
+            trace: None,
+            vc,
+            sources: None,
+        }
+    }
+
+    /// One VC: the whole window, as before. Several: disjoint slots per VC, each at least an
+    /// equal share and at least its largest operation, all inside the window.
+    #[test]
+    fn vc_lanes_are_disjoint() {
+        let one = [wl(2, 64, Pattern::Uniform), wl(2, 4096, Pattern::AllToAll)];
+        assert_eq!(vc_lanes(&one, 256), vec![(2, 0, 256)]);
+        assert_eq!(vc_lanes(&one, 1), vec![(2, 0, 1)]);
+        let many = [
+            wl(3, 256, Pattern::Uniform),
+            wl(1, 4096, Pattern::RingAllreduce),
+            wl(0, 64, Pattern::Trace),
+            wl(1, 64, Pattern::Permutation),
+        ];
+        for slots in [1, 7, 64, 256] {
+            let lanes = vc_lanes(&many, slots);
+            assert_eq!(lanes.iter().map(|l| l.0).collect::<Vec<_>>(), [0, 1, 3]);
+            let mut end = 0;
+            for &(vc, first, width) in &lanes {
+                assert!(first >= end, "{slots}: VC {vc} overlaps");
+                assert!(width >= (slots / 3).max(1), "{slots}: VC {vc} share");
+                end = first + width;
+            }
+            assert!(lanes[0].2 >= 16, "a trace may carry 4 KB operations");
+            assert!(lanes[1].2 >= 16, "VC 1 carries 4 KB operations");
+            assert!(end <= SLOTS);
+        }
     }
 }
