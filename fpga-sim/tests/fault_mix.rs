@@ -3,8 +3,10 @@
 //! failures, withheld credits and rogue writes, in random combinations and at random times,
 //! on the conformance pods (8 accelerators × 4 planes; 8 accelerators with 2 ports each on
 //! one switch; 2 leaves × 2 spines), on the planes pod with a 4 µs request timeout, on a
-//! 3 leaves × 3 spines pod, on the 2 × 2 leaf/spine pod at three times the load, and on a
-//! two-tenant 2 × 2 leaf/spine pod (`tests/data/pods/two-tenants-leaf-spine.toml`).
+//! 3 leaves × 3 spines pod, on the 2 × 2 leaf/spine pod at three times the load, and on the
+//! pod files of `tests/data/pods/` (two tenants on a 2 × 2 leaf/spine pod; one switch with
+//! four ports per accelerator and an incast; three VCs on two planes with two ports per
+//! plane; two tenants on four planes).
 //! Whatever the mix, a run must finish with every operation completed exactly once, no read
 //! wrong, the conservation balances holding, and operations reported failed only when the mix
 //! could lose frames or hold requests up past their timeout (a failure, errors at warning
@@ -186,16 +188,23 @@ fn pods() -> Vec<PodFile> {
         pods.push(busy_pod());
         pods.push(tenants_pod());
     }
+    // Pod files of other shapes and traffic: several ports per accelerator into one switch
+    // with an incast, several VCs with two ports per plane, two tenants on four planes.
+    for name in ["incast-four-ports", "mixed-vcs", "planes-tenants"] {
+        pods.push(data_pod(name));
+    }
     pods
+}
+
+/// A pod file of `tests/data/pods/`.
+fn data_pod(name: &str) -> PodFile {
+    let path = format!("{}/tests/data/pods/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+    PodFile::load(std::path::Path::new(&path)).expect("a test pod file")
 }
 
 /// Two tenants on a 2 × 2 leaf/spine pod (`tests/data/pods/two-tenants-leaf-spine.toml`).
 fn tenants_pod() -> PodFile {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/pods/two-tenants-leaf-spine.toml"
-    );
-    PodFile::load(std::path::Path::new(path)).expect("the two-tenant pod")
+    data_pod("two-tenants-leaf-spine")
 }
 
 /// The conformance leaf/spine pod (2 leaves × 2 spines, two links from each leaf to each
