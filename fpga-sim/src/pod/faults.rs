@@ -127,10 +127,15 @@ pub struct FaultEvent {
 
 /// µs (validated: finite, in range) to ps.
 fn ps(us: f64) -> u64 {
-    (us * 1e6).round() as u64
+    crate::pod::timing::ns(us * 1000.0).as_ps()
 }
 
 impl FaultEvent {
+    /// Field `f`'s value, which this event's kind needs.
+    fn need<T>(&self, v: Option<T>, f: &'static str) -> Result<T, (&'static str, String)> {
+        v.ok_or((f, format!("missing: `{}` needs `{f}`", self.kind.name())))
+    }
+
     /// The fields this event's kind uses, and the event as the simulator's fault.
     ///
     /// # Errors
@@ -138,19 +143,14 @@ impl FaultEvent {
     /// range (references to switches, ports and accelerators are checked against the pod's
     /// fabric by the caller).
     fn to_fault(&self) -> Result<Fault, (&'static str, String)> {
-        let need = |v: Option<u32>, f: &'static str| {
-            v.ok_or((f, format!("missing: `{}` needs `{f}`", self.kind.name())))
-        };
         let link = || -> Result<PortRef, (&'static str, String)> {
             Ok(PortRef {
-                switch: need(self.switch, "switch")?,
-                port: need(self.port, "port")?,
+                switch: self.need(self.switch, "switch")?,
+                port: self.need(self.port, "port")?,
             })
         };
         let vc = || -> Result<u8, (&'static str, String)> {
-            let vc = self
-                .vc
-                .ok_or(("vc", format!("missing: `{}` needs `vc`", self.kind.name())))?;
+            let vc = self.need(self.vc, "vc")?;
             if vc > 3 {
                 return Err(("vc", format!("{vc}: must be 0..=3")));
             }
@@ -161,12 +161,10 @@ impl FaultEvent {
             EventKind::LinkUp => FaultKind::LinkUp(link()?),
             EventKind::PortFail => FaultKind::PortFail(link()?),
             EventKind::PlaneFail => FaultKind::PlaneFail {
-                switch: need(self.switch, "switch")?,
+                switch: self.need(self.switch, "switch")?,
             },
             EventKind::SetBer => {
-                let ber = self
-                    .ber
-                    .ok_or(("ber", "missing: `set-ber` needs `ber`".to_string()))?;
+                let ber = self.need(self.ber, "ber")?;
                 if !(ber.is_finite() && (0.0..1e-2).contains(&ber)) {
                     return Err(("ber", format!("{ber}: must be in [0, 0.01)")));
                 }
@@ -174,32 +172,28 @@ impl FaultEvent {
             }
             EventKind::ModuleErrors => FaultKind::ModuleErrors {
                 link: link()?,
-                per_window: need(self.per_window, "per_window")?,
+                per_window: self.need(self.per_window, "per_window")?,
             },
             EventKind::Withhold => FaultKind::Withhold {
-                accel: need(self.accel, "accel")?,
+                accel: self.need(self.accel, "accel")?,
                 vc: vc()?,
             },
             EventKind::Release => FaultKind::Release {
-                accel: need(self.accel, "accel")?,
+                accel: self.need(self.accel, "accel")?,
                 vc: vc()?,
             },
             EventKind::Inject => {
-                let gap = self
-                    .gap_ns
-                    .ok_or(("gap_ns", "missing: `inject` needs `gap_ns`".to_string()))?;
+                let gap = self.need(self.gap_ns, "gap_ns")?;
                 if !(gap.is_finite() && (1.0..=1e6).contains(&gap)) {
                     return Err(("gap_ns", format!("{gap}: must be in [1, 1e6]")));
                 }
                 FaultKind::Inject {
-                    from: need(self.from, "from")?,
-                    port: need(self.port, "port")?,
-                    claim: need(self.claim, "claim")?,
-                    dst: need(self.dst, "dst")?,
-                    addr: self
-                        .addr
-                        .ok_or(("addr", "missing: `inject` needs `addr`".to_string()))?,
-                    count: need(self.count, "count")?,
+                    from: self.need(self.from, "from")?,
+                    port: self.need(self.port, "port")?,
+                    claim: self.need(self.claim, "claim")?,
+                    dst: self.need(self.dst, "dst")?,
+                    addr: self.need(self.addr, "addr")?,
+                    count: self.need(self.count, "count")?,
                     gap_ps: (gap * 1e3).round() as u64,
                 }
             }

@@ -210,11 +210,13 @@ pub struct Integrity {
 impl Integrity {
     /// No problem found.
     pub fn ok(&self) -> bool {
-        self.mismatches == 0
-            && self.duplicates == 0
-            && self.failed == 0
-            && self.lost == 0
-            && self.atomic_errors == 0
+        self.sound_but_failed() && self.failed == 0
+    }
+
+    /// No problem found except operations reported failed (which faults may cause): nothing
+    /// lost, duplicated or wrong.
+    pub fn sound_but_failed(&self) -> bool {
+        self.mismatches == 0 && self.duplicates == 0 && self.lost == 0 && self.atomic_errors == 0
     }
 
     /// Note a problem (the first 10 are kept in words).

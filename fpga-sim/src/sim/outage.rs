@@ -306,11 +306,8 @@ impl Sim {
     /// An alarm: the switch port is Failed at once and its link goes down for good.
     fn port_fail(&mut self, p: PortRef, now: u64) {
         let (a, _) = self.ends_of(p);
-        if let Some(f) = self.fault.as_mut() {
-            if f.failed[a as usize] {
-                return;
-            }
-            f.failed[a as usize] = true;
+        if self.fault.as_ref().is_some_and(|f| f.failed[a as usize]) {
+            return;
         }
         let from = {
             let sw = self.switches[p.switch as usize].fwd.switch();
@@ -330,8 +327,7 @@ impl Sim {
                 Some(p.switch),
             );
         }
-        self.phy_down(p, now);
-        self.declare(p, false, now);
+        self.disable_port(p, now);
     }
 
     /// Tell the switch(es) of link `p` that it is down (or up again), and the endpoints.
@@ -535,8 +531,8 @@ impl Sim {
         }
     }
 
-    /// A port its switch's health monitor failed is disabled as an alarm's is
-    /// ([`FaultKind::PortFail`](super::fault::FaultKind::PortFail)): its link goes down for
+    /// A failed port (by an alarm, [`FaultKind::PortFail`](super::fault::FaultKind::PortFail),
+    /// or by its switch's health monitor) is disabled: its link goes down for
     /// good (what is on the wire is lost, what the link layer still held is never sent) and
     /// it is declared down at once (the far switch end discards its ingress pipeline), so
     /// nothing sent through the port before it failed can arrive after requests of the same

@@ -233,11 +233,10 @@ impl Summary {
     /// reported failed unless the run applied faults (which may fail operations; a read
     /// that disagrees is still wrong unless only failed writes explain it).
     pub fn integrity_ok(&self) -> bool {
-        let i = &self.integrity;
         if self.had_faults() {
-            i.mismatches == 0 && i.duplicates == 0 && i.lost == 0 && i.atomic_errors == 0
+            self.integrity.sound_but_failed()
         } else {
-            i.ok()
+            self.integrity.ok()
         }
     }
 }
