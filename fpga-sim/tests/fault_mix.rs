@@ -6,7 +6,7 @@
 //! 3 leaves × 3 spines pod, on the 2 × 2 leaf/spine pod at three times the load, and on the
 //! pod files of `tests/data/pods/` (two tenants on a 2 × 2 leaf/spine pod; one switch with
 //! four ports per accelerator and an incast; three VCs on two planes with two ports per
-//! plane; two tenants on four planes).
+//! plane; two tenants on four planes; four tenants on one switch with two ports each).
 //! Whatever the mix, a run must finish with every operation completed exactly once, no read
 //! wrong, the conservation balances holding, and operations reported failed only when the mix
 //! could lose frames or hold requests up past their timeout (a failure, errors at warning
@@ -15,7 +15,8 @@
 //! `FAULT_MIX_PLANS=N` runs N plans per pod instead of the default few (the plans are the same
 //! for the same N: plan k is built from seed k). `FAULT_MIX_PRESET=name` runs them on a preset
 //! (with the conformance pods' timeout and workload), `FAULT_MIX_POD=path.toml` on a pod file
-//! as it is.
+//! as it is. `FAULT_MIX_HARSH=1` draws harsher plans: up to 12 faults, error rates up to
+//! 1e-4, links that flap several times in a row.
 
 use podlink_sim::conformance::scenarios;
 use podlink_sim::pod::config::{PodFile, Topology};
@@ -67,11 +68,35 @@ fn plan(pod: &PodFile, seed: u64) -> (FaultPlan, bool) {
         ..FaultPlan::default()
     };
     let mut may_fail = false;
-    let n = 1 + g.below(5);
+    // FAULT_MIX_HARSH=1: more faults per plan, error rates up to 1e-4 and links that flap
+    // again and again.
+    let harsh = std::env::var("FAULT_MIX_HARSH").is_ok_and(|v| v == "1");
+    let n = 1 + g.below(if harsh { 12 } else { 5 });
     for _ in 0..n {
         let at_ps = g.below(DURATION_PS);
         let mut push = |at_ps: u64, what| p.faults.push(Fault { at_ps, what });
-        match g.below(9) {
+        let kind = if harsh { g.below(11) } else { g.below(9) };
+        match kind {
+            9 | 10 => {
+                // A link that flaps two to six times, each outage short.
+                let link = pick(&mut g);
+                let mut t = at_ps;
+                for _ in 0..2 + g.below(5) {
+                    let down = 1_000 + g.below(500_000);
+                    push(t, FaultKind::LinkDown(link));
+                    push(t + down, FaultKind::LinkUp(link));
+                    t += down + 200_000 + g.below(2 * US);
+                }
+            }
+            2 if harsh => {
+                let link = pick(&mut g);
+                let ber = [1e-6, 4e-6, 2e-5, 1e-4][g.below(4) as usize];
+                push(at_ps, FaultKind::SetBer { link, ber });
+                push(
+                    at_ps + g.below(3 * US),
+                    FaultKind::SetBer { link, ber: 0.0 },
+                );
+            }
             0 | 1 => {
                 // A flap: mostly short (retry hides it), sometimes past the hold-off or
                 // between the request timeout and the hold-off.
@@ -189,8 +214,14 @@ fn pods() -> Vec<PodFile> {
         pods.push(tenants_pod());
     }
     // Pod files of other shapes and traffic: several ports per accelerator into one switch
-    // with an incast, several VCs with two ports per plane, two tenants on four planes.
-    for name in ["incast-four-ports", "mixed-vcs", "planes-tenants"] {
+    // with an incast, several VCs with two ports per plane, two tenants on four planes, four
+    // tenants on one switch with two ports each.
+    for name in [
+        "incast-four-ports",
+        "mixed-vcs",
+        "planes-tenants",
+        "four-tenants",
+    ] {
         pods.push(data_pod(name));
     }
     pods
@@ -361,6 +392,38 @@ fn health_failed_port_plan_passes() {
     });
     assert!(bad.is_empty(), "{}", bad.join("\n"));
     assert!(disabled, "the failed port was disabled");
+}
+
+/// A plan on the four-tenant pod that returned stale reads until a region with a request in
+/// flight waited for it instead of moving to another port: accelerator 6's port 1 (switch
+/// port 13) stayed down past the hold-off and came back 0.2 µs after it was declared down;
+/// a read went out on it, and then the notice that it was down (1 µs late, already stale)
+/// moved the read's region to port 0, where a later write of the region overtook the read.
+#[test]
+fn stale_down_notice_does_not_move_a_busy_region() {
+    use podlink_sim::sim::fault::Happening;
+    let port = PortRef {
+        switch: 0,
+        port: 13,
+    };
+    let mut stale_notice = false;
+    let bad = check(&[data_pod("four-tenants")], &[357], |_, f| {
+        let back = f.timeline.iter().find_map(|e| match e.what {
+            Happening::Declared { at, up: true } if at == port => Some(e.t_ps),
+            _ => None,
+        });
+        stale_notice = f.timeline.iter().any(|e| match &e.what {
+            Happening::Notified { at, state } => {
+                *at == port && state == "down" && back.is_some_and(|t| e.t_ps > t)
+            }
+            _ => false,
+        });
+    });
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+    assert!(
+        stale_notice,
+        "the down notice arrives after the port is back"
+    );
 }
 
 /// Errors below the warning level (10 a health window) on a pod with rate caps, whose

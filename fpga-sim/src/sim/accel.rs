@@ -178,7 +178,8 @@ impl Sim {
         }
     }
 
-    /// Hand a piece to its port's requester; false when the requester is full.
+    /// Hand a piece to its port's requester; false when the requester is full or the
+    /// piece's region must wait (`FaultState::choose`).
     fn submit_piece(&mut self, piece: u32, now: u64) -> bool {
         let (op, k) = (piece / MAX_PIECES, piece % MAX_PIECES);
         let Some(o) = self.accels.ops.get(op as usize) else {
@@ -189,7 +190,11 @@ impl Sim {
         let vc = Vc::from_bits_truncate(o.vc);
         let fallback = pick_port(o.dst, addr, self.accels.nports[o.src as usize]);
         let port = match &self.fault {
-            Some(f) => f.choose(o.src, o.dst, addr, fallback),
+            Some(f) => match f.choose(o.src, o.dst, addr, fallback) {
+                Some(p) => p,
+                // Its region waits for requests in flight on a port gone unusable.
+                None => return false,
+            },
             None => fallback,
         };
         let (src, dst_id) = (o.src, o.dst);

@@ -249,14 +249,19 @@ impl FaultState {
     }
 
     /// The port of `src` for a request to `dst` at `addr`: the region's pinned port while
-    /// requests of it are in flight there and it is still usable; otherwise a healthy way,
-    /// else a usable (degraded) one, else any (the request will fail and be reported).
-    /// With every way healthy this is `fallback` (the fault-free choice).
-    pub fn choose(&self, src: u32, dst: u32, addr: u64, fallback: u32) -> u32 {
+    /// requests of it are in flight there; otherwise a healthy way, else a usable
+    /// (degraded) one, else any (the request will fail and be reported). With every way
+    /// healthy this is `fallback` (the fault-free choice).
+    ///
+    /// `None`: wait. The region has requests in flight on a port that is no longer usable
+    /// (as far as `src` was told); another port could carry the request past them, so it
+    /// waits until they are answered or fail (within the request timeout). A port whose own
+    /// link was declared down has nothing in flight: its requester gave everything up.
+    pub fn choose(&self, src: u32, dst: u32, addr: u64, fallback: u32) -> Option<u32> {
         let n = self.nports[src as usize];
         if let Some(&(p, inflight)) = self.pins.get(&pin_key(src, dst, addr)) {
-            if inflight > 0 && self.way(src, dst, p).0 {
-                return p;
+            if inflight > 0 {
+                return self.way(src, dst, p).0.then_some(p);
             }
         }
         let mut healthy = [0u32; 32];
@@ -274,17 +279,17 @@ impl FaultState {
             }
         }
         if nh == n as usize {
-            return fallback;
+            return Some(fallback);
         }
         let x = (u64::from(dst) << 32 ^ (addr >> 8)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
         let pick = |set: &[u32]| set[(x % set.len() as u64) as usize];
-        if nh > 0 {
+        Some(if nh > 0 {
             pick(&healthy[..nh])
         } else if nu > 0 {
             pick(&usable[..nu])
         } else {
             fallback
-        }
+        })
     }
 
     /// A request of (`src`, `dst`, `addr`'s region) went out of port `port`.
@@ -534,23 +539,24 @@ mod tests {
     fn ports_are_chosen_away_from_what_is_down_or_degraded() {
         let mut f = state();
         // Everything healthy: the fault-free choice.
-        assert_eq!(f.choose(0, 1, 0x1000, 2), 2);
+        assert_eq!(f.choose(0, 1, 0x1000, 2), Some(2));
         // Accelerator 1's port on plane 2 is down: another plane, never 2.
         f.known[(f.end_of[1] + 2 - f.accel_base) as usize] = Known::Down;
-        let picks: Vec<u32> = (0..64).map(|r| f.choose(0, 1, r << 8, 2)).collect();
+        let picks: Vec<u32> = (0..64).flat_map(|r| f.choose(0, 1, r << 8, 2)).collect();
+        assert_eq!(picks.len(), 64);
         assert!(picks.iter().all(|&p| p != 2), "{picks:?}");
         assert!(picks.iter().any(|&p| p != picks[0]), "spread: {picks:?}");
         // Plane 0 degraded at the source: healthy planes 1 and 3 only.
         f.known[(f.end_of[0] - f.accel_base) as usize] = Known::Degraded;
-        assert!((0..64).all(|r| matches!(f.choose(0, 1, r << 8, 2), 1 | 3)));
+        assert!((0..64).all(|r| matches!(f.choose(0, 1, r << 8, 2), Some(1 | 3))));
         // Only degraded ways left: they are used.
         for p in [1, 3] {
             f.local_ok[(f.end_of[0] + p - f.accel_base) as usize] = false;
         }
-        assert_eq!(f.choose(0, 1, 0, 2), 0);
+        assert_eq!(f.choose(0, 1, 0, 2), Some(0));
         // Nothing usable: the fault-free choice (the request will fail and be reported).
         f.local_ok[(f.end_of[0] - f.accel_base) as usize] = false;
-        assert_eq!(f.choose(0, 1, 0, 2), 2);
+        assert_eq!(f.choose(0, 1, 0, 2), Some(2));
     }
 
     #[test]
@@ -560,15 +566,20 @@ mod tests {
         f.pin(0, 1, 0x3c0, 2);
         // Plane 2 is degraded but still usable: the region stays there.
         f.known[(f.end_of[0] + 2 - f.accel_base) as usize] = Known::Degraded;
-        assert_eq!(f.choose(0, 1, 0x340, 0), 2);
+        assert_eq!(f.choose(0, 1, 0x340, 0), Some(2));
         f.unpin(0, 1, 0x300);
-        assert_eq!(f.choose(0, 1, 0x300, 0), 2);
+        assert_eq!(f.choose(0, 1, 0x300, 0), Some(2));
         f.unpin(0, 1, 0x300);
         // Drained: a healthy way.
-        assert_ne!(f.choose(0, 1, 0x300, 2), 2);
-        // Down: the pin no longer holds.
+        assert!(f.choose(0, 1, 0x300, 2).is_some_and(|p| p != 2));
+        // Reported down with a request of the region in flight there: the region waits
+        // (a request on another plane could overtake it), whatever other region's way.
         f.pin(0, 1, 0x300, 2);
         f.known[(f.end_of[0] + 2 - f.accel_base) as usize] = Known::Down;
-        assert_ne!(f.choose(0, 1, 0x300, 2), 2);
+        assert_eq!(f.choose(0, 1, 0x300, 2), None);
+        assert!(f.choose(0, 1, 0x400, 2).is_some_and(|p| p != 2));
+        // Answered (or failed): it moves.
+        f.unpin(0, 1, 0x300);
+        assert!(f.choose(0, 1, 0x300, 2).is_some_and(|p| p != 2));
     }
 }
