@@ -6,7 +6,9 @@
 //! 3 leaves × 3 spines pod, on the 2 × 2 leaf/spine pod at three times the load, and on the
 //! pod files of `tests/data/pods/` (two tenants on a 2 × 2 leaf/spine pod; one switch with
 //! four ports per accelerator and an incast; three VCs on two planes with two ports per
-//! plane; two tenants on four planes; four tenants on one switch with two ports each).
+//! plane; two tenants on four planes; four tenants on one switch with two ports each; x1
+//! links with long cables and store-and-forward switches; 3 leaves × 2 spines with shallow
+//! buffers and hashing only; a leaf/spine pod with a route override).
 //! Whatever the mix, a run must finish with every operation completed exactly once, no read
 //! wrong, the conservation balances holding, and operations reported failed only when the mix
 //! could lose frames or hold requests up past their timeout (a failure, errors at warning
@@ -78,7 +80,9 @@ fn plan(pod: &PodFile, seed: u64) -> (FaultPlan, bool) {
         let kind = if harsh { g.below(11) } else { g.below(9) };
         match kind {
             9 | 10 => {
-                // A link that flaps two to six times, each outage short.
+                // A link that flaps two to six times, each outage short. A health monitor
+                // counts the link-downs, may degrade the port and then fail it.
+                may_fail |= p.health_window_ps.is_some();
                 let link = pick(&mut g);
                 let mut t = at_ps;
                 for _ in 0..2 + g.below(5) {
@@ -215,12 +219,16 @@ fn pods() -> Vec<PodFile> {
     }
     // Pod files of other shapes and traffic: several ports per accelerator into one switch
     // with an incast, several VCs with two ports per plane, two tenants on four planes, four
-    // tenants on one switch with two ports each.
+    // tenants on one switch with two ports each, slow store-and-forward links, shallow
+    // buffers with hashing only, a route override.
     for name in [
         "incast-four-ports",
         "mixed-vcs",
         "planes-tenants",
         "four-tenants",
+        "slow-links",
+        "tight-credits",
+        "routes",
     ] {
         pods.push(data_pod(name));
     }
@@ -361,17 +369,20 @@ fn random_fault_mixes_lose_nothing() {
 /// was still in its ingress pipeline (`spec-notes/switch.md#settling`): in 229 and 465 a
 /// spine's link to a leaf failed while requests that had crossed it waited in the leaf's
 /// ingress for room, and the flows' next requests came by the other link; in 444 the link came
-/// back and took its flows back past their requests queued on the other link.
+/// back and took its flows back past their requests queued on the other link. Plan 38 shows
+/// the ingress of a port declared down discarded (46 frames) in a sound run. (Since regions
+/// wait for their requests in flight instead of moving on a down notice, plan 465 no longer
+/// has frames in that ingress when its port is declared down.)
 #[test]
 fn former_stale_read_plans_pass() {
     let mut discarded = 0;
-    let bad = check(&[busy_pod()], &[229, 444, 465], |k, f| {
-        if k == 465 {
+    let bad = check(&[busy_pod()], &[38, 229, 444, 465], |k, f| {
+        if k == 38 {
             discarded = f.ingress_discarded;
         }
     });
     assert!(bad.is_empty(), "{}", bad.join("\n"));
-    assert!(discarded > 0, "plan 465 discards the failed port's ingress");
+    assert!(discarded > 0, "plan 38 discards a port's ingress");
 }
 
 /// A plan on the two-tenant pod that returned stale reads until a port the health monitor
