@@ -254,16 +254,23 @@ impl FaultState {
     /// healthy this is `fallback` (the fault-free choice).
     ///
     /// `None`: wait. The region has requests in flight on a port that is no longer usable
-    /// (as far as `src` was told); another port could carry the request past them, so it
-    /// waits until they are answered or fail (within the request timeout). A port whose own
-    /// link was declared down has nothing in flight: its requester gave everything up.
+    /// (as far as `src` was told) and the request would go out of another port, past them;
+    /// it waits until they are answered or fail (within the request timeout). A port whose
+    /// own link was declared down has nothing in flight: its requester gave everything up.
     pub fn choose(&self, src: u32, dst: u32, addr: u64, fallback: u32) -> Option<u32> {
-        let n = self.nports[src as usize];
-        if let Some(&(p, inflight)) = self.pins.get(&pin_key(src, dst, addr)) {
-            if inflight > 0 {
-                return self.way(src, dst, p).0.then_some(p);
+        let way = self.pick(src, dst, addr, fallback);
+        match self.pins.get(&pin_key(src, dst, addr)) {
+            Some(&(p, inflight)) if inflight > 0 && p != way => {
+                self.way(src, dst, p).0.then_some(p)
             }
+            _ => Some(way),
         }
+    }
+
+    /// The port of `src` for a request to `dst` at `addr`, pins aside: a healthy way, else a
+    /// usable one, else `fallback` (also the choice when every way is healthy).
+    fn pick(&self, src: u32, dst: u32, addr: u64, fallback: u32) -> u32 {
+        let n = self.nports[src as usize];
         let mut healthy = [0u32; 32];
         let mut usable = [0u32; 32];
         let (mut nh, mut nu) = (0, 0);
@@ -279,17 +286,17 @@ impl FaultState {
             }
         }
         if nh == n as usize {
-            return Some(fallback);
+            return fallback;
         }
         let x = (u64::from(dst) << 32 ^ (addr >> 8)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
         let pick = |set: &[u32]| set[(x % set.len() as u64) as usize];
-        Some(if nh > 0 {
+        if nh > 0 {
             pick(&healthy[..nh])
         } else if nu > 0 {
             pick(&usable[..nu])
         } else {
             fallback
-        })
+        }
     }
 
     /// A request of (`src`, `dst`, `addr`'s region) went out of port `port`.
@@ -578,6 +585,14 @@ mod tests {
         f.known[(f.end_of[0] + 2 - f.accel_base) as usize] = Known::Down;
         assert_eq!(f.choose(0, 1, 0x300, 2), None);
         assert!(f.choose(0, 1, 0x400, 2).is_some_and(|p| p != 2));
+        // With no other way to go to, it does not wait: nothing could overtake.
+        for p in [0, 1, 3] {
+            f.local_ok[(f.end_of[0] + p - f.accel_base) as usize] = false;
+        }
+        assert_eq!(f.choose(0, 1, 0x300, 2), Some(2));
+        for p in [0, 1, 3] {
+            f.local_ok[(f.end_of[0] + p - f.accel_base) as usize] = true;
+        }
         // Answered (or failed): it moves.
         f.unpin(0, 1, 0x300);
         assert!(f.choose(0, 1, 0x300, 2).is_some_and(|p| p != 2));
