@@ -92,15 +92,6 @@ fn plan(pod: &PodFile, seed: u64) -> (FaultPlan, bool) {
                     t += down + 200_000 + g.below(2 * US);
                 }
             }
-            2 if harsh => {
-                let link = pick(&mut g);
-                let ber = [1e-6, 4e-6, 2e-5, 1e-4][g.below(4) as usize];
-                push(at_ps, FaultKind::SetBer { link, ber });
-                push(
-                    at_ps + g.below(3 * US),
-                    FaultKind::SetBer { link, ber: 0.0 },
-                );
-            }
             0 | 1 => {
                 // A flap: mostly short (retry hides it), sometimes past the hold-off or
                 // between the request timeout and the hold-off.
@@ -118,7 +109,12 @@ fn plan(pod: &PodFile, seed: u64) -> (FaultPlan, bool) {
             }
             2 => {
                 let link = pick(&mut g);
-                let ber = [1e-7, 1e-6, 4e-6][g.below(3) as usize];
+                let bers: &[f64] = if harsh {
+                    &[1e-6, 4e-6, 2e-5, 1e-4]
+                } else {
+                    &[1e-7, 1e-6, 4e-6]
+                };
+                let ber = bers[g.below(bers.len() as u64) as usize];
                 push(at_ps, FaultKind::SetBer { link, ber });
                 push(
                     at_ps + g.below(3 * US),

@@ -258,12 +258,12 @@ impl FaultState {
     /// it waits until they are answered or fail (within the request timeout). A port whose
     /// own link was declared down has nothing in flight: its requester gave everything up.
     pub fn choose(&self, src: u32, dst: u32, addr: u64, fallback: u32) -> Option<u32> {
-        let way = self.pick(src, dst, addr, fallback);
         match self.pins.get(&pin_key(src, dst, addr)) {
-            Some(&(p, inflight)) if inflight > 0 && p != way => {
-                self.way(src, dst, p).0.then_some(p)
+            Some(&(p, inflight)) if inflight > 0 && !self.way(src, dst, p).0 => {
+                (self.pick(src, dst, addr, fallback) == p).then_some(p)
             }
-            _ => Some(way),
+            Some(&(p, inflight)) if inflight > 0 => Some(p),
+            _ => Some(self.pick(src, dst, addr, fallback)),
         }
     }
 
