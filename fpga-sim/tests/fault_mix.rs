@@ -448,3 +448,81 @@ fn module_errors_below_warning_leave_the_port_healthy() {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
     assert_eq!(health_changes, 0);
 }
+
+/// A request that its requester gave up when its port was declared down may still execute:
+/// the switch had taken it before the link went down, and it waited in an egress queue
+/// toward a destination port whose link was replaying under a bit error rate of 1e-4. Its
+/// region's next write, sent at once by another plane, reached memory first and was then
+/// overwritten by it (harsh plan 331 on `mixed-vcs`: accelerator 4's port 1, switch 0 port
+/// 9, failed by its module errors at 10 µs with the write in flight; accelerator 3's port 0,
+/// switch 0 port 6, was replaying). Such a region is now held until the request would have
+/// timed out, and may move meanwhile only into the same switch, which keeps its order.
+#[test]
+fn a_request_given_up_at_a_port_failure_is_not_overtaken() {
+    use podlink_sim::sim::fault::Happening;
+    let pod = data_pod("mixed-vcs");
+    let port = |switch, port| PortRef { switch, port };
+    let f = |at_ps, what| Fault { at_ps, what };
+    let faults = FaultPlan {
+        record_ops: true,
+        health_window_ps: Some(US),
+        faults: vec![
+            f(139_785, FaultKind::LinkDown(port(1, 6))),
+            f(426_589, FaultKind::LinkUp(port(1, 6))),
+            f(1_796_140, FaultKind::LinkDown(port(1, 6))),
+            f(2_151_166, FaultKind::LinkUp(port(1, 6))),
+            f(
+                2_554_247,
+                FaultKind::SetBer {
+                    link: port(0, 6),
+                    ber: 1e-4,
+                },
+            ),
+            f(
+                4_376_041,
+                FaultKind::SetBer {
+                    link: port(0, 6),
+                    ber: 0.0,
+                },
+            ),
+            f(
+                2_294_287,
+                FaultKind::ModuleErrors {
+                    link: port(0, 9),
+                    per_window: 5000,
+                },
+            ),
+        ],
+        ..FaultPlan::default()
+    };
+    let opts = Options {
+        seed: 331,
+        duration_ps: DURATION_PS,
+        warmup_ps: US,
+        faults,
+        ..Options::default()
+    };
+    let r = run(&pod, &opts, |_, _| {}).expect("runs");
+    let s = &r.summary;
+    let fr = s.faults.as_ref().expect("a fault report");
+    assert!(
+        fr.timeline.iter().any(|e| matches!(
+            &e.what,
+            Happening::Health { at, to, .. } if *at == port(0, 9) && to == "failed"
+        )),
+        "switch 0 port 9 fails"
+    );
+    assert!(
+        fr.regions_held > 0,
+        "regions were held: {}",
+        fr.regions_held
+    );
+    let i = &s.integrity;
+    assert_eq!(
+        (i.mismatches, i.atomic_errors, i.duplicates, i.lost),
+        (0, 0, 0, 0),
+        "{:?}",
+        i.first_problems
+    );
+    assert!(s.drained && s.conservation.ok);
+}

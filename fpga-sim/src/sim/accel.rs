@@ -149,6 +149,17 @@ impl Accels {
     }
 }
 
+/// What became of a piece handed to [`Sim::submit_piece`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sent {
+    /// Taken by its port's requester (or failed at once and reported).
+    Yes,
+    /// The requester has no room: try again when an operation completes.
+    Full,
+    /// Its region must wait (`FaultState::choose`); later pieces may go.
+    Wait,
+}
+
 /// Which of `n` ports carries requests to `dst` for the 256 B region of `addr`: fixed per
 /// (destination, region), so the ordering rule holds.
 fn pick_port(dst: u32, addr: u64, n: u32) -> u32 {
@@ -172,28 +183,27 @@ impl Sim {
         for k in 0..pieces {
             let piece = op * MAX_PIECES + k;
             let a = o.src as usize;
-            if !self.accels.backlog[a].is_empty() || !self.submit_piece(piece, now) {
+            if !self.accels.backlog[a].is_empty() || self.submit_piece(piece, now) != Sent::Yes {
                 self.accels.backlog[a].push_back(piece);
             }
         }
     }
 
-    /// Hand a piece to its port's requester; false when the requester is full or the
-    /// piece's region must wait (`FaultState::choose`).
-    fn submit_piece(&mut self, piece: u32, now: u64) -> bool {
+    /// Hand a piece to its port's requester.
+    fn submit_piece(&mut self, piece: u32, now: u64) -> Sent {
         let (op, k) = (piece / MAX_PIECES, piece % MAX_PIECES);
         let Some(o) = self.accels.ops.get(op as usize) else {
-            return true;
+            return Sent::Yes;
         };
         let addr = o.addr + u64::from(k) * 256;
         let len = (o.bytes - k * 256).min(256);
         let vc = Vc::from_bits_truncate(o.vc);
         let fallback = pick_port(o.dst, addr, self.accels.nports[o.src as usize]);
         let port = match &self.fault {
-            Some(f) => match f.choose(o.src, o.dst, addr, fallback) {
+            Some(f) => match f.choose(o.src, o.dst, addr, fallback, now) {
                 Some(p) => p,
                 // Its region waits for requests in flight on a port gone unusable.
-                None => return false,
+                None => return Sent::Wait,
             },
             None => fallback,
         };
@@ -224,7 +234,7 @@ impl Sim {
             },
         };
         let Some(ap) = self.accels.port_mut(e) else {
-            return true;
+            return Sent::Yes;
         };
         let req = Request {
             dst,
@@ -236,19 +246,19 @@ impl Sim {
                 ap.piece_of.insert(u64::from(id.0), piece);
                 self.note_accel_work(e);
                 if let Some(f) = self.fault.as_mut() {
-                    f.pin(src, dst_id, addr, port);
+                    f.pin(src, dst_id, addr, port, now);
                     if let Some(o) = self.accels.ops.get_mut(op as usize) {
                         o.ports |= 1u8.checked_shl(port).unwrap_or(0);
                     }
                 }
                 self.kick(e, now);
-                true
+                Sent::Yes
             }
-            Err(SubmitError::OpTableFull | SubmitError::QueueFull { .. }) => false,
+            Err(SubmitError::OpTableFull | SubmitError::QueueFull { .. }) => Sent::Full,
             Err(_) => {
                 self.stats.invalid_frames += 1;
                 self.piece_done(piece, false, None, now);
-                true
+                Sent::Yes
             }
         }
     }
@@ -477,12 +487,19 @@ impl Sim {
         }
     }
 
+    /// Submit accelerator `a`'s waiting pieces in order, up to the first its requester has
+    /// no room for. A piece whose region must wait is passed over (only the order within a
+    /// region is kept, and its later pieces wait too: they find the same pin).
     pub(crate) fn drain_backlog(&mut self, a: u32, now: u64) {
-        while let Some(&piece) = self.accels.backlog[a as usize].front() {
-            if !self.submit_piece(piece, now) {
-                break;
+        let mut i = 0;
+        while let Some(&piece) = self.accels.backlog[a as usize].get(i) {
+            match self.submit_piece(piece, now) {
+                Sent::Yes => {
+                    self.accels.backlog[a as usize].remove(i);
+                }
+                Sent::Full => break,
+                Sent::Wait => i += 1,
             }
-            self.accels.backlog[a as usize].pop_front();
         }
     }
 

@@ -262,6 +262,9 @@ pub struct FaultReport {
     /// its ingress pipeline, not yet taken by the switch: discarded with the port
     /// (`Sim::discard_ingress`; their operations fail by timeout).
     pub ingress_discarded: u64,
+    /// Regions (source, destination, 256 B) held on an accelerator port declared down while
+    /// requests of theirs were in flight (`FaultState::hold`), summed over declarations.
+    pub regions_held: u64,
     /// Link-down and link-up transitions of the protocol's link ends (summed).
     pub link_downs: u64,
     /// Link ups (bring-ups started), summed over link ends.

@@ -115,6 +115,8 @@ pub enum Ev {
     Health(u32),
     /// Rogue requester `i` sends its next write.
     Rogue(u32),
+    /// Regions of accelerator `a` held on a port declared down may move now.
+    Held(u32),
 }
 
 /// Why a pod cannot be run.
@@ -649,6 +651,7 @@ impl Sim {
             Ev::Notify(i) => self.on_notify(i, now),
             Ev::Health(s) => self.on_health(s, now),
             Ev::Rogue(i) => self.on_rogue(i, now),
+            Ev::Held(a) => self.drain_backlog(a, now),
         }
     }
 }

@@ -361,7 +361,22 @@ impl Sim {
             if !up {
                 // The port's own requester gives up everything open on it (the link will be
                 // retrained before it carries anything again): nothing queued there can go
-                // out later, after its successors were steered to other ports.
+                // out later, after its successors were steered to other ports. What it sent
+                // before the link went down may still be in the fabric: those regions are
+                // held until the requests would have timed out (`FaultState::hold`).
+                let timeout =
+                    crate::pod::timing::ns(self.pod.accelerator.timeout_us * 1000.0).as_ps();
+                if let (Some(f), Owner::Accel { a: src, .. }) =
+                    (self.fault.as_mut(), self.owner[e as usize])
+                {
+                    let last_up = f.down_at[a as usize].unwrap_or(now);
+                    let until = last_up.saturating_add(timeout);
+                    if until > now {
+                        let port = e - f.end_of[src as usize];
+                        f.hold(src, port, until);
+                        self.schedule(until, Ev::Held(src));
+                    }
+                }
                 if let Some(ap) = self.accels.port_mut(e) {
                     ap.req.abort(Instant::from_ps(now));
                     while ap.req.poll_event().is_some() {}

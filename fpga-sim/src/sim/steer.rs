@@ -70,8 +70,9 @@ pub(crate) struct FaultState {
     pub nports: Vec<u32>,
     /// Pending notifications: (accelerator end, state, the switch port it concerns).
     pub notes: Vec<(u32, Known, PortRef)>,
-    /// (source, destination, region) → (port, requests in flight).
-    pub pins: IntMap<(u32, u32)>,
+    /// (source, destination, region) → the port its requests go out of, and what keeps it
+    /// there.
+    pub pins: IntMap<Pin>,
     pub rogues: Vec<Rogue>,
     /// Switch ends whose transceivers count errors.
     pub module_errors: Vec<ModuleErrors>,
@@ -248,23 +249,45 @@ impl FaultState {
         (usable, usable && healthy && own == Known::Up)
     }
 
-    /// The port of `src` for a request to `dst` at `addr`: the region's pinned port while
-    /// requests of it are in flight there; otherwise a healthy way, else a usable
-    /// (degraded) one, else any (the request will fail and be reported). With every way
-    /// healthy this is `fallback` (the fault-free choice).
+    /// The port of `src` for a request to `dst` at `addr` at `now`: the region's pinned port
+    /// while requests of it are in flight there or held ([`FaultState::hold`]); otherwise a
+    /// healthy way, else a usable (degraded) one, else any (the request will fail and be
+    /// reported). With every way healthy this is `fallback` (the fault-free choice).
     ///
-    /// `None`: wait. The region has requests in flight on a port that is no longer usable
-    /// (as far as `src` was told) and the request would go out of another port, past them;
-    /// it waits until they are answered or fail (within the request timeout). A port whose
-    /// own link was declared down has nothing in flight: its requester gave everything up.
-    pub fn choose(&self, src: u32, dst: u32, addr: u64, fallback: u32) -> Option<u32> {
-        match self.pins.get(&pin_key(src, dst, addr)) {
-            Some(&(p, inflight)) if inflight > 0 && !self.way(src, dst, p).0 => {
-                (self.pick(src, dst, addr, fallback) == p).then_some(p)
-            }
-            Some(&(p, inflight)) if inflight > 0 => Some(p),
-            _ => Some(self.pick(src, dst, addr, fallback)),
+    /// A busy region whose pinned port is no longer usable (as far as `src` was told) may
+    /// move only where nothing of it can be overtaken:
+    /// * if the pinned port's own link was declared down, what the link held is gone (it is
+    ///   reset before it carries anything again) or was taken by its switch, whose ordering
+    ///   rule keeps the region's flow on its way there (`spec-notes/switch.md#ordering`): a
+    ///   usable port into the same switch is safe;
+    /// * otherwise (a port into another switch, or a link that may still deliver what it
+    ///   holds) it waits (`None`) until its requests are answered, fail, or their hold ends.
+    pub fn choose(&self, src: u32, dst: u32, addr: u64, fallback: u32, now: u64) -> Option<u32> {
+        let busy = self
+            .pins
+            .get(&pin_key(src, dst, addr))
+            .filter(|p| p.inflight > 0 || p.held_until > now);
+        let Some(&Pin { port: p, .. }) = busy else {
+            return Some(self.pick(src, dst, addr, fallback));
+        };
+        if self.way(src, dst, p).0 {
+            return Some(p);
         }
+        let q = self.pick(src, dst, addr, fallback);
+        if q == p {
+            return Some(p);
+        }
+        let first = self.end_of[src as usize];
+        let pi = self.ai(first + p);
+        if self.local_ok.get(pi).copied().unwrap_or(true) {
+            return None;
+        }
+        let sw = self.switch_of.get(pi).copied();
+        let same = |k: u32| self.switch_of.get(self.ai(first + k)).copied() == sw;
+        if same(q) {
+            return Some(q);
+        }
+        (0..self.nports[src as usize]).find(|&k| k != p && same(k) && self.way(src, dst, k).0)
     }
 
     /// The port of `src` for a request to `dst` at `addr`, pins aside: a healthy way, else a
@@ -299,27 +322,52 @@ impl FaultState {
         }
     }
 
-    /// A request of (`src`, `dst`, `addr`'s region) went out of port `port`.
-    pub fn pin(&mut self, src: u32, dst: u32, addr: u64, port: u32) {
-        let e = self
-            .pins
-            .entry(pin_key(src, dst, addr))
-            .or_insert((port, 0));
-        if e.1 == 0 {
-            e.0 = port;
+    /// A request of (`src`, `dst`, `addr`'s region) went out of port `port` at `now`.
+    pub fn pin(&mut self, src: u32, dst: u32, addr: u64, port: u32, now: u64) {
+        let e = self.pins.entry(pin_key(src, dst, addr)).or_insert(Pin {
+            src,
+            port,
+            inflight: 0,
+            held_until: 0,
+        });
+        if e.held_until <= now {
+            e.held_until = 0;
         }
-        e.1 += 1;
+        if e.inflight == 0 {
+            e.port = port;
+        }
+        e.inflight += 1;
     }
 
     /// A request of (`src`, `dst`, `addr`'s region) finished.
     pub fn unpin(&mut self, src: u32, dst: u32, addr: u64) {
         let k = pin_key(src, dst, addr);
         if let Some(e) = self.pins.get_mut(&k) {
-            e.1 = e.1.saturating_sub(1);
-            if e.1 == 0 {
+            e.inflight = e.inflight.saturating_sub(1);
+            if e.inflight == 0 && e.held_until == 0 {
                 self.pins.remove(&k);
             }
         }
+    }
+
+    /// Port `port` of accelerator `src` was declared down and its requester is about to give
+    /// up everything open on it. What it sent may still be in the fabric: taken by the
+    /// switch before the link went down, it waits in an egress queue (or is further on) and
+    /// will still be executed. Each region with requests in flight there stays held on the
+    /// port until `until`, the time by which those requests would have timed out (the
+    /// link's last time up + the request timeout), as if they had not been given up early:
+    /// before then, the region may move only into the same switch ([`FaultState::choose`]).
+    /// Returns how many regions it holds.
+    pub fn hold(&mut self, src: u32, port: u32, until: u64) -> u64 {
+        let mut n = 0;
+        for pin in self.pins.values_mut() {
+            if pin.src == src && pin.port == port && pin.inflight > 0 {
+                pin.held_until = pin.held_until.max(until);
+                n += 1;
+            }
+        }
+        self.report.regions_held += n;
+        n
     }
 
     /// Whether a rogue requester on end `e` has requests waiting.
@@ -331,6 +379,21 @@ impl FaultState {
     pub fn rogues_open(&self) -> bool {
         self.rogues.iter().any(|r| r.req.ops_open() > 0)
     }
+}
+
+/// Where a (source, destination, region) sends its requests, and why it must stay there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pin {
+    /// The source accelerator.
+    pub src: u32,
+    /// The source's port.
+    pub port: u32,
+    /// Requests of the region in flight (answered or failed ones no longer count).
+    pub inflight: u32,
+    /// Requests of the region that were given up when `port`'s link was declared down may
+    /// still be in the fabric (in the switch's egress queues, or beyond) until this time
+    /// (ps, 0: none); see [`FaultState::hold`].
+    pub held_until: u64,
 }
 
 fn pin_key(src: u32, dst: u32, addr: u64) -> u64 {
@@ -525,11 +588,16 @@ mod tests {
     }
 
     fn state() -> FaultState {
+        state_of(4, 1)
+    }
+
+    /// Four accelerators on `planes` planes with `ports_per_plane` ports each.
+    fn state_of(planes: u32, ports_per_plane: u32) -> FaultState {
         let mut pod = presets::load("ualink-64x4").unwrap();
         pod.topology = crate::pod::config::Topology::MultiPlane {
             accelerators: 4,
-            planes: 4,
-            ports_per_plane: 1,
+            planes,
+            ports_per_plane,
         };
         let opts = Options {
             faults: FaultPlan {
@@ -546,55 +614,101 @@ mod tests {
     fn ports_are_chosen_away_from_what_is_down_or_degraded() {
         let mut f = state();
         // Everything healthy: the fault-free choice.
-        assert_eq!(f.choose(0, 1, 0x1000, 2), Some(2));
+        assert_eq!(f.choose(0, 1, 0x1000, 2, 0), Some(2));
         // Accelerator 1's port on plane 2 is down: another plane, never 2.
         f.known[(f.end_of[1] + 2 - f.accel_base) as usize] = Known::Down;
-        let picks: Vec<u32> = (0..64).flat_map(|r| f.choose(0, 1, r << 8, 2)).collect();
+        let picks: Vec<u32> = (0..64).flat_map(|r| f.choose(0, 1, r << 8, 2, 0)).collect();
         assert_eq!(picks.len(), 64);
         assert!(picks.iter().all(|&p| p != 2), "{picks:?}");
         assert!(picks.iter().any(|&p| p != picks[0]), "spread: {picks:?}");
         // Plane 0 degraded at the source: healthy planes 1 and 3 only.
         f.known[(f.end_of[0] - f.accel_base) as usize] = Known::Degraded;
-        assert!((0..64).all(|r| matches!(f.choose(0, 1, r << 8, 2), Some(1 | 3))));
+        assert!((0..64).all(|r| matches!(f.choose(0, 1, r << 8, 2, 0), Some(1 | 3))));
         // Only degraded ways left: they are used.
         for p in [1, 3] {
             f.local_ok[(f.end_of[0] + p - f.accel_base) as usize] = false;
         }
-        assert_eq!(f.choose(0, 1, 0, 2), Some(0));
+        assert_eq!(f.choose(0, 1, 0, 2, 0), Some(0));
         // Nothing usable: the fault-free choice (the request will fail and be reported).
         f.local_ok[(f.end_of[0] - f.accel_base) as usize] = false;
-        assert_eq!(f.choose(0, 1, 0, 2), Some(2));
+        assert_eq!(f.choose(0, 1, 0, 2, 0), Some(2));
     }
 
     #[test]
     fn a_region_stays_on_its_port_while_in_flight() {
         let mut f = state();
-        f.pin(0, 1, 0x300, 2);
-        f.pin(0, 1, 0x3c0, 2);
+        f.pin(0, 1, 0x300, 2, 0);
+        f.pin(0, 1, 0x3c0, 2, 0);
         // Plane 2 is degraded but still usable: the region stays there.
         f.known[(f.end_of[0] + 2 - f.accel_base) as usize] = Known::Degraded;
-        assert_eq!(f.choose(0, 1, 0x340, 0), Some(2));
+        assert_eq!(f.choose(0, 1, 0x340, 0, 0), Some(2));
         f.unpin(0, 1, 0x300);
-        assert_eq!(f.choose(0, 1, 0x300, 0), Some(2));
+        assert_eq!(f.choose(0, 1, 0x300, 0, 0), Some(2));
         f.unpin(0, 1, 0x300);
         // Drained: a healthy way.
-        assert!(f.choose(0, 1, 0x300, 2).is_some_and(|p| p != 2));
+        assert!(f.choose(0, 1, 0x300, 2, 0).is_some_and(|p| p != 2));
         // Reported down with a request of the region in flight there: the region waits
         // (a request on another plane could overtake it), whatever other region's way.
-        f.pin(0, 1, 0x300, 2);
+        f.pin(0, 1, 0x300, 2, 0);
         f.known[(f.end_of[0] + 2 - f.accel_base) as usize] = Known::Down;
-        assert_eq!(f.choose(0, 1, 0x300, 2), None);
-        assert!(f.choose(0, 1, 0x400, 2).is_some_and(|p| p != 2));
+        assert_eq!(f.choose(0, 1, 0x300, 2, 0), None);
+        assert!(f.choose(0, 1, 0x400, 2, 0).is_some_and(|p| p != 2));
         // With no other way to go to, it does not wait: nothing could overtake.
         for p in [0, 1, 3] {
             f.local_ok[(f.end_of[0] + p - f.accel_base) as usize] = false;
         }
-        assert_eq!(f.choose(0, 1, 0x300, 2), Some(2));
+        assert_eq!(f.choose(0, 1, 0x300, 2, 0), Some(2));
         for p in [0, 1, 3] {
             f.local_ok[(f.end_of[0] + p - f.accel_base) as usize] = true;
         }
         // Answered (or failed): it moves.
         f.unpin(0, 1, 0x300);
-        assert!(f.choose(0, 1, 0x300, 2).is_some_and(|p| p != 2));
+        assert!(f.choose(0, 1, 0x300, 2, 0).is_some_and(|p| p != 2));
+    }
+
+    #[test]
+    fn a_region_given_up_on_a_lost_port_moves_only_into_its_switch_until_the_hold_ends() {
+        // Two planes, two ports per plane: accelerator 0's ports 0 and 1 enter switch 0,
+        // ports 2 and 3 switch 1.
+        let mut f = state_of(2, 2);
+        let end =
+            |f: &FaultState, a: u32, k: u32| (f.end_of[a as usize] + k - f.accel_base) as usize;
+        assert_eq!(f.switch_of[end(&f, 0, 1)], f.switch_of[end(&f, 0, 0)]);
+        assert_ne!(f.switch_of[end(&f, 0, 2)], f.switch_of[end(&f, 0, 0)]);
+        // A region with a request out of port 1; the port is declared down and the request
+        // given up (failed) at 5 µs; it would have timed out at 9 µs.
+        f.pin(0, 1, 0x300, 1, 1_000_000);
+        let i = end(&f, 0, 1);
+        f.local_ok[i] = false;
+        f.hold(0, 1, 9_000_000);
+        f.hold(0, 2, 9_000_000); // another port's hold does not touch the region
+        f.unpin(0, 1, 0x300);
+        // Only port 0 is healthy enough to stay in switch 0: there it goes, whatever the
+        // fault-free choice, while the hold lasts.
+        for fallback in 0..4 {
+            assert_eq!(
+                f.choose(0, 1, 0x300, fallback, 5_000_000),
+                Some(0),
+                "{fallback}"
+            );
+        }
+        // With port 0 down too the region waits; other regions go to switch 1.
+        let i = end(&f, 0, 0);
+        f.local_ok[i] = false;
+        assert_eq!(f.choose(0, 1, 0x300, 1, 8_999_999), None);
+        assert!(f.choose(0, 1, 0x400, 1, 5_000_000).is_some_and(|p| p >= 2));
+        // The hold has ended: switch 1.
+        assert!(f.choose(0, 1, 0x300, 1, 9_000_000).is_some_and(|p| p >= 2));
+        // A new request there ends the hold for good (the entry goes with its last answer).
+        f.pin(0, 1, 0x300, 3, 9_000_000);
+        f.unpin(0, 1, 0x300);
+        assert!(f.pins.is_empty());
+        // A port reported down by a notice only (its link was not reset here, so it may
+        // still deliver what it holds): the region waits even with a way into its switch.
+        let mut f = state_of(2, 2);
+        f.pin(0, 1, 0x300, 1, 0);
+        let i = end(&f, 0, 1);
+        f.known[i] = Known::Down;
+        assert_eq!(f.choose(0, 1, 0x300, 1, 0), None);
     }
 }
