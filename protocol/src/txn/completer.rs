@@ -9,7 +9,7 @@ use super::partition::PartitionTable;
 use super::queue::SlotQueue;
 use super::target::{MemoryTarget, TargetError};
 use super::{CreditGate, Flow, Pool, Status};
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 use crate::wire::addr_cache::{encode_response, AddrCache};
 use crate::wire::tl_flit::{BEAT_LEN as BEAT_BYTES, MAX_BEATS, MAX_DATA_LEN as MAX_DATA_BYTES};
 use crate::wire::{
@@ -31,6 +31,10 @@ pub struct CompleterConfig {
     pub beats_per_response: u8,
     /// Send OK responses in compressed form where nothing is lost.
     pub compress_responses: bool,
+    /// A response may leave this long after its request was handled, not before: the
+    /// completer's processing latency (memory access, endpoint receive path) as a model or
+    /// a device sees it. The request takes effect on memory when handled. Default zero.
+    pub response_delay: Duration,
 }
 
 impl CompleterConfig {
@@ -41,6 +45,7 @@ impl CompleterConfig {
             partition: PartitionId::from_bits_truncate(0),
             beats_per_response: MAX_BEATS as u8,
             compress_responses: false,
+            response_delay: Duration::ZERO,
         }
     }
 }
@@ -137,6 +142,8 @@ struct Pending {
     /// The request's credits, returned when the last response field leaves.
     req_pool: Pool,
     req_beats: u8,
+    /// No response field leaves before this (`CompleterConfig::response_delay`).
+    ready: Instant,
     data: [u8; MAX_DATA_BYTES],
 }
 
@@ -153,6 +160,7 @@ impl Pending {
             poisoned: 0,
             req_pool: credit.0,
             req_beats: credit.1,
+            ready: Instant::ZERO,
             data: [0; MAX_DATA_BYTES],
         }
     }
@@ -163,7 +171,9 @@ impl Pending {
 /// Sans-IO: offer each received request to [`handle_request`](Self::handle_request) (it runs
 /// against the memory target at once and queues the response); send what
 /// [`poll_transmit`](Self::poll_transmit) writes; drain [`poll_event`](Self::poll_event).
-/// The completer has no timers.
+/// With a [`response_delay`](CompleterConfig::response_delay), a response may leave only
+/// that long after its request was handled: [`poll_timeout`](Self::poll_timeout) says when
+/// the next one becomes ready. `now` never decreases.
 ///
 /// A request's credits go back to the requester when its last response field leaves: the
 /// response slot is the buffer the request credit stands for. Grant the peer at most `Q`
@@ -172,6 +182,8 @@ pub struct Completer<const Q: usize> {
     config: CompleterConfig,
     partitions: PartitionTable,
     queue: SlotQueue<Pending, Q>,
+    /// The latest `now` seen (responses ready by then are not timers any more).
+    clock: Instant,
     decoder: AddrCache,
     staged: [u8; MAX_DATA_BYTES],
     staged_field: TlField,
@@ -186,6 +198,7 @@ impl<const Q: usize> Completer<Q> {
             config,
             partitions,
             queue: SlotQueue::new(),
+            clock: Instant::ZERO,
             decoder: AddrCache::new(),
             staged: [0; MAX_DATA_BYTES],
             staged_field: TlField::UncompressedResponse(TlUncompressedResponse::default()),
@@ -236,11 +249,13 @@ impl<const Q: usize> Completer<Q> {
     /// [`CompleterBusy`] when the response queue is full; nothing happened.
     pub fn handle_request(
         &mut self,
-        _now: Instant,
+        now: Instant,
         t: &TlTransfer<'_>,
         target: &mut impl MemoryTarget,
         credits: &mut impl CreditGate,
     ) -> Result<(), CompleterBusy> {
+        self.clock = self.clock.max(now);
+        let ready = now + self.config.response_delay;
         let (tag, vc, pool, src) = match t.field {
             TlField::UncompressedRequest(r) => (r.tag, r.vchan, r.pool, r.srcaccid),
             TlField::CompressedRequest(r) => (r.tag, r.vchan, r.pool, r.srcaccid),
@@ -266,6 +281,7 @@ impl<const Q: usize> Completer<Q> {
                 }
                 let mut p = Pending::new(tag, src, vc, !t.data.is_empty(), credit);
                 p.status = self.malformed();
+                p.ready = ready;
                 self.refuse(p);
                 return Ok(());
             }
@@ -280,6 +296,7 @@ impl<const Q: usize> Completer<Q> {
             return Ok(());
         }
         let mut p = Pending::new(tag, src, vc, write_type(req.cmd), credit);
+        p.ready = ready;
         p.status = if !self.partitions.is_member(src, self.config.partition) {
             Status::PARTITION_DENIED
         } else if shape.is_err() {
@@ -403,22 +420,43 @@ impl<const Q: usize> Completer<Q> {
         }
     }
 
-    /// The next response to send; `None` when none can go (none queued, or no response
-    /// credits on any VC with a response waiting).
+    /// When the next response that is not ready yet becomes ready (with a
+    /// [`response_delay`](CompleterConfig::response_delay)); `None` if none waits for time.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        // Handled in order with one delay: ready times never decrease along the queue.
+        (0..self.queue.len())
+            .filter_map(|pos| self.queue.get(pos))
+            .map(|p| p.ready)
+            .find(|&r| r > self.clock)
+    }
+
+    /// Note the time (a response ready by `now` may then be sent).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.clock = self.clock.max(now);
+    }
+
+    /// The next response to send; `None` when none can go (none queued or ready, or no
+    /// response credits on any VC with a response waiting).
     ///
     /// One response field per call; O(Q) work.
     #[must_use]
     pub fn poll_transmit(
         &mut self,
-        _now: Instant,
+        now: Instant,
         credits: &mut impl CreditGate,
     ) -> Option<TlTransfer<'_>> {
+        self.clock = self.clock.max(now);
         let bpr = self.config.beats_per_response.clamp(1, MAX_BEATS as u8);
         let mut chosen = None;
         for pos in 0..self.queue.len() {
             let Some(p) = self.queue.get(pos) else {
                 break;
             };
+            if p.ready > now {
+                // The rest were handled later still.
+                break;
+            }
             let chunk = p.beats.saturating_sub(p.next).min(bpr);
             if let Some(pool) = credits.try_consume(Flow::Response, p.vc, chunk) {
                 chosen = Some((pos, pool, chunk));
@@ -733,6 +771,49 @@ mod tests {
         let r = run(&mut c, &mut m, &request(Opcode::Read, 0, 2));
         assert_eq!((r[0].1.poisoned, beats(&r[0].1)), (0b10, 2));
         assert_eq!(c.stats().poisoned_beats, 1);
+    }
+
+    #[test]
+    fn responses_wait_for_the_response_delay_in_order() {
+        let mut cfg = CompleterConfig::new(id(2));
+        cfg.response_delay = Duration::from_ns(50);
+        let mut c: Cpl = Completer::new(cfg, PartitionTable::default());
+        let mut m = Mem::new(0);
+        let t = |ns| Instant::ZERO + Duration::from_ns(ns);
+        let mut w = request(Opcode::Write, 0, 1);
+        req_mut(&mut w).tag = Tag::new(1).unwrap();
+        let mut r = request(Opcode::Read, 0, 1);
+        req_mut(&mut r).tag = Tag::new(2).unwrap();
+        c.handle_request(t(100), &w.as_transfer(), &mut m, &mut Unlimited)
+            .unwrap();
+        // The write took effect at once; its response waits.
+        assert_eq!(m.bytes()[0], 0xab);
+        c.handle_request(t(120), &r.as_transfer(), &mut m, &mut Unlimited)
+            .unwrap();
+        assert_eq!(c.poll_timeout(), Some(t(150)));
+        assert!(c.poll_transmit(t(149), &mut Unlimited).is_none());
+        c.handle_timeout(t(149));
+        assert_eq!(c.poll_timeout(), Some(t(150)));
+        let tag_of = |o: TlTransfer<'_>| match o.field {
+            TlField::UncompressedResponse(r) => r.tag.get(),
+            _ => unreachable!(),
+        };
+        let first = c.poll_transmit(t(150), &mut Unlimited).map(tag_of);
+        assert_eq!(first, Some(1));
+        assert!(c.poll_transmit(t(169), &mut Unlimited).is_none());
+        assert_eq!(c.poll_timeout(), Some(t(170)));
+        // Ready but not sent (say, no credits yet): no timer any more.
+        c.handle_timeout(t(175));
+        assert_eq!(c.poll_timeout(), None);
+        let second = c.poll_transmit(t(180), &mut Unlimited).map(tag_of);
+        assert_eq!(second, Some(2));
+        assert_eq!(c.pending(), 0);
+        // Without a delay, a response can leave at once.
+        let mut c = cpl();
+        c.handle_request(t(5), &r.as_transfer(), &mut m, &mut Unlimited)
+            .unwrap();
+        assert_eq!(c.poll_timeout(), None);
+        assert!(c.poll_transmit(t(5), &mut Unlimited).is_some());
     }
 
     #[test]

@@ -41,6 +41,17 @@ pub(crate) const EVENTS: usize = 32;
 pub trait ReadSink {
     /// Bytes of a read operation arrived (valid only if the operation completes `Ok`).
     fn read_data(&mut self, data: ReadData<'_>);
+
+    /// A response arrived whose tag this port's requester does not own. An accelerator with
+    /// several ports into one switch gives each port's requester its own tag range
+    /// (`RequesterConfig::tag_base`), and the switch routes a response by destination only,
+    /// so it may arrive at a sibling port: return `true` to take it (copy it and hand it to
+    /// the owner's [`Endpoint::handle_foreign_response`]); its credits are released here at
+    /// once. The default, `false`, leaves it to this port's requester, which drops and
+    /// counts it (`UnknownTag`).
+    fn foreign_response(&mut self, _now: Instant, _response: &TlTransfer<'_>) -> bool {
+        false
+    }
 }
 
 /// Settings of an [`Endpoint`].
@@ -122,6 +133,9 @@ pub struct EndpointStats {
     pub bad_releases: u64,
     /// Events discarded because the event queue was full.
     pub events_lost: u64,
+    /// Responses for another port's requester, handed to the host
+    /// ([`ReadSink::foreign_response`]).
+    pub foreign_responses: u64,
 }
 
 /// One accelerator port over the UALink profile.
@@ -329,11 +343,34 @@ impl<
         self.drain_part_events();
     }
 
-    /// Fire expired timers (link, credit returns, request timeouts).
+    /// A response that arrived at another port of this accelerator (handed over by that
+    /// port's [`ReadSink::foreign_response`]): this port's requester takes it, and read data
+    /// goes to this port's host. Its credits were released where it arrived. Returns whether
+    /// this port's requester owns its tag (if not, nothing happens).
+    pub fn handle_foreign_response(&mut self, now: Instant, response: &TlTransfer<'_>) -> bool {
+        let owned = response
+            .field
+            .tag()
+            .is_some_and(|t| self.requester.owns_tag(t));
+        if owned {
+            if let Some(d) = self
+                .requester
+                .handle_response(now, response, &mut super::Unlimited)
+            {
+                self.host.read_data(d);
+            }
+            self.drain_part_events();
+        }
+        owned
+    }
+
+    /// Fire expired timers (link, credit returns, request timeouts, responses the
+    /// completer's `response_delay` held back).
     pub fn handle_timeout(&mut self, now: Instant) {
         self.link.handle_timeout(now);
         self.receiver.handle_timeout(now);
         self.requester.handle_timeout(now);
+        self.completer.handle_timeout(now);
         self.drain_part_events();
     }
 
@@ -346,6 +383,7 @@ impl<
             self.link.poll_timeout(),
             self.receiver.poll_timeout(),
             self.requester.poll_timeout(),
+            self.completer.poll_timeout(),
         ]
         .into_iter()
         .flatten()
@@ -614,6 +652,8 @@ mod tests {
     struct Host {
         mem: WindowMemory<4096>,
         reads: Vec<(OpId, u32, Vec<u8>)>,
+        /// `Some`: take responses for other ports' requesters (kept here).
+        foreign: Option<Vec<TransferBuf>>,
     }
 
     impl MemoryTarget for Host {
@@ -629,6 +669,15 @@ mod tests {
         fn read_data(&mut self, d: ReadData<'_>) {
             self.reads.push((d.op, d.offset, d.data.to_vec()));
         }
+        fn foreign_response(&mut self, _now: Instant, t: &TlTransfer<'_>) -> bool {
+            match &mut self.foreign {
+                Some(v) => {
+                    v.push(TransferBuf::new(t));
+                    true
+                }
+                None => false,
+            }
+        }
     }
 
     type End = Endpoint<Host, 16, 8, 16, 8, 32, 16>;
@@ -643,6 +692,7 @@ mod tests {
         let host = Host {
             mem: WindowMemory::new(0),
             reads: Vec::new(),
+            foreign: None,
         };
         Endpoint::new(cfg, host)
     }
@@ -811,6 +861,7 @@ mod tests {
                 let host = Host {
                     mem: WindowMemory::new(0),
                     reads: Vec::new(),
+                    foreign: None,
                 };
                 Endpoint::new(cfg, host)
             };
@@ -1018,6 +1069,137 @@ mod tests {
             e.handle_timeout(t);
             let c = e.poll_completion().unwrap();
             assert_eq!((c.id, c.result), (op, Err(TxnError::Timeout)));
+        });
+    }
+
+    /// A read's round trip with the completer's `response_delay` is longer by exactly the
+    /// delay: the response waits at the completer, and the endpoint's timer wakes it.
+    #[test]
+    fn response_delay_adds_exactly_to_the_round_trip() {
+        fn round_trip(delay_ns: u64) -> Duration {
+            let mut cfg =
+                EndpointConfig::new(RequesterConfig::new(id(2)), CompleterConfig::new(id(2)));
+            cfg.completer.response_delay = Duration::from_ns(delay_ns);
+            let b = Endpoint::new(
+                cfg,
+                Host {
+                    mem: WindowMemory::new(0),
+                    reads: Vec::new(),
+                    foreign: None,
+                },
+            );
+            let mut p = pair_of(end(1), b);
+            // Bring-up and the initial credit release first.
+            p.drive(p.now() + Duration::from_us(5));
+            let start = p.now();
+            let op =
+                p.a.submit(
+                    start,
+                    &Request {
+                        dst: id(2),
+                        vc: Vc::default(),
+                        op: Operation::Read { addr: 64, len: 64 },
+                    },
+                )
+                .unwrap();
+            p.wake();
+            let mut done = None;
+            let ok = p.drive_until(start + Duration::from_us(50), |p| {
+                if let Some(c) = p.a.poll_completion() {
+                    assert_eq!((c.id, c.result), (op, Ok(None)));
+                    done = Some(p.now());
+                }
+                done.is_some()
+            });
+            assert!(ok, "the read completes");
+            done.unwrap() - start
+        }
+        on_big_stack(|| {
+            let plain = round_trip(0);
+            assert_eq!(round_trip(300).as_ps(), plain.as_ps() + 300_000);
+            assert_eq!(round_trip(1_000).as_ps(), plain.as_ps() + 1_000_000);
+        });
+    }
+
+    /// A response for a sibling port's requester (several ports of one accelerator into one
+    /// switch, disjoint tag ranges) is handed over by the port it arrived at, with its
+    /// credits released there, and completes the sibling's operation; without the host's
+    /// hook it is dropped as before.
+    #[test]
+    fn a_response_for_a_sibling_port_is_handed_over() {
+        on_big_stack(|| {
+            // The sibling: accelerator 1's second port (tags 16..), linked to accelerator 2,
+            // sends a read; it is in flight once accelerator 2 has taken it.
+            let mut rc = RequesterConfig::new(id(1));
+            rc.tag_base = 16;
+            let sibling = Endpoint::new(
+                EndpointConfig::new(rc, CompleterConfig::new(id(1))),
+                Host {
+                    mem: WindowMemory::new(0),
+                    reads: Vec::new(),
+                    foreign: None,
+                },
+            );
+            let mut p = pair_of(sibling, end(2));
+            p.drive(p.now() + Duration::from_us(5));
+            let start = p.now();
+            let op =
+                p.a.submit(
+                    start,
+                    &Request {
+                        dst: id(2),
+                        vc: Vc::default(),
+                        op: Operation::Read { addr: 64, len: 64 },
+                    },
+                )
+                .unwrap();
+            p.wake();
+            assert!(p.drive_until(start + Duration::from_us(5), |p| p
+                .b
+                .completer()
+                .stats()
+                .requests
+                == 1));
+            // Its response arrives instead at accelerator 1's first port (tags 0..16).
+            let data = [0x5au8; 64];
+            let rsp = TlField::UncompressedResponse(crate::wire::TlUncompressedResponse {
+                vchan: Vc::default(),
+                tag: crate::wire::Tag::new(16).unwrap(),
+                pool: Pool::Shared.bit(),
+                len: 0,
+                offset: 0,
+                status: crate::txn::Status::OK.raw(),
+                rd_wr: false,
+                last: true,
+                srcaccid: id(2),
+                dstaccid: id(1),
+                spares: 0,
+            });
+            let flits = packed(&TlTransfer::new(rsp, &data));
+            let mut dropping = Box::new(end(1));
+            from_peer(&mut dropping, &flits);
+            assert_eq!(dropping.stats().foreign_responses, 0);
+            assert_eq!(dropping.requester().stats().dropped_unknown_tag, 1);
+            let mut first = Box::new(end(1));
+            first.host_mut().foreign = Some(Vec::new());
+            from_peer(&mut first, &flits);
+            assert_eq!(first.stats().foreign_responses, 1);
+            assert_eq!(first.requester().stats().dropped_unknown_tag, 0);
+            for k in [CreditClass::RspCmd, CreditClass::RspData] {
+                assert_eq!(
+                    first.credit_receiver().in_use(CreditTarget::Shared, k),
+                    0,
+                    "its credits were released where it arrived"
+                );
+            }
+            let taken = first.host_mut().foreign.take().unwrap();
+            assert_eq!(taken.len(), 1);
+            let now = p.now();
+            assert!(!first.handle_foreign_response(now, &taken[0].as_transfer()));
+            assert!(p.a.handle_foreign_response(now, &taken[0].as_transfer()));
+            let c = p.a.poll_completion().unwrap();
+            assert_eq!((c.id, c.result), (op, Ok(None)));
+            assert_eq!(p.a.host().reads, [(op, 0, data.to_vec())]);
         });
     }
 }

@@ -144,6 +144,12 @@ where
                         gate.release(flow, vc, pool, beats);
                         stats.busy_drops = stats.busy_drops.saturating_add(1);
                     }
+                } else if t.field.tag().is_some_and(|tag| !requester.owns_tag(tag))
+                    && host.foreign_response(now, &t)
+                {
+                    // Another port's: consumed here, its credits go back from here.
+                    gate.release(flow, vc, pool, beats);
+                    stats.foreign_responses = stats.foreign_responses.saturating_add(1);
                 } else if let Some(d) = requester.handle_response(now, &t, &mut gate) {
                     host.read_data(d);
                 }
