@@ -130,6 +130,8 @@ pub struct CreditReceiver {
     pending: Table,
     phase: Phase,
     return_due: bool,
+    /// Targets (bit per [`CreditTarget::index`]) whose freed buffers are kept, not returned.
+    withheld: u8,
     timers: TimerTable<1>,
     stats: ReceiverStats,
     events: Deque<FlowEvent, 8>,
@@ -145,6 +147,7 @@ impl CreditReceiver {
             pending: [[0; 4]; CreditTarget::COUNT],
             phase: Phase::Releasing,
             return_due: false,
+            withheld: 0,
             timers: TimerTable::new(),
             stats: ReceiverStats::default(),
             events: Deque::new(),
@@ -281,6 +284,40 @@ impl CreditReceiver {
         Ok(())
     }
 
+    /// Keep (`true`) or return again (`false`) the freed buffers of `target`: a receiver
+    /// that stops returning one VC's credits, as a congested or faulty device would, so
+    /// that the peer runs out of them (a test and fault-injection control; the initial
+    /// release too waits, and its "complete" message with it). Kept credits stay pending
+    /// and go back when the target is released.
+    pub fn set_withheld(&mut self, target: CreditTarget, withheld: bool) {
+        let bit = 1u8 << target.index();
+        if withheld {
+            self.withheld |= bit;
+        } else if self.withheld & bit != 0 {
+            self.withheld &= !bit;
+            let row = self.pending.get(target.index());
+            if row.is_some_and(|r| r.iter().any(|&n| n > 0)) {
+                self.return_due = true;
+            }
+        }
+    }
+
+    /// Whether `target`'s returns are kept ([`CreditReceiver::set_withheld`]).
+    pub fn is_withheld(&self, target: CreditTarget) -> bool {
+        self.withheld & (1u8 << target.index()) != 0
+    }
+
+    /// Whether a withheld target has credits pending.
+    fn holds_back(&self) -> bool {
+        CreditTarget::ALL.iter().any(|&t| {
+            self.is_withheld(t)
+                && self
+                    .pending
+                    .get(t.index())
+                    .is_some_and(|r| r.iter().any(|&n| n > 0))
+        })
+    }
+
     /// The next credit return (or the "initial credit release complete" message) to send.
     /// One field per target per call: take at most one per target into a TL flit.
     #[must_use]
@@ -288,6 +325,9 @@ impl CreditReceiver {
         let releasing = self.phase == Phase::Releasing;
         if releasing || self.return_due {
             for target in CreditTarget::ALL {
+                if self.is_withheld(target) {
+                    continue;
+                }
                 let Some(row) = self.pending.get_mut(target.index()) else {
                     continue;
                 };
@@ -318,7 +358,7 @@ impl CreditReceiver {
             self.return_due = false;
             self.timers.stop(Timer::CreditReturn as usize);
         }
-        if releasing {
+        if releasing && !self.holds_back() {
             self.phase = Phase::Done;
             return Some(CreditOutput::InitialReleaseComplete);
         }
@@ -439,6 +479,53 @@ mod tests {
         assert_eq!(r.poll_event(), Some(FlowEvent::Overrun(e)));
         assert_eq!(r.in_use(VC0, CreditClass::ReqData), 200);
         assert_eq!(r.peer_holds(VC0, CreditClass::ReqData), 100);
+    }
+
+    #[test]
+    fn withheld_credits_stay_until_released() {
+        let vc1 = CreditTarget::ALL[1];
+        let mut cfg = small();
+        cfg.capacity[1] = Credits([1, 0, 4, 0]);
+        let mut r = CreditReceiver::new(cfg);
+        // Withheld from the start: VC 1's initial release, and "complete", wait.
+        r.set_withheld(vc1, true);
+        let out = drain(&mut r);
+        assert!(out
+            .iter()
+            .all(|o| !matches!(o, CreditOutput::Return { target, .. } if *target == vc1)));
+        assert!(!out.contains(&CreditOutput::InitialReleaseComplete));
+        r.set_withheld(vc1, false);
+        let out = drain(&mut r);
+        assert!(matches!(
+            out[..],
+            [
+                CreditOutput::Return { target, fc },
+                CreditOutput::InitialReleaseComplete
+            ] if target == vc1 && fc.req_cmd == 1 && fc.req_data == 4
+        ));
+        // In use, freed while withheld: kept; VC 0's still go; released: returned.
+        r.handle_consumed(vc1, Credits::request(2)).unwrap();
+        r.handle_consumed(VC0, Credits::request(0)).unwrap();
+        r.handle_consumed(VC0, Credits::request(0)).unwrap();
+        r.set_withheld(vc1, true);
+        assert!(r.is_withheld(vc1));
+        let t0 = Instant::from_ps(1_000);
+        r.release(t0, vc1, Credits::request(2)).unwrap();
+        r.release(t0, VC0, Credits::request(0)).unwrap();
+        r.release(t0, VC0, Credits::request(0)).unwrap();
+        let out = drain(&mut r);
+        assert!(
+            matches!(out[..], [CreditOutput::Return { target, .. }] if target == VC0),
+            "{out:?}"
+        );
+        assert_eq!(r.pending(vc1, CreditClass::ReqData), 2);
+        r.set_withheld(vc1, false);
+        let out = drain(&mut r);
+        assert!(matches!(
+            out[..],
+            [CreditOutput::Return { target, fc }] if target == vc1 && fc.req_cmd == 1 && fc.req_data == 2
+        ));
+        assert_eq!(r.peer_holds(vc1, CreditClass::ReqData), 4);
     }
 
     #[test]

@@ -343,6 +343,13 @@ impl<
         self.drain_part_events();
     }
 
+    /// Keep (`true`) or return again (`false`) the credits of `target` that this port frees
+    /// ([`CreditReceiver::set_withheld`]): a receiver that starves the peer of one VC's
+    /// credits, for tests and fault injection.
+    pub fn set_credits_withheld(&mut self, target: CreditTarget, withheld: bool) {
+        self.receiver.set_withheld(target, withheld);
+    }
+
     /// A response that arrived at another port of this accelerator (handed over by that
     /// port's [`ReadSink::foreign_response`]): this port's requester takes it, and read data
     /// goes to this port's host. Its credits were released where it arrived. Returns whether
@@ -1200,6 +1207,62 @@ mod tests {
             let c = p.a.poll_completion().unwrap();
             assert_eq!((c.id, c.result), (op, Ok(None)));
             assert_eq!(p.a.host().reads, [(op, 0, data.to_vec())]);
+        });
+    }
+
+    /// A port that withholds its credits starves the peer: once the peer has spent its grant,
+    /// its next request waits, and goes when the credits are returned again.
+    #[test]
+    fn withheld_credits_starve_the_peer_until_released() {
+        on_big_stack(|| {
+            let mut p = pair();
+            p.drive(p.now() + Duration::from_us(5));
+            p.b.set_credits_withheld(CreditTarget::Shared, true);
+            let write = |p: &mut Box<Pair>, addr: u64| {
+                let now = p.now();
+                let op =
+                    p.a.submit(
+                        now,
+                        &Request {
+                            dst: id(2),
+                            vc: Vc::default(),
+                            op: Operation::WriteFull {
+                                addr,
+                                data: &[7u8; 64],
+                            },
+                        },
+                    )
+                    .unwrap();
+                p.wake();
+                op
+            };
+            let mut done = 0;
+            // The completer's 8 slots are the whole request-command grant.
+            for k in 0..8 {
+                write(&mut p, 64 * k);
+            }
+            let t = p.now() + Duration::from_us(20);
+            p.drive_until(t, |p| {
+                while let Some(c) = p.a.poll_completion() {
+                    assert_eq!(c.result, Ok(None));
+                    done += 1;
+                }
+                done == 8
+            });
+            assert_eq!(done, 8);
+            let late = write(&mut p, 1024);
+            let t = p.now() + Duration::from_us(20);
+            assert!(!p.drive_until(t, |p| p.a.poll_completion().is_some()));
+            assert_eq!(p.b.completer().stats().requests, 8, "the ninth never went");
+            p.b.set_credits_withheld(CreditTarget::Shared, false);
+            p.wake();
+            let mut last = None;
+            let t = p.now() + Duration::from_us(20);
+            assert!(p.drive_until(t, |p| {
+                last = p.a.poll_completion();
+                last.is_some()
+            }));
+            assert_eq!(last.map(|c| (c.id, c.result)), Some((late, Ok(None))));
         });
     }
 }
