@@ -307,6 +307,21 @@ impl CreditReceiver {
         self.withheld & (1u8 << target.index()) != 0
     }
 
+    /// Whether [`CreditReceiver::poll_return`] has something to give now: a return that is
+    /// due (or part of the initial release) of a target not withheld, or the "initial credit
+    /// release complete" message.
+    pub fn has_return(&self) -> bool {
+        let releasing = self.phase == Phase::Releasing;
+        let pending = CreditTarget::ALL.iter().any(|&t| {
+            !self.is_withheld(t)
+                && self
+                    .pending
+                    .get(t.index())
+                    .is_some_and(|r| r.iter().any(|&n| n > 0))
+        });
+        (pending && (releasing || self.return_due)) || (releasing && !self.holds_back())
+    }
+
     /// Whether a withheld target has credits pending.
     fn holds_back(&self) -> bool {
         CreditTarget::ALL.iter().any(|&t| {
@@ -489,12 +504,15 @@ mod tests {
         let mut r = CreditReceiver::new(cfg);
         // Withheld from the start: VC 1's initial release, and "complete", wait.
         r.set_withheld(vc1, true);
+        assert!(r.has_return());
         let out = drain(&mut r);
         assert!(out
             .iter()
             .all(|o| !matches!(o, CreditOutput::Return { target, .. } if *target == vc1)));
         assert!(!out.contains(&CreditOutput::InitialReleaseComplete));
+        assert!(!r.has_return(), "only withheld credits left");
         r.set_withheld(vc1, false);
+        assert!(r.has_return());
         let out = drain(&mut r);
         assert!(matches!(
             out[..],
@@ -513,11 +531,13 @@ mod tests {
         r.release(t0, vc1, Credits::request(2)).unwrap();
         r.release(t0, VC0, Credits::request(0)).unwrap();
         r.release(t0, VC0, Credits::request(0)).unwrap();
+        assert!(r.has_return());
         let out = drain(&mut r);
         assert!(
             matches!(out[..], [CreditOutput::Return { target, .. }] if target == VC0),
             "{out:?}"
         );
+        assert!(!r.has_return());
         assert_eq!(r.pending(vc1, CreditClass::ReqData), 2);
         r.set_withheld(vc1, false);
         let out = drain(&mut r);

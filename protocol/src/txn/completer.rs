@@ -431,6 +431,11 @@ impl<const Q: usize> Completer<Q> {
             .find(|&r| r > self.clock)
     }
 
+    /// Whether a response is ready to go (as of the latest `now` seen), credits aside.
+    pub fn has_ready(&self) -> bool {
+        self.queue.get(0).is_some_and(|p| p.ready <= self.clock)
+    }
+
     /// Note the time (a response ready by `now` may then be sent).
     pub fn handle_timeout(&mut self, now: Instant) {
         self.clock = self.clock.max(now);
@@ -794,6 +799,9 @@ mod tests {
         assert!(c.poll_transmit(t(149), &mut Unlimited).is_none());
         c.handle_timeout(t(149));
         assert_eq!(c.poll_timeout(), Some(t(150)));
+        assert!(!c.has_ready());
+        c.handle_timeout(t(150));
+        assert!(c.has_ready());
         let tag_of = |o: TlTransfer<'_>| match o.field {
             TlField::UncompressedResponse(r) => r.tag.get(),
             _ => unreachable!(),

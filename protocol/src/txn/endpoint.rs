@@ -24,7 +24,7 @@ use super::request::{Request, SubmitError};
 use super::requester::Requester;
 use super::requester_types::{Completion, OpId, ReadData, RequesterEvent};
 use super::target::MemoryTarget;
-use super::{CompleterConfig, RequesterConfig};
+use super::{CompleterConfig, CreditGate, RequesterConfig};
 use crate::flow::{
     CreditClass, CreditOutput, CreditReceiver, CreditSender, CreditTarget, Credits, FlowEvent,
     ReceiverConfig,
@@ -51,6 +51,20 @@ pub trait ReadSink {
     /// counts it (`UnknownTag`).
     fn foreign_response(&mut self, _now: Instant, _response: &TlTransfer<'_>) -> bool {
         false
+    }
+
+    /// A transfer from another agent behind this port, sent after the port's own responses
+    /// and requests and spending the port's credits through `credits` (take them with
+    /// `try_consume`; `None` when nothing can go): a second requester sharing the port,
+    /// such as a fault injector's rogue requester with a forged source ID. Its responses
+    /// come back through [`ReadSink::foreign_response`] (its tags are not the port's). The
+    /// default sends nothing.
+    fn extra_transfer(
+        &mut self,
+        _now: Instant,
+        _credits: &mut dyn CreditGate,
+    ) -> Option<TlTransfer<'_>> {
+        None
     }
 }
 
@@ -270,6 +284,29 @@ impl<
             && self.link.is_idle()
     }
 
+    /// Whether [`poll_transmit`](Self::poll_transmit) may have something to send now: the
+    /// link has a DL flit to give (a replay, an ack, a control message, queued TL flits), or
+    /// it takes TL flits and something waits for the packer (credit returns due, a ready
+    /// response, a queued request, a transfer the packer had no room for). Conservative
+    /// where credits decide (a queued request the peer has no credits for counts), and it
+    /// does not see [`ReadSink::extra_transfer`]. For an event loop that wakes a port only
+    /// when it has work; with the timers ([`poll_timeout`](Self::poll_timeout)), nothing is
+    /// missed.
+    pub fn wants_transmit(&self) -> bool {
+        if self.link.has_transmit() {
+            return true;
+        }
+        if self.link.state() != LinkState::Up || self.link.tx_room() == 0 {
+            return false;
+        }
+        !self.packer.is_idle()
+            || self.stash.is_some()
+            || self.credit_stash.is_some()
+            || self.receiver.has_return()
+            || self.completer.has_ready()
+            || self.requester.queued() > 0
+    }
+
     // ---- commands ----
 
     /// Submit an operation (see [`Requester::submit`]).
@@ -465,6 +502,7 @@ impl<
             let Endpoint {
                 requester,
                 completer,
+                host,
                 packer,
                 sender,
                 receiver,
@@ -482,7 +520,10 @@ impl<
                 Some(t) => t,
                 None => match requester.poll_transmit(now, &mut gate) {
                     Some(t) => t,
-                    None => return,
+                    None => match host.extra_transfer(now, &mut gate) {
+                        Some(t) => t,
+                        None => return,
+                    },
                 },
             };
             if !push_transfer(packer, &t, stats) {
@@ -661,6 +702,8 @@ mod tests {
         reads: Vec<(OpId, u32, Vec<u8>)>,
         /// `Some`: take responses for other ports' requesters (kept here).
         foreign: Option<Vec<TransferBuf>>,
+        /// A second requester behind the port (sends through `extra_transfer`).
+        rogue: Option<Box<Requester<4, 4, 4>>>,
     }
 
     impl MemoryTarget for Host {
@@ -676,7 +719,13 @@ mod tests {
         fn read_data(&mut self, d: ReadData<'_>) {
             self.reads.push((d.op, d.offset, d.data.to_vec()));
         }
-        fn foreign_response(&mut self, _now: Instant, t: &TlTransfer<'_>) -> bool {
+        fn foreign_response(&mut self, now: Instant, t: &TlTransfer<'_>) -> bool {
+            if let (Some(r), Some(tag)) = (self.rogue.as_mut(), t.field.tag()) {
+                if r.owns_tag(tag) {
+                    let _ = r.handle_response(now, t, &mut crate::txn::Unlimited);
+                    return true;
+                }
+            }
             match &mut self.foreign {
                 Some(v) => {
                     v.push(TransferBuf::new(t));
@@ -684,6 +733,13 @@ mod tests {
                 }
                 None => false,
             }
+        }
+        fn extra_transfer(
+            &mut self,
+            now: Instant,
+            credits: &mut dyn CreditGate,
+        ) -> Option<TlTransfer<'_>> {
+            self.rogue.as_mut()?.poll_transmit(now, &mut &mut *credits)
         }
     }
 
@@ -700,6 +756,7 @@ mod tests {
             mem: WindowMemory::new(0),
             reads: Vec::new(),
             foreign: None,
+            rogue: None,
         };
         Endpoint::new(cfg, host)
     }
@@ -869,6 +926,7 @@ mod tests {
                     mem: WindowMemory::new(0),
                     reads: Vec::new(),
                     foreign: None,
+                    rogue: None,
                 };
                 Endpoint::new(cfg, host)
             };
@@ -1093,6 +1151,7 @@ mod tests {
                     mem: WindowMemory::new(0),
                     reads: Vec::new(),
                     foreign: None,
+                    rogue: None,
                 },
             );
             let mut p = pair_of(end(1), b);
@@ -1145,6 +1204,7 @@ mod tests {
                     mem: WindowMemory::new(0),
                     reads: Vec::new(),
                     foreign: None,
+                    rogue: None,
                 },
             );
             let mut p = pair_of(sibling, end(2));
@@ -1263,6 +1323,131 @@ mod tests {
                 last.is_some()
             }));
             assert_eq!(last.map(|c| (c.id, c.result)), Some((late, Ok(None))));
+        });
+    }
+
+    /// A second requester behind a port (here a rogue with a forged source ID) sends through
+    /// the host's `extra_transfer`, spending the port's credits, after the port's own
+    /// requests; its responses come back as foreign responses.
+    #[test]
+    fn an_extra_requester_shares_the_port() {
+        on_big_stack(|| {
+            let mut rc = RequesterConfig::new(id(3));
+            rc.tag_base = 32;
+            let mut rogue = Box::new(Requester::<4, 4, 4>::new(rc));
+            let now = Instant::ZERO;
+            let w = rogue
+                .submit(
+                    now,
+                    &Request {
+                        dst: id(2),
+                        vc: Vc::default(),
+                        op: Operation::WriteFull {
+                            addr: 512,
+                            data: &[0x33; 64],
+                        },
+                    },
+                )
+                .unwrap();
+            let mut a = end(1);
+            a.host_mut().rogue = Some(rogue);
+            let mut p = pair_of(a, end(2));
+            let start = p.now();
+            let own =
+                p.a.submit(
+                    start,
+                    &Request {
+                        dst: id(2),
+                        vc: Vc::default(),
+                        op: Operation::Read { addr: 512, len: 64 },
+                    },
+                )
+                .unwrap();
+            p.wake();
+            let (mut got, mut rogue_got) = (None, None);
+            assert!(p.drive_until(start + Duration::from_us(20), |p| {
+                if let Some(c) = p.a.poll_completion() {
+                    got = Some(c);
+                }
+                if let Some(c) = p.a.host_mut().rogue.as_mut().unwrap().poll_completion() {
+                    rogue_got = Some(c);
+                }
+                got.is_some() && rogue_got.is_some()
+            }));
+            // The port's own read went first (it was sent before the rogue's write).
+            let c = got.unwrap();
+            assert_eq!((c.id, c.result), (own, Ok(None)));
+            assert_eq!(p.a.host().reads[0].2, [0u8; 64]);
+            let c = rogue_got.unwrap();
+            assert_eq!((c.id, c.result), (w, Ok(None)));
+            let mut m = [0u8; 64];
+            p.b.host_mut().mem.read(512, &mut m).unwrap();
+            assert_eq!(m, [0x33; 64]);
+            assert_eq!(p.a.stats().foreign_responses, 1);
+            assert_eq!(p.b.completer().stats().requests, 2);
+        });
+    }
+
+    /// `wants_transmit` follows the work: nothing before the link is up, bring-up, a queued
+    /// request, nothing once everything is answered and acknowledged, and a response held by
+    /// the completer's delay only once it is ready.
+    #[test]
+    fn wants_transmit_follows_the_work() {
+        on_big_stack(|| {
+            let mut a = Box::new(end(1));
+            assert!(!a.wants_transmit(), "link down, nothing queued");
+            let now = Instant::ZERO;
+            a.submit(
+                now,
+                &Request {
+                    dst: id(2),
+                    vc: Vc::default(),
+                    op: Operation::Read { addr: 0, len: 64 },
+                },
+            )
+            .unwrap();
+            assert!(!a.wants_transmit(), "link down: nothing can leave");
+            let mut cfg =
+                EndpointConfig::new(RequesterConfig::new(id(2)), CompleterConfig::new(id(2)));
+            cfg.completer.response_delay = Duration::from_ns(500);
+            let b = Endpoint::new(
+                cfg,
+                Host {
+                    mem: WindowMemory::new(0),
+                    reads: Vec::new(),
+                    foreign: None,
+                    rogue: None,
+                },
+            );
+            let mut p = pair_of(*a, b);
+            assert!(p.a.wants_transmit(), "bring-up");
+            // Run until B holds the request (its response delayed) and the link is quiet.
+            let t = p.now() + Duration::from_us(20);
+            assert!(p.drive_until(t, |p| p.b.completer().pending() == 1
+                && !p.b.completer().has_ready()
+                && !p.a.wants_transmit()
+                && !p.b.wants_transmit()));
+            let ready = p.b.poll_timeout().unwrap();
+            p.advance_to(ready);
+            let now = p.now();
+            p.b.handle_timeout(now);
+            assert!(p.b.wants_transmit(), "the response is ready");
+            p.wake();
+            assert!(p.drive(p.now() + Duration::from_us(20)));
+            assert!(p.a.poll_completion().is_some_and(|c| c.result.is_ok()));
+            assert!(!p.a.wants_transmit() && !p.b.wants_transmit());
+            // A queued request, link up: work.
+            let now = p.now();
+            p.a.submit(
+                now,
+                &Request {
+                    dst: id(2),
+                    vc: Vc::default(),
+                    op: Operation::Read { addr: 0, len: 64 },
+                },
+            )
+            .unwrap();
+            assert!(p.a.wants_transmit());
         });
     }
 }
