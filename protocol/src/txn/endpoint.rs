@@ -751,7 +751,13 @@ mod tests {
     }
 
     fn end(me: u16) -> End {
-        let cfg = EndpointConfig::new(RequesterConfig::new(id(me)), CompleterConfig::new(id(me)));
+        end_with(EndpointConfig::new(
+            RequesterConfig::new(id(me)),
+            CompleterConfig::new(id(me)),
+        ))
+    }
+
+    fn end_with(cfg: EndpointConfig) -> End {
         let host = Host {
             mem: WindowMemory::new(0),
             reads: Vec::new(),
@@ -759,6 +765,15 @@ mod tests {
             rogue: None,
         };
         Endpoint::new(cfg, host)
+    }
+
+    /// A 64 B read of accelerator 2 at `addr`.
+    fn read64(addr: u64) -> Request<'static> {
+        Request {
+            dst: id(2),
+            vc: Vc::default(),
+            op: Operation::Read { addr, len: 64 },
+        }
     }
 
     fn on_big_stack(f: impl FnOnce() + Send + 'static) {
@@ -1115,16 +1130,7 @@ mod tests {
         on_big_stack(|| {
             let mut e = Box::new(end(1));
             let now = Instant::ZERO;
-            let op = e
-                .submit(
-                    now,
-                    &Request {
-                        dst: id(2),
-                        vc: Vc::default(),
-                        op: Operation::Read { addr: 0, len: 64 },
-                    },
-                )
-                .unwrap();
+            let op = e.submit(now, &read64(0)).unwrap();
             let mut buf = [0u8; FLIT_LEN];
             assert!(
                 e.poll_transmit(now, &mut buf).is_none(),
@@ -1145,29 +1151,12 @@ mod tests {
             let mut cfg =
                 EndpointConfig::new(RequesterConfig::new(id(2)), CompleterConfig::new(id(2)));
             cfg.completer.response_delay = Duration::from_ns(delay_ns);
-            let b = Endpoint::new(
-                cfg,
-                Host {
-                    mem: WindowMemory::new(0),
-                    reads: Vec::new(),
-                    foreign: None,
-                    rogue: None,
-                },
-            );
+            let b = end_with(cfg);
             let mut p = pair_of(end(1), b);
             // Bring-up and the initial credit release first.
             p.drive(p.now() + Duration::from_us(5));
             let start = p.now();
-            let op =
-                p.a.submit(
-                    start,
-                    &Request {
-                        dst: id(2),
-                        vc: Vc::default(),
-                        op: Operation::Read { addr: 64, len: 64 },
-                    },
-                )
-                .unwrap();
+            let op = p.a.submit(start, &read64(64)).unwrap();
             p.wake();
             let mut done = None;
             let ok = p.drive_until(start + Duration::from_us(50), |p| {
@@ -1198,28 +1187,11 @@ mod tests {
             // sends a read; it is in flight once accelerator 2 has taken it.
             let mut rc = RequesterConfig::new(id(1));
             rc.tag_base = 16;
-            let sibling = Endpoint::new(
-                EndpointConfig::new(rc, CompleterConfig::new(id(1))),
-                Host {
-                    mem: WindowMemory::new(0),
-                    reads: Vec::new(),
-                    foreign: None,
-                    rogue: None,
-                },
-            );
+            let sibling = end_with(EndpointConfig::new(rc, CompleterConfig::new(id(1))));
             let mut p = pair_of(sibling, end(2));
             p.drive(p.now() + Duration::from_us(5));
             let start = p.now();
-            let op =
-                p.a.submit(
-                    start,
-                    &Request {
-                        dst: id(2),
-                        vc: Vc::default(),
-                        op: Operation::Read { addr: 64, len: 64 },
-                    },
-                )
-                .unwrap();
+            let op = p.a.submit(start, &read64(64)).unwrap();
             p.wake();
             assert!(p.drive_until(start + Duration::from_us(5), |p| p
                 .b
@@ -1353,16 +1325,7 @@ mod tests {
             a.host_mut().rogue = Some(rogue);
             let mut p = pair_of(a, end(2));
             let start = p.now();
-            let own =
-                p.a.submit(
-                    start,
-                    &Request {
-                        dst: id(2),
-                        vc: Vc::default(),
-                        op: Operation::Read { addr: 512, len: 64 },
-                    },
-                )
-                .unwrap();
+            let own = p.a.submit(start, &read64(512)).unwrap();
             p.wake();
             let (mut got, mut rogue_got) = (None, None);
             assert!(p.drive_until(start + Duration::from_us(20), |p| {
@@ -1397,28 +1360,12 @@ mod tests {
             let mut a = Box::new(end(1));
             assert!(!a.wants_transmit(), "link down, nothing queued");
             let now = Instant::ZERO;
-            a.submit(
-                now,
-                &Request {
-                    dst: id(2),
-                    vc: Vc::default(),
-                    op: Operation::Read { addr: 0, len: 64 },
-                },
-            )
-            .unwrap();
+            a.submit(now, &read64(0)).unwrap();
             assert!(!a.wants_transmit(), "link down: nothing can leave");
             let mut cfg =
                 EndpointConfig::new(RequesterConfig::new(id(2)), CompleterConfig::new(id(2)));
             cfg.completer.response_delay = Duration::from_ns(500);
-            let b = Endpoint::new(
-                cfg,
-                Host {
-                    mem: WindowMemory::new(0),
-                    reads: Vec::new(),
-                    foreign: None,
-                    rogue: None,
-                },
-            );
+            let b = end_with(cfg);
             let mut p = pair_of(*a, b);
             assert!(p.a.wants_transmit(), "bring-up");
             // Run until B holds the request (its response delayed) and the link is quiet.
@@ -1438,15 +1385,7 @@ mod tests {
             assert!(!p.a.wants_transmit() && !p.b.wants_transmit());
             // A queued request, link up: work.
             let now = p.now();
-            p.a.submit(
-                now,
-                &Request {
-                    dst: id(2),
-                    vc: Vc::default(),
-                    op: Operation::Read { addr: 0, len: 64 },
-                },
-            )
-            .unwrap();
+            p.a.submit(now, &read64(0)).unwrap();
             assert!(p.a.wants_transmit());
         });
     }
