@@ -6,14 +6,20 @@
 //! `TlPacker` — so the endpoint's TL unpacker, credit accounting, requester and completer see
 //! arbitrary but link-valid input. Raw DL flits are injected too.
 //!
+//! The completer may hold its responses (`response_delay`), the host may take responses for
+//! tags it does not own (`ReadSink::foreign_response`), and the endpoint may withhold one
+//! target's credit returns, all under the fuzzer's control.
+//!
 //! Invariants: nothing panics; every operation completes at most once and only operations
 //! that were submitted complete; the requester never has more requests in flight than tags;
-//! once time has passed every deadline, every submitted operation has completed exactly once.
+//! `wants_transmit` is never false when a poll sends a DL flit; once time has passed every
+//! deadline, every submitted operation has completed exactly once.
 #![no_main]
 
 use std::collections::HashSet;
 
 use libfuzzer_sys::fuzz_target;
+use podlink_protocol::flow::CreditTarget;
 use podlink_protocol::link::{TlSink, UaLink, UaLinkConfig};
 use podlink_protocol::retry::FLIT_LEN;
 use podlink_protocol::time::{Duration, Instant};
@@ -22,7 +28,7 @@ use podlink_protocol::txn::{
     MemoryTarget, OpId, Operation, OrderingMode, PartitionTable, ReadData, ReadSink, Request,
     RequesterConfig, TargetError, WindowMemory,
 };
-use podlink_protocol::wire::{AccelId, PartitionId, TlField, TlItem, TlPacker, Vc};
+use podlink_protocol::wire::{AccelId, PartitionId, TlField, TlItem, TlPacker, TlTransfer, Vc};
 
 const TAGS: usize = 8;
 
@@ -51,6 +57,9 @@ impl Input<'_> {
 struct Host {
     mem: WindowMemory<4096>,
     read_bytes: usize,
+    /// Take (and drop) responses for tags the requester does not own.
+    take_foreign: bool,
+    foreign: usize,
 }
 
 impl MemoryTarget for Host {
@@ -65,6 +74,10 @@ impl MemoryTarget for Host {
 impl ReadSink for Host {
     fn read_data(&mut self, d: ReadData<'_>) {
         self.read_bytes += d.data.len();
+    }
+    fn foreign_response(&mut self, _now: Instant, _t: &TlTransfer<'_>) -> bool {
+        self.foreign += usize::from(self.take_foreign);
+        self.take_foreign
     }
 }
 
@@ -102,7 +115,9 @@ impl World {
         let mut buf = [0u8; FLIT_LEN];
         for _ in 0..rounds {
             let mut moved = false;
+            let wants = self.end.wants_transmit();
             if let Some(n) = self.end.poll_transmit(self.now, &mut buf) {
+                assert!(wants, "sent a DL flit while wants_transmit was false");
                 self.peer.handle_flit(self.now, &buf[..n], &mut Discard);
                 moved = true;
             }
@@ -143,6 +158,8 @@ fuzz_target!(|data: &[u8]| {
     let mut cc = CompleterConfig::new(a);
     cc.beats_per_response = inp.u8();
     cc.compress_responses = inp.u8() & 1 != 0;
+    cc.response_delay = Duration::from_ns(u64::from(inp.u8() & 0x3f) * 8);
+    let take_foreign = inp.u8() & 1 != 0;
     let mut cfg = EndpointConfig::new(rc, cc);
     let mut table = PartitionTable::all_in(PartitionId::default());
     if inp.u8() & 1 != 0 {
@@ -155,6 +172,8 @@ fuzz_target!(|data: &[u8]| {
             Host {
                 mem: WindowMemory::new(0),
                 read_bytes: 0,
+                take_foreign,
+                foreign: 0,
             },
         )),
         peer: Box::new(UaLink::new(UaLinkConfig::default())),
@@ -169,7 +188,7 @@ fuzz_target!(|data: &[u8]| {
     let mut steps = 0;
     while !inp.is_empty() && steps < 2000 {
         steps += 1;
-        match inp.u8() % 8 {
+        match inp.u8() % 9 {
             0 => {
                 let dst = if inp.u8() & 7 == 0 { AccelId::new(3).unwrap() } else { b };
                 let vc = Vc::from_bits_truncate(inp.u8());
@@ -241,6 +260,11 @@ fuzz_target!(|data: &[u8]| {
                 let ns = u64::from(inp.u16());
                 w.tick(ns);
             }
+            8 => {
+                // Withhold (or return again) one target's credits.
+                let t = CreditTarget::ALL[usize::from(inp.u8()) % CreditTarget::COUNT];
+                w.end.set_credits_withheld(t, inp.u8() & 1 != 0);
+            }
             _ => {
                 // Link flap, or a reset of both ends.
                 if inp.u8() & 1 == 0 {
@@ -260,6 +284,9 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     // Liveness: keep the links going and let every deadline pass.
+    for t in CreditTarget::ALL {
+        w.end.set_credits_withheld(t, false);
+    }
     for _ in 0..64 {
         w.exchange(64);
         w.tick(20_000);
