@@ -180,12 +180,19 @@ impl Sim {
         } else {
             o.bytes.div_ceil(256)
         };
+        let a = o.src as usize;
+        let mut queued = false;
         for k in 0..pieces {
             let piece = op * MAX_PIECES + k;
-            let a = o.src as usize;
             if !self.accels.backlog[a].is_empty() || self.submit_piece(piece, now) != Sent::Yes {
                 self.accels.backlog[a].push_back(piece);
+                queued = true;
             }
+        }
+        // Under faults the queue may hold only regions that wait: what was just queued
+        // behind them may go now.
+        if queued && self.fault.is_some() {
+            self.drain_backlog(o.src, now);
         }
     }
 
@@ -590,5 +597,94 @@ impl Sim {
             .of(d)
             .read(crate::workload::ATOMIC_COUNTER_ADDR, &mut b);
         u64::from_le_bytes(b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pod::config::Topology;
+    use crate::pod::presets;
+    use crate::sim::fault::FaultPlan;
+    use crate::sim::Options;
+    use crate::workload::OpSpec;
+
+    /// A region that must wait (held on a port declared down, with no other way into its
+    /// switch) stays in its accelerator's queue; a request to another region issued after
+    /// it goes out at once, without waiting for anything to complete.
+    #[test]
+    fn a_waiting_region_does_not_hold_back_other_regions() {
+        let mut pod = presets::load("ualink-64x4").unwrap();
+        pod.topology = Topology::MultiPlane {
+            accelerators: 4,
+            planes: 2,
+            ports_per_plane: 2,
+        };
+        let opts = Options {
+            faults: FaultPlan {
+                record_ops: true,
+                ..FaultPlan::default()
+            },
+            ..Options::default()
+        };
+        let mut sim = Sim::new(&pod, &opts).unwrap();
+        let start = 6_000_000;
+        sim.run_to(start);
+        let (src, dst) = (0u32, 1u32);
+        let held = 0x1000u64;
+        let port = fallback_port(&sim, src, dst, held);
+        {
+            let f = sim.fault.as_mut().unwrap();
+            let first = f.end_of[src as usize];
+            // Accelerator 0's ports into the held port's switch are declared down, and a
+            // request of the region was given up there.
+            let sw = f.switch_of[(first + port - f.accel_base) as usize];
+            for k in 0..f.nports[src as usize] {
+                let i = (first + k - f.accel_base) as usize;
+                if f.switch_of[i] == sw {
+                    f.local_ok[i] = false;
+                }
+            }
+            f.pin(src, dst, held, port, start);
+            f.hold(src, port, start + 5_000_000);
+            f.unpin(src, dst, held);
+        }
+        // As `Sim::declare` does with a hold.
+        sim.schedule(start + 5_000_000, Ev::Held(src));
+        let spec = |addr| OpSpec {
+            src,
+            dst,
+            class: OpClass::Write,
+            bytes: 64,
+            addr,
+            vc: 0,
+        };
+        let waiting = sim.issue(spec(held), start);
+        let free = sim.issue(spec(0x2000), start + 1_000);
+        sim.run_to(start + 100_000);
+        assert_eq!(
+            sim.accels.backlog[src as usize]
+                .iter()
+                .copied()
+                .collect::<Vec<_>>(),
+            [waiting * MAX_PIECES],
+            "only the held region waits"
+        );
+        assert_eq!(sim.accels.completed, 0, "nothing completed in between");
+        let e0 = sim.accels.end_of[src as usize];
+        let sent: usize = (0..sim.accels.nports[src as usize])
+            .filter_map(|k| sim.accels.port(e0 + k))
+            .map(|ap| ap.piece_of.len())
+            .sum();
+        assert_eq!(sent, 1, "operation {free} went out");
+        // The hold ends: the region leaves by the other switch, and both complete.
+        sim.run_to(start + 8_000_000);
+        assert!(sim.accels.backlog[src as usize].is_empty());
+        assert_eq!(sim.accels.completed, 2);
+    }
+
+    /// The port a request of (`src`, `dst`, `addr`) takes without faults.
+    fn fallback_port(sim: &Sim, src: u32, dst: u32, addr: u64) -> u32 {
+        pick_port(dst, addr, sim.accels.nports[src as usize])
     }
 }
