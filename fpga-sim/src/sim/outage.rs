@@ -371,9 +371,8 @@ impl Sim {
                 {
                     let last_up = f.down_at[a as usize].unwrap_or(now);
                     let until = last_up.saturating_add(timeout);
-                    if until > now {
-                        let port = e - f.end_of[src as usize];
-                        f.hold(src, port, until);
+                    let port = e - f.end_of[src as usize];
+                    if until > now && f.hold(src, port, until) > 0 {
                         self.schedule(until, Ev::Held(src));
                     }
                 }

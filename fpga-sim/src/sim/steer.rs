@@ -258,7 +258,7 @@ impl FaultState {
     /// move only where nothing of it can be overtaken:
     /// * if the pinned port's own link was declared down, what the link held is gone (it is
     ///   reset before it carries anything again) or was taken by its switch, whose ordering
-    ///   rule keeps the region's flow on its way there (`spec-notes/switch.md#ordering`): a
+    ///   rule keeps the region's flow on its way there (`spec-notes/switch.md#ordering-rule`): a
     ///   usable port into the same switch is safe;
     /// * otherwise (a port into another switch, or a link that may still deliver what it
     ///   holds) it waits (`None`) until its requests are answered, fail, or their hold ends.
