@@ -216,7 +216,8 @@ fn pods() -> Vec<PodFile> {
     // Pod files of other shapes and traffic: several ports per accelerator into one switch
     // with an incast, several VCs with two ports per plane, two tenants on four planes, four
     // tenants on one switch with two ports each, slow store-and-forward links, shallow
-    // buffers with hashing only, a route override.
+    // buffers with hashing only, a route override, four planes with two ports per plane,
+    // three ports per accelerator into one switch with a short request timeout.
     for name in [
         "incast-four-ports",
         "mixed-vcs",
@@ -225,6 +226,8 @@ fn pods() -> Vec<PodFile> {
         "slow-links",
         "tight-credits",
         "routes",
+        "four-planes-two-ports",
+        "three-ports",
     ] {
         pods.push(data_pod(name));
     }
