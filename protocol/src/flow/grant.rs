@@ -131,6 +131,7 @@ pub struct CreditReceiver {
     phase: Phase,
     return_due: bool,
     /// Targets (bit per [`CreditTarget::index`]) whose freed buffers are kept, not returned.
+    #[cfg(feature = "withhold")]
     withheld: u8,
     timers: TimerTable<1>,
     stats: ReceiverStats,
@@ -147,6 +148,7 @@ impl CreditReceiver {
             pending: [[0; 4]; CreditTarget::COUNT],
             phase: Phase::Releasing,
             return_due: false,
+            #[cfg(feature = "withhold")]
             withheld: 0,
             timers: TimerTable::new(),
             stats: ReceiverStats::default(),
@@ -289,6 +291,7 @@ impl CreditReceiver {
     /// that the peer runs out of them (a test and fault-injection control; the initial
     /// release too waits, and its "complete" message with it). Kept credits stay pending
     /// and go back when the target is released.
+    #[cfg(feature = "withhold")]
     pub fn set_withheld(&mut self, target: CreditTarget, withheld: bool) {
         let bit = 1u8 << target.index();
         if withheld {
@@ -302,9 +305,18 @@ impl CreditReceiver {
         }
     }
 
-    /// Whether `target`'s returns are kept ([`CreditReceiver::set_withheld`]).
+    /// Whether `target`'s returns are kept (`CreditReceiver::set_withheld`, feature
+    /// `withhold`; without it, never).
     pub fn is_withheld(&self, target: CreditTarget) -> bool {
-        self.withheld & (1u8 << target.index()) != 0
+        #[cfg(feature = "withhold")]
+        {
+            self.withheld & (1u8 << target.index()) != 0
+        }
+        #[cfg(not(feature = "withhold"))]
+        {
+            let _ = target;
+            false
+        }
     }
 
     /// Whether [`CreditReceiver::poll_return`] has something to give now: a return that is
@@ -324,6 +336,11 @@ impl CreditReceiver {
 
     /// Whether a withheld target has credits pending.
     fn holds_back(&self) -> bool {
+        #[cfg(not(feature = "withhold"))]
+        {
+            false
+        }
+        #[cfg(feature = "withhold")]
         CreditTarget::ALL.iter().any(|&t| {
             self.is_withheld(t)
                 && self
@@ -496,6 +513,7 @@ mod tests {
         assert_eq!(r.peer_holds(VC0, CreditClass::ReqData), 100);
     }
 
+    #[cfg(feature = "withhold")]
     #[test]
     fn withheld_credits_stay_until_released() {
         let vc1 = CreditTarget::ALL[1];

@@ -383,6 +383,7 @@ impl<
     /// Keep (`true`) or return again (`false`) the credits of `target` that this port frees
     /// ([`CreditReceiver::set_withheld`]): a receiver that starves the peer of one VC's
     /// credits, for tests and fault injection.
+    #[cfg(feature = "withhold")]
     pub fn set_credits_withheld(&mut self, target: CreditTarget, withheld: bool) {
         self.receiver.set_withheld(target, withheld);
     }
@@ -1244,6 +1245,7 @@ mod tests {
 
     /// A port that withholds its credits starves the peer: once the peer has spent its grant,
     /// its next request waits, and goes when the credits are returned again.
+    #[cfg(feature = "withhold")]
     #[test]
     fn withheld_credits_starve_the_peer_until_released() {
         on_big_stack(|| {
