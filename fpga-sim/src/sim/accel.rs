@@ -632,7 +632,7 @@ mod tests {
         sim.run_to(start);
         let (src, dst) = (0u32, 1u32);
         let held = 0x1000u64;
-        let port = fallback_port(&sim, src, dst, held);
+        let port = pick_port(dst, held, sim.accels.nports[src as usize]);
         {
             let f = sim.fault.as_mut().unwrap();
             let first = f.end_of[src as usize];
@@ -681,10 +681,5 @@ mod tests {
         sim.run_to(start + 8_000_000);
         assert!(sim.accels.backlog[src as usize].is_empty());
         assert_eq!(sim.accels.completed, 2);
-    }
-
-    /// The port a request of (`src`, `dst`, `addr`) takes without faults.
-    fn fallback_port(sim: &Sim, src: u32, dst: u32, addr: u64) -> u32 {
-        pick_port(dst, addr, sim.accels.nports[src as usize])
     }
 }

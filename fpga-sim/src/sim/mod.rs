@@ -619,6 +619,11 @@ impl Sim {
     }
 
     /// Time of the next event, ps.
+    /// The accelerators' request timeout (the pod's `accelerator.timeout_us`).
+    pub(crate) fn request_timeout(&self) -> Duration {
+        ns(self.pod.accelerator.timeout_us * 1000.0)
+    }
+
     pub fn next_event(&self) -> Option<u64> {
         self.sched.peek_time().map(Instant::as_ps)
     }

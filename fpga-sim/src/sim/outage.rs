@@ -188,7 +188,7 @@ impl Sim {
     /// ([`Sim::retrain`]): what it held belongs to operations already reported failed.
     fn phy_up(&mut self, p: PortRef, now: u64) {
         let (a, b) = self.ends_of(p);
-        let timeout = crate::pod::timing::ns(self.pod.accelerator.timeout_us * 1000.0).as_ps();
+        let timeout = self.request_timeout().as_ps();
         let Some(f) = self.fault.as_mut() else {
             return;
         };
@@ -364,8 +364,7 @@ impl Sim {
                 // out later, after its successors were steered to other ports. What it sent
                 // before the link went down may still be in the fabric: those regions are
                 // held until the requests would have timed out (`FaultState::hold`).
-                let timeout =
-                    crate::pod::timing::ns(self.pod.accelerator.timeout_us * 1000.0).as_ps();
+                let timeout = self.request_timeout().as_ps();
                 if let (Some(f), Owner::Accel { a: src, .. }) =
                     (self.fault.as_mut(), self.owner[e as usize])
                 {

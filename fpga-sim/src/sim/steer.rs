@@ -425,7 +425,7 @@ impl Sim {
         let end = self.accels.end_of[from as usize] + port;
         let mut rc = RequesterConfig::new(AccelId::from_bits_truncate(claim as u16));
         rc.partition = PartitionId::from_bits_truncate(self.fabric.partition_of[claim as usize]);
-        let timeout = crate::pod::timing::ns(self.pod.accelerator.timeout_us * 1000.0);
+        let timeout = self.request_timeout();
         rc.request_timeout = timeout;
         rc.queue_timeout = timeout;
         rc.tag_quarantine = Duration::ZERO;

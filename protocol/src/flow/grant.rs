@@ -298,8 +298,7 @@ impl CreditReceiver {
             self.withheld |= bit;
         } else if self.withheld & bit != 0 {
             self.withheld &= !bit;
-            let row = self.pending.get(target.index());
-            if row.is_some_and(|r| r.iter().any(|&n| n > 0)) {
+            if self.has_pending(target) {
                 self.return_due = true;
             }
         }
@@ -324,14 +323,17 @@ impl CreditReceiver {
     /// release complete" message.
     pub fn has_return(&self) -> bool {
         let releasing = self.phase == Phase::Releasing;
-        let pending = CreditTarget::ALL.iter().any(|&t| {
-            !self.is_withheld(t)
-                && self
-                    .pending
-                    .get(t.index())
-                    .is_some_and(|r| r.iter().any(|&n| n > 0))
-        });
+        let pending = CreditTarget::ALL
+            .iter()
+            .any(|&t| !self.is_withheld(t) && self.has_pending(t));
         (pending && (releasing || self.return_due)) || (releasing && !self.holds_back())
+    }
+
+    /// Whether `target` has freed credits not yet returned.
+    fn has_pending(&self, target: CreditTarget) -> bool {
+        self.pending
+            .get(target.index())
+            .is_some_and(|r| r.iter().any(|&n| n > 0))
     }
 
     /// Whether a withheld target has credits pending.
@@ -341,13 +343,9 @@ impl CreditReceiver {
             false
         }
         #[cfg(feature = "withhold")]
-        CreditTarget::ALL.iter().any(|&t| {
-            self.is_withheld(t)
-                && self
-                    .pending
-                    .get(t.index())
-                    .is_some_and(|r| r.iter().any(|&n| n > 0))
-        })
+        CreditTarget::ALL
+            .iter()
+            .any(|&t| self.is_withheld(t) && self.has_pending(t))
     }
 
     /// The next credit return (or the "initial credit release complete" message) to send.
