@@ -1,7 +1,7 @@
 //! End-to-end tests of the pod model: zero-load timing per topology, determinism,
 //! conservation and integrity under load, bit errors.
 
-use podlink_sim::pod::config::PodFile;
+use podlink_sim::pod::config::{AccelModel, PodFile};
 use podlink_sim::pod::presets;
 use podlink_sim::pod::timing::read_breakdown;
 use podlink_sim::sim::results::run;
@@ -16,9 +16,24 @@ fn short(ns: u64) -> Options {
     }
 }
 
+/// The pod as each accelerator model runs it: the protocol crate's parts composed by the
+/// simulator, and its `txn::Endpoint` per port (`accelerator.model`).
+fn both(pod: PodFile) -> [PodFile; 2] {
+    let mut ep = pod.clone();
+    ep.accelerator.model = AccelModel::Endpoint;
+    [pod, ep]
+}
+
 /// The simulated zero-load 64 B read equals the analytic sum of the modelled stages to the
-/// picosecond, stage by stage, with every wait zero.
+/// picosecond, stage by stage, with every wait zero, with either accelerator model.
 fn check_zero_load(pod: &PodFile, want_hops: u32) {
+    for mut pod in both(pod.clone()) {
+        pod.name = format!("{} ({:?})", pod.name, pod.accelerator.model);
+        check_zero_load_one(&pod, want_hops);
+    }
+}
+
+fn check_zero_load_one(pod: &PodFile, want_hops: u32) {
     let (stages, rtt, hops) = zero_load_read(pod).expect("the traced read completes");
     assert_eq!(hops, want_hops, "{}", pod.name);
     let analytic = read_breakdown(pod, hops);
@@ -77,8 +92,11 @@ fn zero_load_read_other_link_and_pipeline_settings() {
 
 #[test]
 fn loaded_runs_are_sound() {
-    for name in ["single-switch-16", "ualink-64x4"] {
-        let pod = presets::load(name).unwrap();
+    for pod in ["single-switch-16", "ualink-64x4"]
+        .into_iter()
+        .flat_map(|n| both(presets::load(n).unwrap()))
+    {
+        let name = format!("{} ({:?})", pod.name, pod.accelerator.model);
         let r = run(&pod, &short(1500), |_, _| {}).unwrap();
         let s = &r.summary;
         assert!(s.drained, "{name}");
@@ -102,14 +120,19 @@ fn loaded_runs_are_sound() {
 
 #[test]
 fn same_pod_and_seed_give_the_same_results() {
-    let pod = presets::load("ualink-64x4").unwrap();
-    let a = run(&pod, &short(800), |_, _| {}).unwrap();
-    let b = run(&pod, &short(800), |_, _| {}).unwrap();
+    for pod in both(presets::load("ualink-64x4").unwrap()) {
+        same_results(&pod);
+    }
+}
+
+fn same_results(pod: &PodFile) {
+    let a = run(pod, &short(800), |_, _| {}).unwrap();
+    let b = run(pod, &short(800), |_, _| {}).unwrap();
     let ja = serde_json::to_string(&a.summary).unwrap();
     let jb = serde_json::to_string(&b.summary).unwrap();
     assert_eq!(ja, jb);
     let c = run(
-        &pod,
+        pod,
         &Options {
             seed: 2,
             ..short(800)
@@ -121,17 +144,18 @@ fn same_pod_and_seed_give_the_same_results() {
 
 #[test]
 fn bit_errors_cause_replays_and_lose_nothing() {
-    let mut pod = presets::load("single-switch-16").unwrap();
-    pod.link.ber = 2e-6;
-    let r = run(&pod, &short(1500), |_, _| {}).unwrap();
-    let s = &r.summary;
-    assert!(s.links.crc_errors > 0, "{:?}", s.links);
-    assert!(
-        s.links.replays > 0 && s.links.dl_resent > 0,
-        "{:?}",
-        s.links
-    );
-    assert!(s.drained && s.integrity.ok() && s.conservation.ok, "{s:?}");
+    for mut pod in both(presets::load("single-switch-16").unwrap()) {
+        pod.link.ber = 2e-6;
+        let r = run(&pod, &short(1500), |_, _| {}).unwrap();
+        let s = &r.summary;
+        assert!(s.links.crc_errors > 0, "{:?}", s.links);
+        assert!(
+            s.links.replays > 0 && s.links.dl_resent > 0,
+            "{:?}",
+            s.links
+        );
+        assert!(s.drained && s.integrity.ok() && s.conservation.ok, "{s:?}");
+    }
 }
 
 #[test]
@@ -148,14 +172,15 @@ fn trace_replay_and_tenants() {
         "name = \"t\"\n[topology]\nkind = \"single-switch\"\naccelerators = 4\n[[workloads]]\npattern = \"trace\"\ntrace = \"{}\"\n",
         trace.display()
     );
-    let pod = PodFile::parse(&text, "t.toml").unwrap();
-    let r = run(&pod, &short(500), |_, _| {}).unwrap();
-    let s = &r.summary;
-    // Four trace operations and the traced zero-load read.
-    assert_eq!(s.conservation.ops_issued, 4 + 1);
-    assert!(s.drained && s.sound(), "{s:?}");
-    // The 256 B read after the write sees the write; the 64 B reads see initial memory.
-    assert_eq!(s.integrity.lines_checked, 4 + 1 + 1);
+    for pod in both(PodFile::parse(&text, "t.toml").unwrap()) {
+        let r = run(&pod, &short(500), |_, _| {}).unwrap();
+        let s = &r.summary;
+        // Four trace operations and the traced zero-load read.
+        assert_eq!(s.conservation.ops_issued, 4 + 1);
+        assert!(s.drained && s.sound(), "{s:?}");
+        // The 256 B read after the write sees the write; the 64 B reads see initial memory.
+        assert_eq!(s.integrity.lines_checked, 4 + 1 + 1);
+    }
     let missing = PodFile::parse(&text.replace("ops.csv", "nope.csv"), "t.toml").unwrap();
     assert!(run(&missing, &short(500), |_, _| {}).is_err());
     let _ = std::fs::remove_dir_all(&dir);
@@ -188,19 +213,20 @@ fn trace_replay_and_tenants() {
 /// time stopped). A 0.2 µs request timeout is shorter than a loaded round trip.
 #[test]
 fn request_timeouts_do_not_stop_time() {
-    let mut pod = presets::load("single-switch-16").unwrap();
-    pod.accelerator.timeout_us = 0.2;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let r = run(&pod, &short(500), |_, _| {});
-        let _ = tx.send(r.map(|r| r.summary));
-    });
-    let s = rx
-        .recv_timeout(std::time::Duration::from_secs(120))
-        .expect("the run finishes (simulated time advances)")
-        .unwrap();
-    assert!(s.drained, "every operation completed or failed");
-    assert!(s.integrity.failed > 0, "{:?}", s.integrity);
+    for mut pod in both(presets::load("single-switch-16").unwrap()) {
+        pod.accelerator.timeout_us = 0.2;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let r = run(&pod, &short(500), |_, _| {});
+            let _ = tx.send(r.map(|r| r.summary));
+        });
+        let s = rx
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .expect("the run finishes (simulated time advances)")
+            .unwrap();
+        assert!(s.drained, "every operation completed or failed");
+        assert!(s.integrity.failed > 0, "{:?}", s.integrity);
+    }
 }
 
 #[test]
@@ -324,8 +350,12 @@ fn bit_errors_start_when_the_fault_says() {
 #[test]
 fn heavy_load_does_not_deadlock_requests_and_responses() {
     use podlink_sim::pod::config::Topology;
-    for (bytes, read) in [(64, 0.5), (512, 0.5), (256, 1.0)] {
+    for (bytes, read, model) in [(64, 0.5), (512, 0.5), (256, 1.0)]
+        .into_iter()
+        .flat_map(|(b, r)| [(b, r, AccelModel::Composed), (b, r, AccelModel::Endpoint)])
+    {
         let mut pod = presets::load("ualink-64x4").unwrap();
+        pod.accelerator.model = model;
         pod.topology = Topology::MultiPlane {
             accelerators: 28,
             planes: 1,
@@ -381,11 +411,21 @@ fn several_ports_per_accelerator_into_one_switch() {
         for w in &mut pod.workloads {
             w.offered_load = 0.3;
         }
-        let r = run(&pod, &short(1500), |_, _| {}).unwrap();
-        let s = &r.summary;
-        assert_eq!(s.integrity.failed, 0, "{topology:?}: {:?}", s.integrity);
-        assert!(s.integrity.ok() && s.conservation.ok, "{topology:?}: {s:?}");
-        assert!(s.integrity.lines_checked > 100, "{topology:?}");
+        for pod in both(pod) {
+            let m = pod.accelerator.model;
+            let r = run(&pod, &short(1500), |_, _| {}).unwrap();
+            let s = &r.summary;
+            assert_eq!(
+                s.integrity.failed, 0,
+                "{topology:?} {m:?}: {:?}",
+                s.integrity
+            );
+            assert!(
+                s.integrity.ok() && s.conservation.ok,
+                "{topology:?} {m:?}: {s:?}"
+            );
+            assert!(s.integrity.lines_checked > 100, "{topology:?} {m:?}");
+        }
     }
 }
 
@@ -399,15 +439,17 @@ fn workloads_on_several_vcs_are_checked_exactly() {
         env!("CARGO_MANIFEST_DIR"),
         "/tests/data/pods/mixed-vcs.toml"
     );
-    let pod = PodFile::load(std::path::Path::new(path)).unwrap();
-    for seed in [12, 22, 30] {
-        let opts = Options {
-            seed,
-            ..short(8000)
-        };
-        let s = run(&pod, &opts, |_, _| {}).unwrap().summary;
-        assert!(s.integrity.ok(), "seed {seed}: {:?}", s.integrity);
-        assert!(s.conservation.ok, "seed {seed}");
-        assert!(s.integrity.lines_checked > 1000, "seed {seed}");
+    for pod in both(PodFile::load(std::path::Path::new(path)).unwrap()) {
+        let m = pod.accelerator.model;
+        for seed in [12, 22, 30] {
+            let opts = Options {
+                seed,
+                ..short(8000)
+            };
+            let s = run(&pod, &opts, |_, _| {}).unwrap().summary;
+            assert!(s.integrity.ok(), "{m:?} seed {seed}: {:?}", s.integrity);
+            assert!(s.conservation.ok, "{m:?} seed {seed}");
+            assert!(s.integrity.lines_checked > 1000, "{m:?} seed {seed}");
+        }
     }
 }

@@ -2,11 +2,12 @@
 //! of each port, and the integrity checks on everything that comes back
 //! (`spec-notes/simulator.md#accelerators`).
 
-use super::check::{pattern, IntMap};
+use super::check::{pattern, IntMap, Reference};
+use super::endpoint::Ep;
 use super::port::{flow_of, vc_of};
 use super::trace::Mark;
 use super::{class_index, Ev, Owner, Sim};
-use crate::pod::config::PodFile;
+use crate::pod::config::{AccelModel, PodFile};
 use crate::pod::topology::Fabric;
 use crate::report::OpClass;
 use podlink_protocol::time::Instant;
@@ -77,6 +78,9 @@ pub(crate) struct Accels {
     pub end_of: Vec<u32>,
     pub nports: Vec<u32>,
     pub ports: Vec<AccelPort>,
+    /// Each port as the protocol's `txn::Endpoint` (`accelerator.model = "endpoint"`;
+    /// `ports` is empty then).
+    pub(crate) eps: Vec<Box<Ep>>,
     pub backlog: Vec<VecDeque<u32>>,
     pub ops: Vec<Op>,
     pub(crate) free_ops: Vec<u32>,
@@ -87,30 +91,56 @@ pub(crate) struct Accels {
     pub bytes_done: Vec<u64>,
 }
 
+/// Accelerator → partition, as every completer admits requesters.
+pub(crate) fn partition_table(fabric: &Fabric) -> PartitionTable {
+    let mut table = PartitionTable::empty();
+    for a in 0..fabric.accels as usize {
+        let p = PartitionId::from_bits_truncate(fabric.partition_of[a]);
+        table.set(AccelId::from_bits_truncate(a as u16), Some(p));
+    }
+    table
+}
+
+/// The requester and completer settings of accelerator `a`'s port `k`.
+pub(crate) fn port_configs(
+    pod: &PodFile,
+    fabric: &Fabric,
+    a: usize,
+    k: usize,
+) -> (RequesterConfig, CompleterConfig) {
+    let part = PartitionId::from_bits_truncate(fabric.partition_of[a]);
+    let timeout = crate::pod::timing::ns(pod.accelerator.timeout_us * 1000.0);
+    let id = AccelId::from_bits_truncate(a as u16);
+    let p = &fabric.accel_ports[a];
+    let mut rc = RequesterConfig::new(id);
+    rc.partition = part;
+    rc.request_timeout = timeout;
+    rc.queue_timeout = timeout;
+    // Ports of this accelerator into the same switch take disjoint tag ranges: a response
+    // may come back on any of them (the switch routes by destination).
+    let sw = p[k].0;
+    let same = p[..k].iter().filter(|&&(s, _)| s == sw).count();
+    rc.tag_base = (same * TAGS) as u16;
+    let mut cc = CompleterConfig::new(id);
+    cc.partition = part;
+    (rc, cc)
+}
+
 impl Accels {
+    /// Every accelerator; its ports' requesters and completers unless the pod runs
+    /// endpoints (`accelerator.model`), which `Sim::new` builds into `eps`.
     pub fn new(pod: &PodFile, fabric: &Fabric, base: u32, end_of: &[u32]) -> Accels {
         let mut ports = Vec::new();
         let mut nports = Vec::new();
-        let part = |a: usize| PartitionId::from_bits_truncate(fabric.partition_of[a]);
-        let mut table = PartitionTable::empty();
-        for a in 0..fabric.accels as usize {
-            table.set(AccelId::from_bits_truncate(a as u16), Some(part(a)));
-        }
-        let timeout = crate::pod::timing::ns(pod.accelerator.timeout_us * 1000.0);
+        let composed = pod.accelerator.model == AccelModel::Composed;
+        let table = partition_table(fabric);
         for (a, p) in fabric.accel_ports.iter().enumerate() {
             nports.push(p.len() as u32);
-            let id = AccelId::from_bits_truncate(a as u16);
-            for (k, &(sw, _)) in p.iter().enumerate() {
-                let mut rc = RequesterConfig::new(id);
-                rc.partition = part(a);
-                rc.request_timeout = timeout;
-                rc.queue_timeout = timeout;
-                // Ports of this accelerator into the same switch take disjoint tag ranges: a
-                // response may come back on any of them (the switch routes by destination).
-                let same = p[..k].iter().filter(|&&(s, _)| s == sw).count();
-                rc.tag_base = (same * TAGS) as u16;
-                let mut cc = CompleterConfig::new(id);
-                cc.partition = part(a);
+            for k in 0..p.len() {
+                if !composed {
+                    continue;
+                }
+                let (rc, cc) = port_configs(pod, fabric, a, k);
                 ports.push(AccelPort {
                     req: Requester::new(rc),
                     cpl: Completer::new(cc, table.clone()),
@@ -125,6 +155,7 @@ impl Accels {
             end_of: end_of.to_vec(),
             nports,
             ports,
+            eps: Vec::new(),
             backlog: (0..n).map(|_| VecDeque::new()).collect(),
             ops: Vec::new(),
             free_ops: Vec::new(),
@@ -132,6 +163,15 @@ impl Accels {
             completed: 0,
             bytes_done: vec![0; n],
         }
+    }
+
+    /// The index in `eps` of accelerator end `e`, when the pod runs endpoints.
+    pub fn ep_index(&self, e: u32) -> Option<usize> {
+        if self.eps.is_empty() {
+            return None;
+        }
+        let i = e.checked_sub(self.base)? as usize;
+        (i < self.eps.len()).then_some(i)
     }
 
     /// The port of link end `e`.
@@ -146,6 +186,24 @@ impl Accels {
     /// Operations open.
     pub fn open(&self) -> usize {
         self.ops.len() - self.free_ops.len()
+    }
+}
+
+/// Check read data of piece `piece` (of `ops`) at `offset` from the piece's start against
+/// the reference copy of memory.
+pub(crate) fn check_read(
+    ops: &[Op],
+    reference: &mut Reference,
+    piece: u32,
+    offset: u32,
+    data: &[u8],
+) {
+    let (op, k) = (piece / MAX_PIECES, piece % MAX_PIECES);
+    if let Some(o) = ops.get(op as usize) {
+        let first = (k * 4 + offset / 64) as usize;
+        let exp = o.expect.get(first..).unwrap_or(&[]);
+        let addr = o.addr + u64::from(k) * 256 + u64::from(offset);
+        reference.check_read(o.dst, addr, data, exp);
     }
 }
 
@@ -240,17 +298,31 @@ impl Sim {
                 returning: true,
             },
         };
-        let Some(ap) = self.accels.port_mut(e) else {
-            return Sent::Yes;
-        };
         let req = Request {
             dst,
             vc,
             op: operation,
         };
-        match ap.req.submit(Instant::from_ps(now), &req) {
-            Ok(id) => {
+        let t = Instant::from_ps(now);
+        let submitted = if let Some(i) = self.accels.ep_index(e) {
+            let ep = &mut self.accels.eps[i];
+            let r = ep.submit(t, &req);
+            if let Ok(id) = r {
+                ep.host_mut().piece_of.insert(u64::from(id.0), piece);
+            }
+            r
+        } else {
+            let Some(ap) = self.accels.port_mut(e) else {
+                return Sent::Yes;
+            };
+            let r = ap.req.submit(t, &req);
+            if let Ok(id) = r {
                 ap.piece_of.insert(u64::from(id.0), piece);
+            }
+            r
+        };
+        match submitted {
+            Ok(_) => {
                 self.note_accel_work(e);
                 if let Some(f) = self.fault.as_mut() {
                     f.pin(src, dst_id, addr, port, now);
@@ -362,13 +434,13 @@ impl Sim {
                     .get(&u64::from(d.op.0))
                     .copied()
                     .unwrap_or(u32::MAX);
-                let (op, k) = (piece / MAX_PIECES, piece % MAX_PIECES);
-                if let Some(o) = self.accels.ops.get(op as usize) {
-                    let first = (k * 4 + d.offset / 64) as usize;
-                    let exp = o.expect.get(first..).unwrap_or(&[]);
-                    let addr = o.addr + u64::from(k) * 256 + u64::from(d.offset);
-                    self.reference.check_read(o.dst, addr, d.data, exp);
-                }
+                check_read(
+                    &self.accels.ops,
+                    &mut self.reference,
+                    piece,
+                    d.offset,
+                    d.data,
+                );
             }
             self.note_accel_work(owner);
         }
@@ -465,7 +537,8 @@ impl Sim {
             if let Some(t) = self.trace.as_mut() {
                 t.mark(now, Mark::Handle(r));
             }
-            let mut mem = self.mem.of(a);
+            let mut mem_map = self.mem.borrow_mut();
+            let mut mem = mem_map.of(a);
             let Some(ap) = self.accels.ports.get_mut((r - self.accels.base) as usize) else {
                 break;
             };
@@ -511,7 +584,7 @@ impl Sim {
     }
 
     /// Piece `piece` completed (`ok`), an atomic returning `old`.
-    fn piece_done(&mut self, piece: u32, ok: bool, old: Option<u64>, now: u64) {
+    pub(crate) fn piece_done(&mut self, piece: u32, ok: bool, old: Option<u64>, now: u64) {
         let (op, k) = (piece / MAX_PIECES, piece % MAX_PIECES);
         let Some(o) = self.accels.ops.get_mut(op as usize) else {
             self.reference.found.duplicates += 1;
@@ -594,6 +667,7 @@ impl Sim {
         let mut b = [0u8; 8];
         let _ = self
             .mem
+            .borrow_mut()
             .of(d)
             .read(crate::workload::ATOMIC_COUNTER_ADDR, &mut b);
         u64::from_le_bytes(b)

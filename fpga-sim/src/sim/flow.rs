@@ -12,6 +12,7 @@ use podlink_protocol::txn::Flow;
 use podlink_protocol::wire::dl_stream::TL_FLIT_LEN;
 use podlink_protocol::wire::{TlItem, TlMessage, TlPushError, TlUnpacker};
 use podlink_switch::header::Header;
+use podlink_switch::port::set_pool;
 use std::collections::VecDeque;
 
 /// Data half-flits kept in a TL packer before a DL flit is packed (about one DL flit).
@@ -99,7 +100,7 @@ impl Sim {
         if self.hot[e as usize].pending {
             return;
         }
-        if self.source_waiting(e) || self.txs[e as usize].link.has_transmit() {
+        if self.wants_tx(e) {
             self.kick(e, now);
             return;
         }
@@ -112,9 +113,23 @@ impl Sim {
         self.hot[e as usize].deferred = Some((at, seq));
     }
 
+    /// Whether end `e`'s transmitter may send something now: its link has a DL flit to
+    /// give or TL data waits ([`Sim::source_waiting`]); an endpoint answers for itself
+    /// (`Endpoint::wants_transmit`).
+    fn wants_tx(&self, e: u32) -> bool {
+        match self.ep(e) {
+            Some(ep) => ep.wants_transmit(),
+            None => self.source_waiting(e) || self.txs[e as usize].link.has_transmit(),
+        }
+    }
+
     /// Whether end `e` has TL data waiting to be sent: in its link's queue, its TL packer,
-    /// its overflow queue, or its source (switch queue, requester, completer).
+    /// its overflow queue, or its source (switch queue, requester, completer; an endpoint's
+    /// `wants_transmit`).
     pub(crate) fn source_waiting(&self, e: u32) -> bool {
+        if let Some(ep) = self.ep(e) {
+            return ep.wants_transmit();
+        }
         let h = &self.hot[e as usize];
         debug_assert_eq!(h.tx_backlog, self.tx_backlog_now(e), "end {e}");
         debug_assert_eq!(h.owes, self.ports[e as usize].owes(), "end {e}");
@@ -159,6 +174,10 @@ impl Sim {
             self.kick(e, now);
             return;
         }
+        if self.accels.ep_index(e).is_some() {
+            self.on_tx_ep(e, now);
+            return;
+        }
         // The source, overflow queue and TL packer are looked at only if they may hold
         // something (flags in EndHot), so that a transmitter with nothing but link work to do
         // does not touch them.
@@ -168,10 +187,7 @@ impl Sim {
         if fed {
             self.feed_link(e);
         }
-        let to_accel = matches!(self.owner[self.peer[ei] as usize], Owner::Accel { .. });
-        let at = now + self.t.link + if to_accel { self.t.endpoint } else { 0 };
         let tx = &mut self.txs[ei];
-        let wire = &mut self.wires[ei];
         let packed_before = tx.link.stats().tl_packed;
         let slot = self.flits.take();
         let bytes = self.flits.get_mut(slot);
@@ -179,9 +195,7 @@ impl Sim {
             .link
             .poll_transmit(Instant::from_ps(now), bytes)
             .is_some();
-        if sent {
-            wire.corrupt(bytes);
-        } else {
+        if !sent {
             self.flits.put(slot);
         }
         let tx = &self.txs[ei];
@@ -206,9 +220,28 @@ impl Sim {
             }
             return;
         }
+        let packed = self.txs[ei].link.stats().tl_packed - packed_before;
+        self.launch(e, now, slot, packed);
+        // A DL flit that started many TL flits may end inside one, whose rest must follow.
+        let maybe_carrying = packed >= 6;
+        let more = maybe_carrying || self.txs[ei].link.retry().unsent() > 0;
+        // Keep going while data may follow; otherwise sleep until the next kick (new data,
+        // credits, an ack that opens the replay window, a timer, a received flit).
+        if more || self.source_waiting(e) {
+            self.kick_lazily(e, now);
+        }
+    }
+
+    /// DL flit `slot`, which carries `packed` TL flits, leaves end `e` now: onto its wire
+    /// (with the wire's bit errors), arriving after the link's latency (and the endpoint's
+    /// receive latency at an accelerator); the transmitter is busy for a flit time.
+    pub(crate) fn launch(&mut self, e: u32, now: u64, slot: u32, packed: u64) {
+        let ei = e as usize;
+        let to_accel = matches!(self.owner[self.peer[ei] as usize], Owner::Accel { .. });
+        let at = now + self.t.link + if to_accel { self.t.endpoint } else { 0 };
         let ser = self.t.ser;
-        let tx = &mut self.txs[ei];
         let wire = &mut self.wires[ei];
+        wire.corrupt(self.flits.get_mut(slot));
         let h = &mut self.hot[ei];
         if let Some(s) = h.stall_since.take() {
             h.stall_ps += now - s;
@@ -217,14 +250,10 @@ impl Sim {
         wire.flight.push(at, slot);
         h.busy_until = now + ser;
         h.busy_ps += ser;
-        let packed = tx.link.stats().tl_packed - packed_before;
         if now >= self.inject_from && now < self.inject_until {
             h.busy_window_ps += ser;
             h.tl_window += packed;
         }
-        // A DL flit that started many TL flits may end inside one, whose rest must follow.
-        let maybe_carrying = packed >= 6;
-        let more = maybe_carrying || tx.link.retry().unsent() > 0;
         if first {
             self.schedule(at, Ev::Arrive(e));
         }
@@ -232,11 +261,6 @@ impl Sim {
             if !self.accels.backlog[a as usize].is_empty() {
                 self.drain_backlog(a, now);
             }
-        }
-        // Keep going while data may follow; otherwise sleep until the next kick (new data,
-        // credits, an ack that opens the replay window, a timer, a received flit).
-        if more || self.source_waiting(e) {
-            self.kick_lazily(e, now);
         }
     }
 
@@ -261,10 +285,15 @@ impl Sim {
     /// (`Sim::on_sweep`) handles them. (A `Timer` armed for an expired requester deadline
     /// that only the sweep clears re-armed itself at the same instant forever.)
     pub(crate) fn arm_timer(&mut self, e: u32, now: u64) {
-        let tx = &self.txs[e as usize];
-        let next = match (tx.link.poll_timeout(), tx.credit_rx.poll_timeout()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        let next = match self.ep(e) {
+            Some(ep) => ep.poll_timeout(),
+            None => {
+                let tx = &self.txs[e as usize];
+                match (tx.link.poll_timeout(), tx.credit_rx.poll_timeout()) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
+            }
         };
         if let Some(t) = next {
             let t = t.as_ps().max(now);
@@ -282,6 +311,10 @@ impl Sim {
             return; // superseded
         }
         h.timer_at = u64::MAX;
+        if self.accels.ep_index(e).is_some() {
+            self.timer_ep(e, now);
+            return;
+        }
         let tx = &mut self.txs[e as usize];
         let t = Instant::from_ps(now);
         tx.link.handle_timeout(t);
@@ -334,6 +367,12 @@ impl Sim {
                     match got {
                         Some(h) => {
                             pulled = true;
+                            // This hop's credits came from the frame's VC or the pool.
+                            let pool =
+                                self.ports[e as usize].grant.take() == Some(CreditTarget::Shared);
+                            if let Some(f) = self.frames.get_mut(h) {
+                                set_pool(&mut f.field, pool);
+                            }
                             self.release_frame(h, now);
                             h
                         }
@@ -535,6 +574,10 @@ impl Sim {
     pub(crate) fn on_arrive(&mut self, e: u32, now: u64) {
         let ei = e as usize;
         let r = self.peer[ei];
+        if self.accels.ep_index(r).is_some() {
+            self.arrive_ep(e, r, now);
+            return;
+        }
         let ri = r as usize;
         let mut batch = std::mem::take(&mut self.batch);
         let rx = &mut self.rxs[ri];
@@ -719,7 +762,7 @@ impl Sim {
 mod tests {
     use super::super::fault::{Fault, FaultKind, FaultPlan, PortRef};
     use super::super::port::VCS;
-    use super::super::{Options, Sim};
+    use super::super::{run_settled_until, Options, Sim};
     use crate::pod::config::PodFile;
     use crate::pod::presets;
     use podlink_protocol::flow::{CreditClass, CreditTarget};
@@ -734,24 +777,6 @@ mod tests {
     /// credit returns land; returns the sim (not yet reported).
     fn run_settled(pod: &PodFile, opts: &Options) -> Sim {
         run_settled_until(pod, opts).0
-    }
-
-    /// [`run_settled`], also returning the time the run ended.
-    fn run_settled_until(pod: &PodFile, opts: &Options) -> (Sim, u64) {
-        let mut sim = Sim::new(pod, opts).expect("pod builds");
-        let start = 6_000_000;
-        sim.run_to(start);
-        sim.start_workload(start);
-        let mut t = start + opts.duration_ps;
-        sim.run_to(t);
-        while sim.accels.open() > 0 && t < start + 1_000_000_000 {
-            t += 1_000_000;
-            sim.run_to(t);
-        }
-        // The last responses released credits: give their returns a few flit times (and
-        // the return policy's delay).
-        sim.run_to(t + 1_000_000);
-        (sim, t + 1_000_000)
     }
 
     fn shallow() -> PodFile {

@@ -11,6 +11,7 @@
 
 mod accel;
 pub mod check;
+mod endpoint;
 pub mod fault;
 mod flow;
 mod inject;
@@ -34,7 +35,7 @@ use self::steer::FaultState;
 use self::switch::Forwarder;
 use self::trace::Trace;
 use crate::engine::Calendar;
-use crate::pod::config::{Pattern, PodFile};
+use crate::pod::config::{AccelModel, Pattern, PodFile};
 use crate::pod::timing::{ns, LinkTiming, SwitchTiming};
 use crate::pod::topology::{check_routes, Attach, Fabric, RouteProblem};
 use crate::report::{Latency, OpClass};
@@ -45,7 +46,9 @@ use podlink_protocol::link::{UaLink, UaLinkConfig};
 use podlink_protocol::time::Duration;
 use podlink_protocol::time::Instant;
 use podlink_protocol::wire::{TlPacker, TlUnpacker};
+use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::rc::Rc;
 
 /// Run options (from the command line).
 #[derive(Debug, Clone, PartialEq)]
@@ -147,6 +150,14 @@ pub enum SimError {
         switch: usize,
         /// The problem.
         problem: String,
+    },
+    /// Something the pod asks for that the model cannot run yet.
+    #[error("{pod}: {message}")]
+    Unsupported {
+        /// Pod name.
+        pod: String,
+        /// What is not supported.
+        message: String,
     },
     /// A fault of the plan names something the pod does not have.
     #[error("faults.{index}: {message}")]
@@ -335,6 +346,8 @@ pub struct Sim {
     pub(crate) peer: Vec<u32>,
     pub(crate) owner: Vec<Owner>,
     pub(crate) ports: Vec<PortState>,
+    /// Every end's transmitter, but for accelerator ends that run an endpoint (which has
+    /// its own): those come last, so this is shorter then.
     pub(crate) txs: Vec<EndTx>,
     pub(crate) hot: Vec<EndHot>,
     /// The wire of each link end's transmit direction.
@@ -345,7 +358,8 @@ pub struct Sim {
     pub(crate) frames: FrameSlab,
     pub(crate) switches: Vec<SwitchModel>,
     pub(crate) accels: accel::Accels,
-    pub(crate) mem: SparseMem,
+    /// Every accelerator's memory (shared with the endpoints' hosts).
+    pub(crate) mem: Rc<RefCell<SparseMem>>,
     pub(crate) reference: Reference,
     pub(crate) gens: Vec<Generator>,
     /// Workload sources: (generator, member index).
@@ -420,6 +434,15 @@ impl Sim {
             });
         }
         steer::validate(&opts.faults, &fabric)?;
+        let endpoints = pod.accelerator.model == AccelModel::Endpoint;
+        if endpoints && opts.faults.active() {
+            return Err(SimError::Unsupported {
+                pod: pod.name.clone(),
+                message: "accelerator.model = \"endpoint\" does not run fault plans yet \
+                          (use \"composed\")"
+                    .to_string(),
+            });
+        }
         let lt = LinkTiming::new(&pod.link);
         let st = SwitchTiming::new(&pod.switch);
         let t = Times {
@@ -484,7 +507,9 @@ impl Sim {
         let mut cfg = UaLinkConfig::default();
         cfg.retry.flit_time = Duration::from_ps(t.ser);
         cfg.retry.ack_delay = ns(pod.link.ack_delay_ns);
-        let txs = (0..n)
+        // Accelerator ends that run an endpoint use its link, TL packer and credits.
+        let own_tx = if endpoints { accel_base as usize } else { n };
+        let txs = (0..own_tx)
             .map(|i| EndTx {
                 tl: TlPacker::new(),
                 link: {
@@ -516,7 +541,11 @@ impl Sim {
                 tl_errors: 0,
             })
             .collect();
-        let accels = accel::Accels::new(pod, &fabric, accel_base, &accel_end);
+        let mem = Rc::new(RefCell::new(SparseMem::new(pod.accelerator.memory_bytes)));
+        let mut accels = accel::Accels::new(pod, &fabric, accel_base, &accel_end);
+        if endpoints {
+            accels.eps = endpoint::build(pod, &fabric, accel_base, cfg, &mem);
+        }
         let mut sim = Sim {
             pod: pod.clone(),
             opts: opts.clone(),
@@ -532,7 +561,7 @@ impl Sim {
             frames: FrameSlab::default(),
             switches,
             accels,
-            mem: SparseMem::new(pod.accelerator.memory_bytes),
+            mem,
             reference: Reference::new(fabric.accels),
             gens: Vec::new(),
             sources: Vec::new(),
@@ -569,7 +598,9 @@ impl Sim {
         // Bring every link up: NOP flits both ways, then the DL control exchange; each end's
         // initial credit release waits in its TL packer until the link carries TL flits.
         for e in 0..sim.ends() as u32 {
-            sim.take_due_returns(e);
+            if sim.accels.ep_index(e).is_none() {
+                sim.take_due_returns(e);
+            }
             sim.kick(e, 0);
             sim.arm_timer(e, 0);
         }
@@ -611,6 +642,14 @@ impl Sim {
         }
         self.sched.advance_to(horizon);
         self.sched.executed() - start
+    }
+
+    /// The link of end `e`: the model's, or an accelerator end's endpoint's.
+    pub(crate) fn link_of(&self, e: usize) -> &Link {
+        match self.ep(e as u32) {
+            Some(ep) => ep.link(),
+            None => &self.txs[e].link,
+        }
     }
 
     /// Events waiting.
@@ -659,6 +698,27 @@ impl Sim {
             Ev::Held(a) => self.drain_backlog(a, now),
         }
     }
+}
+
+/// Run `pod` with `opts` for its injection time from 6 µs, until every operation is done
+/// (at most 1 ms more), then 1 µs for the last credit returns to land; returns the sim (not
+/// yet reported) and the time the run ended. For tests.
+#[cfg(test)]
+pub(crate) fn run_settled_until(pod: &PodFile, opts: &Options) -> (Sim, u64) {
+    let mut sim = Sim::new(pod, opts).expect("pod builds");
+    let start = 6_000_000;
+    sim.run_to(start);
+    sim.start_workload(start);
+    let mut t = start + opts.duration_ps;
+    sim.run_to(t);
+    while sim.accels.open() > 0 && t < start + 1_000_000_000 {
+        t += 1_000_000;
+        sim.run_to(t);
+    }
+    // The last responses released credits: give their returns a few flit times (and the
+    // return policy's delay).
+    sim.run_to(t + 1_000_000);
+    (sim, t + 1_000_000)
 }
 
 /// The pod-file entry responsible for a route problem: the last route override at the

@@ -95,26 +95,29 @@ impl Sim {
         let window_len = (self.inject_until - self.inject_from).max(1) as f64;
         let mut ok = true;
         for e in 0..self.ends() {
-            let tx = &self.txs[e];
+            let link = self.link_of(e);
             let peer = self.peer[e] as usize;
             let rx = &self.rxs[peer];
-            let st = tx.link.stats();
-            let rs = tx.link.retry().stats();
-            let peer_rs = self.txs[peer].link.retry().stats();
+            let st = link.stats();
+            let rs = link.retry().stats();
+            let peer_rs = self.link_of(peer).retry().stats();
             // TL flits: submitted = queued in the link + packed into DL flits; packed =
             // delivered + on the wire or awaiting replay; when the link has nothing in
             // flight, packed = delivered exactly.
-            let queued = (super::LINK_TXQ - tx.link.tx_room()) as u64;
+            let queued = (super::LINK_TXQ - link.tx_room()) as u64;
             let packed = st.tl_packed;
             let hot = &self.hot[e];
             let wire = &self.wires[e];
             // A retrained end dropped TL flits (`Sim::retrain`): queued ones were never
             // packed, packed ones never delivered.
-            let (dq, dp) = (tx.discarded_queued, tx.discarded_packed);
+            let (dq, dp) = self
+                .txs
+                .get(e)
+                .map_or((0, 0), |tx| (tx.discarded_queued, tx.discarded_packed));
             if hot.tl_submitted != queued + packed + dq || packed < rx.tl_delivered + dp {
                 ok = false;
             }
-            if tx.link.retry().buffered() == 0
+            if link.retry().buffered() == 0
                 && wire.flight.is_empty()
                 && packed != rx.tl_delivered + dp
             {
@@ -173,6 +176,16 @@ impl Sim {
             .sum();
         ok &= c.frames_held == c.frames_queued;
         ok &= self.stats.invalid_frames == 0;
+        // Endpoints: nothing refused, dropped or broken at any port.
+        for ep in &self.accels.eps {
+            let s = ep.stats();
+            ok &= s.overruns
+                + s.busy_drops
+                + s.broken_stream_flits
+                + s.packer_refusals
+                + s.bad_releases
+                == 0;
+        }
         c.ok = ok;
         // Throughput.
         let window = self

@@ -519,7 +519,7 @@ impl Sim {
                 let mut want = [0u8; 64];
                 pattern(wid[0], r.dst, a, &mut want);
                 let mut got = [0u8; 64];
-                let _ = self.mem.of(r.dst).read(a, &mut got);
+                let _ = self.mem.borrow_mut().of(r.dst).read(a, &mut got);
                 r.result.lines_checked += 1;
                 if got != want {
                     r.result.lines_changed += 1;

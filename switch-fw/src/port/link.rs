@@ -254,7 +254,9 @@ fn credit_of(f: &TlField) -> Option<(CreditTarget, Credits)> {
     Some((target, needs))
 }
 
-pub(super) fn set_pool(f: &mut TlField, pool: bool) {
+/// Set a transfer's `pool` bit: where this hop's credits came from (`true`: the shared
+/// pool). Credits are per hop, so a port rewrites it when it forwards a frame.
+pub fn set_pool(f: &mut TlField, pool: bool) {
     match f {
         TlField::UncompressedRequest(r) => r.pool = pool,
         TlField::CompressedRequest(r) => r.pool = pool,
