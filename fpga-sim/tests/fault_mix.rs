@@ -18,10 +18,11 @@
 //! for the same N: plan k is built from seed k). `FAULT_MIX_PRESET=name` runs them on a preset
 //! (with the conformance pods' timeout and workload), `FAULT_MIX_POD=path.toml` on a pod file
 //! as it is. `FAULT_MIX_HARSH=1` draws harsher plans: up to 12 faults, error rates up to
-//! 1e-4, links that flap several times in a row.
+//! 1e-4, links that flap several times in a row. `FAULT_MIX_MODEL=endpoint` (or `composed`)
+//! runs every pod with that accelerator model (`accelerator.model`).
 
 use podlink_sim::conformance::scenarios;
-use podlink_sim::pod::config::{PodFile, Topology};
+use podlink_sim::pod::config::{AccelModel, PodFile, Topology};
 use podlink_sim::pod::topology::Fabric;
 use podlink_sim::sim::fault::{Fault, FaultKind, FaultPlan, PortRef};
 use podlink_sim::sim::results::run;
@@ -173,6 +174,22 @@ fn plan(pod: &PodFile, seed: u64) -> (FaultPlan, bool) {
 }
 
 fn pods() -> Vec<PodFile> {
+    // FAULT_MIX_MODEL=endpoint (or composed): every pod with that accelerator model.
+    let mut pods = listed_pods();
+    if let Ok(m) = std::env::var("FAULT_MIX_MODEL") {
+        let model = match m.as_str() {
+            "endpoint" => AccelModel::Endpoint,
+            "composed" => AccelModel::Composed,
+            other => panic!("FAULT_MIX_MODEL={other}: endpoint or composed"),
+        };
+        for p in &mut pods {
+            p.accelerator.model = model;
+        }
+    }
+    pods
+}
+
+fn listed_pods() -> Vec<PodFile> {
     // FAULT_MIX_PRESET=two-tier-384: that preset alone, with the conformance pods' request
     // timeout (10 µs) and workload (uniform at load 0.1).
     // FAULT_MIX_POD=path.toml: that pod file alone, as it is (its workloads and timeout; its
@@ -232,6 +249,18 @@ fn pods() -> Vec<PodFile> {
         pods.push(data_pod(name));
     }
     pods
+}
+
+/// `pod` with each accelerator model: the endpoint (the default), then the composed one.
+fn both_models(pod: PodFile) -> Vec<PodFile> {
+    [AccelModel::Endpoint, AccelModel::Composed]
+        .into_iter()
+        .map(|m| {
+            let mut p = pod.clone();
+            p.accelerator.model = m;
+            p
+        })
+        .collect()
 }
 
 /// A pod file of `tests/data/pods/`.
@@ -363,6 +392,28 @@ fn random_fault_mixes_lose_nothing() {
     check_plans(count, only);
 }
 
+/// The composed accelerator model (`accelerator.model = "composed"`, kept for comparison)
+/// keeps its own fault paths (its link retrained by the model, its requester aborted, its
+/// withheld returns in `PortState`, a rogue's transfers put into its TL packer): two plans
+/// on every pod (the random mixes run the endpoint, the default).
+#[test]
+fn random_fault_mixes_on_the_composed_model() {
+    let pods: Vec<PodFile> = listed_pods()
+        .into_iter()
+        .map(|mut p| {
+            p.accelerator.model = AccelModel::Composed;
+            p
+        })
+        .collect();
+    let bad = check(&pods, &[1, 2], |_, _| {});
+    assert!(
+        bad.is_empty(),
+        "{} bad runs:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}
+
 /// Three plans on the busy leaf/spine pod that returned stale reads until the switches kept
 /// revived ports out of hashing while they settle and a port declared down discarded what
 /// was still in its ingress pipeline (`spec-notes/switch.md#settling`): in 229 and 465 a
@@ -371,14 +422,17 @@ fn random_fault_mixes_lose_nothing() {
 /// back and took its flows back past their requests queued on the other link.
 #[test]
 fn former_stale_read_plans_pass() {
-    let mut discarded = 0;
-    let bad = check(&[busy_pod()], &[229, 444, 465], |k, f| {
+    let mut discarded = Vec::new();
+    let bad = check(&both_models(busy_pod()), &[229, 444, 465], |k, f| {
         if k == 465 {
-            discarded = f.ingress_discarded;
+            discarded.push(f.ingress_discarded);
         }
     });
     assert!(bad.is_empty(), "{}", bad.join("\n"));
-    assert!(discarded > 0, "plan 465 discards the failed port's ingress");
+    assert!(
+        discarded.len() == 2 && discarded.iter().all(|&d| d > 0),
+        "plan 465 discards the failed port's ingress: {discarded:?}"
+    );
 }
 
 /// A plan on the two-tenant pod that returned stale reads until a port the health monitor
@@ -388,17 +442,18 @@ fn former_stale_read_plans_pass() {
 fn health_failed_port_plan_passes() {
     use podlink_sim::sim::fault::Happening;
     let failed = PortRef { switch: 2, port: 2 };
-    let mut disabled = false;
-    let bad = check(&[tenants_pod()], &[134], |_, f| {
+    let mut disabled = Vec::new();
+    let bad = check(&both_models(tenants_pod()), &[134], |_, f| {
         // The plan only flaps that link (shorter than the hold-off): it is declared down
         // because its port failed.
-        disabled = f
-            .timeline
-            .iter()
-            .any(|e| matches!(e.what, Happening::Declared { at, up: false } if at == failed));
+        disabled.push(
+            f.timeline
+                .iter()
+                .any(|e| matches!(e.what, Happening::Declared { at, up: false } if at == failed)),
+        );
     });
     assert!(bad.is_empty(), "{}", bad.join("\n"));
-    assert!(disabled, "the failed port was disabled");
+    assert_eq!(disabled, [true, true], "the failed port was disabled");
 }
 
 /// A plan on the four-tenant pod that returned stale reads until a region with a request in
@@ -413,22 +468,23 @@ fn stale_down_notice_does_not_move_a_busy_region() {
         switch: 0,
         port: 13,
     };
-    let mut stale_notice = false;
-    let bad = check(&[data_pod("four-tenants")], &[357], |_, f| {
+    let mut stale_notice = Vec::new();
+    let bad = check(&both_models(data_pod("four-tenants")), &[357], |_, f| {
         let back = f.timeline.iter().find_map(|e| match e.what {
             Happening::Declared { at, up: true } if at == port => Some(e.t_ps),
             _ => None,
         });
-        stale_notice = f.timeline.iter().any(|e| match &e.what {
+        stale_notice.push(f.timeline.iter().any(|e| match &e.what {
             Happening::Notified { at, state } => {
                 *at == port && state == "down" && back.is_some_and(|t| e.t_ps > t)
             }
             _ => false,
-        });
+        }));
     });
     assert!(bad.is_empty(), "{}", bad.join("\n"));
-    assert!(
+    assert_eq!(
         stale_notice,
+        [true, true],
         "the down notice arrives after the port is back"
     );
 }
@@ -462,8 +518,13 @@ fn module_errors_below_warning_leave_the_port_healthy() {
 /// timed out, and may move meanwhile only into the same switch, which keeps its order.
 #[test]
 fn a_request_given_up_at_a_port_failure_is_not_overtaken() {
+    for pod in both_models(data_pod("mixed-vcs")) {
+        given_up_not_overtaken(&pod);
+    }
+}
+
+fn given_up_not_overtaken(pod: &PodFile) {
     use podlink_sim::sim::fault::Happening;
-    let pod = data_pod("mixed-vcs");
     let port = |switch, port| PortRef { switch, port };
     let f = |at_ps, what| Fault { at_ps, what };
     let faults = FaultPlan {
@@ -505,7 +566,7 @@ fn a_request_given_up_at_a_port_failure_is_not_overtaken() {
         faults,
         ..Options::default()
     };
-    let r = run(&pod, &opts, |_, _| {}).expect("runs");
+    let r = run(pod, &opts, |_, _| {}).expect("runs");
     let s = &r.summary;
     let fr = s.faults.as_ref().expect("a fault report");
     assert!(

@@ -16,12 +16,14 @@ fn short(ns: u64) -> Options {
     }
 }
 
-/// The pod as each accelerator model runs it: the protocol crate's parts composed by the
-/// simulator, and its `txn::Endpoint` per port (`accelerator.model`).
+/// The pod as each accelerator model runs it: the protocol crate's `txn::Endpoint` per port
+/// (the default), and its parts composed by the simulator (`accelerator.model`).
 fn both(pod: PodFile) -> [PodFile; 2] {
-    let mut ep = pod.clone();
-    ep.accelerator.model = AccelModel::Endpoint;
-    [pod, ep]
+    [AccelModel::Endpoint, AccelModel::Composed].map(|m| {
+        let mut p = pod.clone();
+        p.accelerator.model = m;
+        p
+    })
 }
 
 /// The simulated zero-load 64 B read equals the analytic sum of the modelled stages to the

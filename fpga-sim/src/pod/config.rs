@@ -243,16 +243,18 @@ pub struct AccelParams {
 #[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub enum AccelModel {
-    /// The protocol crate's requester, completer, TL packer and unpacker, credit sender and
-    /// receiver and `UaLink`, each driven by the simulator (a request waits the completer's
-    /// latency before it executes; the completer back-pressures when its slots are full).
-    #[default]
-    Composed,
     /// The protocol crate's `txn::Endpoint` per port, unchanged: the simulator hands it DL
     /// flits, time and operations only (a request executes on arrival and its response
     /// waits the completer's latency; the port grants at most as many request commands as
-    /// its completer has response slots). No fault plan yet.
+    /// its completer has response slots).
+    #[default]
     Endpoint,
+    /// The protocol crate's requester, completer, TL packer and unpacker, credit sender and
+    /// receiver and `UaLink`, each driven by the simulator (a request waits the completer's
+    /// latency before it executes; the completer back-pressures when its slots are full;
+    /// the port grants `buffer_flits_per_vc` request commands per VC). The model before
+    /// session 17, kept for comparison.
+    Composed,
 }
 
 impl Default for AccelParams {
@@ -262,7 +264,7 @@ impl Default for AccelParams {
             endpoint_ns: 10.0,
             timeout_us: 100.0,
             memory_bytes: 1 << 30,
-            model: AccelModel::Composed,
+            model: AccelModel::Endpoint,
         }
     }
 }
@@ -493,13 +495,6 @@ impl PodFile {
     fn validate_faults(&self) -> Result<(), (String, String)> {
         if self.faults == FaultsParams::default() {
             return Ok(());
-        }
-        if self.accelerator.model == AccelModel::Endpoint {
-            return Err((
-                "accelerator.model".to_string(),
-                "\"endpoint\" does not run fault plans yet: use \"composed\" with [faults]"
-                    .to_string(),
-            ));
         }
         let plan = self.faults.plan()?;
         let fabric = crate::pod::topology::Fabric::build(self);

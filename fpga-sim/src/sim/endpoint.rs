@@ -12,31 +12,51 @@
 use super::accel::{OPS, QUEUE, TAGS};
 use super::check::{IntMap, SparseMem};
 use super::port::{Frame, VCS};
+use super::steer::RogueRequester;
 use super::trace::Mark;
 use super::{Owner, Sim, LINK_TXQ, REPLAY_FLITS};
 use crate::pod::config::PodFile;
 use crate::pod::timing::ns;
 use crate::pod::topology::Fabric;
-use podlink_protocol::flow::Credits;
+use podlink_protocol::flow::{CreditTarget, Credits};
 use podlink_protocol::link::UaLinkConfig;
 use podlink_protocol::time::Instant;
 use podlink_protocol::txn::{
-    ByteEnables, Endpoint, EndpointConfig, MemoryTarget, ReadData, ReadSink, TargetError,
+    ByteEnables, CreditGate, Endpoint, EndpointConfig, MemoryTarget, ReadData, ReadSink,
+    TargetError,
 };
 use podlink_protocol::wire::TlTransfer;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-/// Response slots of an endpoint's completer. The endpoint grants its peer at most this many
-/// request commands in all (so its completer is never busy): an eighth of them on each VC's
-/// own credits, the other half in the shared pool, which any VC spends once its own are gone
-/// (with four data credits per command there). A response holds its slot for the
-/// completer's latency (`completer_ns + endpoint_ns`, 60 ns by default) and a request command
-/// credit comes back a credit round trip later (about 200 ns by default), so one VC's 160
-/// commands carry about 0.8 requests per ns, more than a port's line rate carries of 256 B
-/// writes and about two thirds of it in 64 B reads (whose responses fill the other
-/// direction first). 256 slots of up to 256 B of data each cost about 74 KB per port.
+/// Response slots of an endpoint's completer: the endpoint grants its peer at most this many
+/// request commands in all, so that its completer is never busy ([`request_grants`] splits
+/// them over the VCs). A slot holds up to 256 B of data: 256 slots cost about 74 KB per port.
 pub const EP_RESP: usize = 256;
+
+/// Request commands kept for a VC that no workload uses (the pod's VCs are known when it is
+/// built; a few let a stray request through).
+const SPARE_VC_CMDS: u16 = 8;
+
+/// The request commands an endpoint grants on each VC's own credits: [`SPARE_VC_CMDS`] on a
+/// VC no workload uses, the rest of [`EP_RESP`] evenly over the VCs that carry requests
+/// (`used`: bit per VC), each at most `g` (the pod's `buffer_flits_per_vc`). Nothing goes in
+/// the shared pool, so that a VC whose credits a receiver withholds stops (the
+/// `vc-starvation` scenario): a VC with credits in a pool could go on through it.
+pub fn request_grants(g: u16, used: u8) -> [u16; VCS] {
+    let used = if used & 0xf == 0 { 1 } else { used & 0xf };
+    let n_used = used.count_ones() as u16;
+    let spare = SPARE_VC_CMDS * (VCS as u16 - n_used);
+    let each = (EP_RESP as u16 - spare) / n_used;
+    core::array::from_fn(|vc| {
+        let n = if used & (1 << vc) != 0 {
+            each
+        } else {
+            SPARE_VC_CMDS
+        };
+        n.min(g)
+    })
+}
 
 /// One accelerator port.
 pub(crate) type Ep = Endpoint<Host, TAGS, OPS, QUEUE, EP_RESP, REPLAY_FLITS, LINK_TXQ>;
@@ -58,6 +78,48 @@ pub(crate) struct Host {
     bytes: Vec<u8>,
     /// Responses for a sibling port's requester.
     foreign: Vec<Frame>,
+    /// Rogue requesters behind this port (a fault plan's `inject`), shared with the fault
+    /// state; they send after the port's own transfers ([`ReadSink::extra_transfer`]).
+    rogues: Vec<Rc<RefCell<RogueRequester>>>,
+    /// The rogue transfer being sent (copied out of its requester).
+    extra: Option<Frame>,
+    /// TL flits the port's link dropped at retrains: queued in the link, and packed into
+    /// DL flits the peer never delivered (for the conservation balance).
+    pub discarded_queued: u64,
+    pub discarded_packed: u64,
+    /// Responses the completer held at retrains: their credit releases come after the fresh
+    /// initial release gave those credits back, so the port's receiver refuses them (at most
+    /// this many `bad_releases`).
+    pub stale_releases: u64,
+}
+
+impl Host {
+    /// A rogue requester now sits behind this port.
+    pub fn add_rogue(&mut self, r: Rc<RefCell<RogueRequester>>) {
+        self.rogues.push(r);
+    }
+
+    /// Whether a rogue requester behind this port has requests queued.
+    pub fn rogue_waiting(&self) -> bool {
+        self.rogues.iter().any(|r| r.borrow().queued() > 0)
+    }
+}
+
+/// An owned copy of transfer `t`.
+fn frame_of(t: &TlTransfer<'_>) -> Frame {
+    let mut f = Frame {
+        field: t.field,
+        len: 0,
+        data: [0; 256],
+        be: t.byte_enables.copied(),
+        poisoned: t.poisoned,
+        ingress: 0,
+        trace: false,
+    };
+    let n = t.data.len().min(256);
+    f.data[..n].copy_from_slice(&t.data[..n]);
+    f.len = n as u16;
+    f
 }
 
 impl MemoryTarget for Host {
@@ -78,39 +140,42 @@ impl ReadSink for Host {
     }
 
     fn foreign_response(&mut self, _now: Instant, r: &TlTransfer<'_>) -> bool {
+        // (A rogue requester's tags overlap the port's own: a response to it, if one came
+        // back here, would be its owner's to drop, as in the composed model.)
         if !self.siblings {
             return false;
         }
-        let mut f = Frame {
-            field: r.field,
-            len: 0,
-            data: [0; 256],
-            be: r.byte_enables.copied(),
-            poisoned: r.poisoned,
-            ingress: 0,
-            trace: false,
-        };
-        let n = r.data.len().min(256);
-        f.data[..n].copy_from_slice(&r.data[..n]);
-        f.len = n as u16;
-        self.foreign.push(f);
+        self.foreign.push(frame_of(r));
         true
+    }
+
+    fn extra_transfer(
+        &mut self,
+        now: Instant,
+        credits: &mut dyn CreditGate,
+    ) -> Option<TlTransfer<'_>> {
+        let f = self.rogues.iter().find_map(|r| {
+            let mut req = r.borrow_mut();
+            req.poll_transmit(now, &mut &mut *credits)
+                .map(|t| frame_of(&t))
+        })?;
+        Some(self.extra.insert(f).transfer())
     }
 }
 
 /// The endpoints of every accelerator port, in link-end order from the first accelerator
 /// end. `link` is the link configuration every end of the pod runs; `mem` the shared
-/// memory.
+/// memory; `vcs` the VCs requests use (bit per VC).
 pub(crate) fn build(
     pod: &PodFile,
     fabric: &Fabric,
     first_end: u32,
     link: UaLinkConfig,
     mem: &Rc<RefCell<SparseMem>>,
+    vcs: u8,
 ) -> Vec<Box<Ep>> {
     let g = u16::try_from(pod.switch.buffer_flits_per_vc).unwrap_or(u16::MAX);
-    let own = g.min((EP_RESP / (2 * VCS)) as u16);
-    let pool = (EP_RESP / 2) as u16;
+    let cmds = request_grants(g, vcs);
     let table = super::accel::partition_table(fabric);
     let mut out = Vec::new();
     let mut e = first_end;
@@ -122,8 +187,9 @@ pub(crate) fn build(
             cfg.partitions = table.clone();
             cfg.link = link;
             cfg.link.control.port_number = (e & 0xfff) as u16;
-            cfg.credits = Credits([pool, 0, pool.saturating_mul(4), 0]);
-            cfg.per_vc = Credits([own, g, g, g]);
+            cfg.credits = Credits::ZERO;
+            cfg.per_vc = Credits([g, g, g, g]);
+            cfg.per_vc_req_cmds = Some(cmds);
             cfg.credit_return_threshold = u16::try_from(pod.link.credit_return_threshold)
                 .unwrap_or(u16::MAX)
                 .max(1);
@@ -136,6 +202,11 @@ pub(crate) fn build(
                 reads: Vec::new(),
                 bytes: Vec::new(),
                 foreign: Vec::new(),
+                rogues: Vec::new(),
+                extra: None,
+                discarded_queued: 0,
+                discarded_packed: 0,
+                stale_releases: 0,
             };
             let mut ep = Box::new(Endpoint::new(cfg, host));
             ep.handle_link_up(Instant::ZERO);
@@ -357,6 +428,85 @@ impl Sim {
         self.stats.invalid_frames += 1;
     }
 
+    /// Fault paths: the PHY of accelerator end `e` went down (`up` false) or came up.
+    /// Returns false if `e` runs no endpoint.
+    pub(crate) fn ep_phy(&mut self, e: u32, up: bool, now: u64) -> bool {
+        let Some(ep) = self.ep_mut(e) else {
+            return false;
+        };
+        let t = Instant::from_ps(now);
+        if up {
+            ep.handle_link_up(t);
+        } else {
+            ep.handle_link_down(t);
+        }
+        while ep.poll_event().is_some() {}
+        true
+    }
+
+    /// Fault paths: accelerator end `e`'s endpoint starts over (`Sim::retrain`): its link,
+    /// TL packer and unpacker, credits and address caches reset; what the link dropped is
+    /// counted for the conservation balance. Its requester's operations in flight complete
+    /// by timeout (or were given up when the port was declared down); the completer keeps
+    /// the requests it holds, whose credit releases the fresh grant then refuses (counted as
+    /// `bad_releases`, at most `Host::stale_releases`: the initial release already gave them
+    /// back). Returns false if `e` runs no endpoint.
+    pub(crate) fn ep_retrain(&mut self, e: u32, now: u64) -> bool {
+        let delivered = self.rxs[self.peer[e as usize] as usize].tl_delivered;
+        let Some(ep) = self.ep_mut(e) else {
+            return false;
+        };
+        let queued = (LINK_TXQ - ep.link().tx_room()) as u64;
+        let packed = ep.link().stats().tl_packed;
+        let held = ep.completer().pending() as u64;
+        ep.reset(Instant::from_ps(now));
+        while ep.poll_event().is_some() {}
+        let h = ep.host_mut();
+        h.discarded_queued += queued;
+        h.discarded_packed = packed.saturating_sub(delivered);
+        h.stale_releases += held;
+        true
+    }
+
+    /// Fault paths: accelerator end `e` was declared down: its requester gives up every
+    /// operation open on it (`Endpoint::abort`). Returns false if `e` runs no endpoint.
+    pub(crate) fn ep_abort(&mut self, e: u32, now: u64) -> bool {
+        let Some(ep) = self.ep_mut(e) else {
+            return false;
+        };
+        ep.abort(Instant::from_ps(now));
+        self.ep_outputs(e, now, None);
+        true
+    }
+
+    /// Fault paths: accelerator end `e` keeps (`keep`) or returns again the credits of VC
+    /// `vc` that it frees. Returns false if `e` runs no endpoint.
+    pub(crate) fn ep_withhold(&mut self, e: u32, vc: u8, keep: bool, now: u64) -> bool {
+        let Some(ep) = self.ep_mut(e) else {
+            return false;
+        };
+        let target = CreditTarget::Vc(podlink_protocol::wire::Vc::from_bits_truncate(vc));
+        ep.set_credits_withheld(target, keep);
+        self.arm_timer(e, now);
+        self.kick_lazily(e, now);
+        true
+    }
+
+    /// The VCs that requests of this pod use (bit per VC): its workloads' (a trace's, op by
+    /// op), and VC 0 (the traced read, rogue requesters).
+    pub(crate) fn request_vcs(&self) -> u8 {
+        let mut vcs = 1u8;
+        for w in &self.pod.workloads {
+            if w.pattern != crate::pod::config::Pattern::Trace {
+                vcs |= 1u8.checked_shl(u32::from(w.vc)).unwrap_or(0);
+            }
+        }
+        for t in &self.trace_ops {
+            vcs |= 1u8.checked_shl(u32::from(t.op.vc)).unwrap_or(0);
+        }
+        vcs & 0xf
+    }
+
     /// The switch at the far end of accelerator end `e`.
     pub(crate) fn switch_behind(&self, e: u32) -> Option<u32> {
         match self.owner[self.peer[e as usize] as usize] {
@@ -369,7 +519,7 @@ impl Sim {
 #[cfg(test)]
 mod tests {
     use super::super::{run_settled_until, Options, Sim};
-    use super::EP_RESP;
+    use super::{request_grants, EP_RESP};
     use crate::pod::config::{AccelModel, PodFile, Topology};
     use crate::pod::presets;
     use podlink_protocol::flow::{CreditClass, CreditTarget};
@@ -391,13 +541,30 @@ mod tests {
         run_settled_until(pod, &opts).0
     }
 
-    /// The switch end facing an endpoint learns the endpoint's grant from its initial
-    /// release: an eighth of `EP_RESP` request commands on each VC's own credits, half in
-    /// the shared pool (with four data credits each); under a one-VC load heavier than a
-    /// VC's own commands carry, the switch spends the pool, marks those frames' `pool` bit,
-    /// and the endpoint releases them there: nothing refused, overrun or lost.
+    /// `request_grants`: unused VCs keep a few request commands, the VCs in use share the
+    /// rest of the completer's slots, never more than the pod's per-VC grant, never more
+    /// than the slots in all.
     #[test]
-    fn the_switch_spends_an_endpoints_pool_and_says_so() {
+    fn request_commands_go_to_the_vcs_in_use() {
+        assert_eq!(request_grants(256, 0b0001), [232, 8, 8, 8]);
+        assert_eq!(request_grants(256, 0b0011), [120, 120, 8, 8]);
+        assert_eq!(request_grants(256, 0b1111), [64; 4]);
+        assert_eq!(request_grants(100, 0b0001), [100, 8, 8, 8]);
+        assert_eq!(request_grants(4, 0b0101), [4; 4]);
+        assert_eq!(request_grants(256, 0), request_grants(256, 1));
+        for used in 0..16u8 {
+            let sum: u16 = request_grants(u16::MAX, used).iter().sum();
+            assert!(sum <= EP_RESP as u16, "{used:#b}: {sum}");
+        }
+    }
+
+    /// The switch end facing an endpoint learns the endpoint's grant from its initial
+    /// release: the request commands of [`request_grants`] on each VC (the pod's workloads
+    /// use VC 0 only here), nothing in the shared pool, the pod's grant in the other
+    /// classes. Under a load of 64 B reads heavy enough to use them all, the endpoints'
+    /// completers are never busy and nothing is refused, overrun or lost.
+    #[test]
+    fn the_switch_learns_an_endpoints_grant() {
         let mut pod = endpoint_pod("single-switch-16");
         for w in &mut pod.workloads {
             w.offered_load = 0.9;
@@ -409,22 +576,20 @@ mod tests {
         }
         let sim = run_drained(&pod, 2);
         let first_accel = sim.accels.end_of[0] as usize;
-        let pool = (EP_RESP / 2) as u32;
-        let mut spends = 0;
+        let want = request_grants(256, 1);
         for e in first_accel..sim.ends() {
             let s = sim.peer[e] as usize;
             let c = &sim.ports[s].credits;
             assert!(c.initial_release_complete(), "switch end {s}");
-            let vc0 = CreditTarget::Vc(Vc::default());
-            assert_eq!(c.grant(vc0, CreditClass::ReqCmd), (EP_RESP / 8) as u32);
-            assert_eq!(c.grant(vc0, CreditClass::RspCmd), 256);
-            assert_eq!(c.grant(CreditTarget::Shared, CreditClass::ReqCmd), pool);
-            assert_eq!(
-                c.grant(CreditTarget::Shared, CreditClass::ReqData),
-                4 * pool
-            );
-            assert_eq!(c.grant(CreditTarget::Shared, CreditClass::RspCmd), 0);
-            spends += c.stats().pool_spends;
+            for (vc, &cmds) in want.iter().enumerate() {
+                let t = CreditTarget::Vc(Vc::from_bits_truncate(vc as u8));
+                assert_eq!(c.grant(t, CreditClass::ReqCmd), u32::from(cmds), "VC {vc}");
+                assert_eq!(c.grant(t, CreditClass::ReqData), 256, "VC {vc}");
+                assert_eq!(c.grant(t, CreditClass::RspCmd), 256, "VC {vc}");
+            }
+            for class in CreditClass::ALL {
+                assert_eq!(c.grant(CreditTarget::Shared, class), 0);
+            }
             let ep = sim.ep(e as u32).expect("an endpoint");
             let st = ep.stats();
             assert_eq!(
@@ -437,7 +602,6 @@ mod tests {
                 "end {e} served requests"
             );
         }
-        assert!(spends > 0, "the pool was spent");
         let r = sim.report(None);
         let s = &r.summary;
         assert!(s.drained && s.integrity.ok() && s.conservation.ok, "{s:?}");
@@ -471,17 +635,5 @@ mod tests {
         let s = &r.summary;
         assert_eq!(s.integrity.failed, 0, "{:?}", s.integrity);
         assert!(s.drained && s.integrity.ok() && s.conservation.ok, "{s:?}");
-    }
-
-    /// Fault plans need the composed model (for now): a pod file asking for both is refused
-    /// naming the field.
-    #[test]
-    fn endpoints_with_faults_are_refused() {
-        let text = "name = \"x\"\n[topology]\nkind = \"single-switch\"\naccelerators = 4\n\
-                    [accelerator]\nmodel = \"endpoint\"\n[faults]\n[[faults.events]]\n\
-                    at_us = 1\nkind = \"port-fail\"\nswitch = 0\nport = 1\n";
-        let e = PodFile::parse(text, "x.toml").expect_err("refused");
-        assert_eq!(e.field.as_deref(), Some("accelerator.model"), "{e}");
-        assert!(PodFile::parse(&text.replace("endpoint", "composed"), "x.toml").is_ok());
     }
 }

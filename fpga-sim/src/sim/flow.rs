@@ -12,7 +12,6 @@ use podlink_protocol::txn::Flow;
 use podlink_protocol::wire::dl_stream::TL_FLIT_LEN;
 use podlink_protocol::wire::{TlItem, TlMessage, TlPushError, TlUnpacker};
 use podlink_switch::header::Header;
-use podlink_switch::port::set_pool;
 use std::collections::VecDeque;
 
 /// Data half-flits kept in a TL packer before a DL flit is packed (about one DL flit).
@@ -115,10 +114,10 @@ impl Sim {
 
     /// Whether end `e`'s transmitter may send something now: its link has a DL flit to
     /// give or TL data waits ([`Sim::source_waiting`]); an endpoint answers for itself
-    /// (`Endpoint::wants_transmit`).
+    /// (`Endpoint::wants_transmit`, which does not see a rogue requester behind it).
     fn wants_tx(&self, e: u32) -> bool {
         match self.ep(e) {
-            Some(ep) => ep.wants_transmit(),
+            Some(ep) => ep.wants_transmit() || ep.host().rogue_waiting(),
             None => self.source_waiting(e) || self.txs[e as usize].link.has_transmit(),
         }
     }
@@ -128,7 +127,7 @@ impl Sim {
     /// `wants_transmit`).
     pub(crate) fn source_waiting(&self, e: u32) -> bool {
         if let Some(ep) = self.ep(e) {
-            return ep.wants_transmit();
+            return ep.wants_transmit() || ep.host().rogue_waiting();
         }
         let h = &self.hot[e as usize];
         debug_assert_eq!(h.tx_backlog, self.tx_backlog_now(e), "end {e}");
@@ -367,12 +366,6 @@ impl Sim {
                     match got {
                         Some(h) => {
                             pulled = true;
-                            // This hop's credits came from the frame's VC or the pool.
-                            let pool =
-                                self.ports[e as usize].grant.take() == Some(CreditTarget::Shared);
-                            if let Some(f) = self.frames.get_mut(h) {
-                                set_pool(&mut f.field, pool);
-                            }
                             self.release_frame(h, now);
                             h
                         }
@@ -763,7 +756,7 @@ mod tests {
     use super::super::fault::{Fault, FaultKind, FaultPlan, PortRef};
     use super::super::port::VCS;
     use super::super::{run_settled_until, Options, Sim};
-    use crate::pod::config::PodFile;
+    use crate::pod::config::{AccelModel, PodFile};
     use crate::pod::presets;
     use podlink_protocol::flow::{CreditClass, CreditTarget};
     use podlink_protocol::wire::Vc;
@@ -779,8 +772,17 @@ mod tests {
         run_settled_until(pod, opts).0
     }
 
+    /// These tests look at every end's credit plumbing in the model (`PortState`, the
+    /// end's `CreditReceiver`), which the composed accelerators share with the switch ends;
+    /// an endpoint keeps its own (`sim::endpoint` tests).
+    fn composed(name: &str) -> PodFile {
+        let mut pod = presets::load(name).expect("preset");
+        pod.accelerator.model = AccelModel::Composed;
+        pod
+    }
+
     fn shallow() -> PodFile {
-        let mut pod = presets::load("single-switch-16").expect("preset");
+        let mut pod = composed("single-switch-16");
         pod.switch.buffer_flits_per_vc = GRANT;
         for w in &mut pod.workloads {
             w.offered_load = 0.5;
@@ -887,7 +889,7 @@ mod tests {
     /// before the traced read at 5 µs. The grant is the pod's `buffer_flits_per_vc`.
     #[test]
     fn initial_credit_release_travels_in_band() {
-        let mut pod = presets::load("single-switch-16").expect("preset");
+        let mut pod = composed("single-switch-16");
         pod.switch.buffer_flits_per_vc = 300; // more than one field holds per class
         let opts = Options {
             traffic: false,

@@ -151,14 +151,6 @@ pub enum SimError {
         /// The problem.
         problem: String,
     },
-    /// Something the pod asks for that the model cannot run yet.
-    #[error("{pod}: {message}")]
-    Unsupported {
-        /// Pod name.
-        pod: String,
-        /// What is not supported.
-        message: String,
-    },
     /// A fault of the plan names something the pod does not have.
     #[error("faults.{index}: {message}")]
     Fault {
@@ -435,14 +427,6 @@ impl Sim {
         }
         steer::validate(&opts.faults, &fabric)?;
         let endpoints = pod.accelerator.model == AccelModel::Endpoint;
-        if endpoints && opts.faults.active() {
-            return Err(SimError::Unsupported {
-                pod: pod.name.clone(),
-                message: "accelerator.model = \"endpoint\" does not run fault plans yet \
-                          (use \"composed\")"
-                    .to_string(),
-            });
-        }
         let lt = LinkTiming::new(&pod.link);
         let st = SwitchTiming::new(&pod.switch);
         let t = Times {
@@ -542,10 +526,7 @@ impl Sim {
             })
             .collect();
         let mem = Rc::new(RefCell::new(SparseMem::new(pod.accelerator.memory_bytes)));
-        let mut accels = accel::Accels::new(pod, &fabric, accel_base, &accel_end);
-        if endpoints {
-            accels.eps = endpoint::build(pod, &fabric, accel_base, cfg, &mem);
-        }
+        let accels = accel::Accels::new(pod, &fabric, accel_base, &accel_end);
         let mut sim = Sim {
             pod: pod.clone(),
             opts: opts.clone(),
@@ -589,6 +570,11 @@ impl Sim {
             }
         }
         sim.build_workloads().map_err(SimError::Workload)?;
+        if endpoints {
+            // Built once the workloads (and traces) say which VCs carry requests.
+            let vcs = sim.request_vcs();
+            sim.accels.eps = endpoint::build(pod, &sim.fabric, accel_base, cfg, &sim.mem, vcs);
+        }
         if opts.faults.active() {
             sim.fault = Some(Box::new(FaultState::new(&sim, &opts.faults)));
             sim.start_health();

@@ -145,6 +145,9 @@ impl Sim {
                 let keep = matches!(fault.what, FaultKind::Withhold { .. });
                 let e0 = self.accels.end_of[accel as usize];
                 for e in e0..e0 + self.accels.nports[accel as usize] {
+                    if self.ep_withhold(e, vc, keep, now) {
+                        continue;
+                    }
                     let p = &mut self.ports[e as usize];
                     if keep {
                         p.withheld |= 1 << vc;
@@ -169,9 +172,11 @@ impl Sim {
                 continue;
             }
             h.phy_up = false;
-            let tx = &mut self.txs[x as usize];
-            tx.link.handle_link_down(Instant::from_ps(now));
-            while tx.link.poll_event().is_some() {}
+            if !self.ep_phy(x, false, now) {
+                let tx = &mut self.txs[x as usize];
+                tx.link.handle_link_down(Instant::from_ps(now));
+                while tx.link.poll_event().is_some() {}
+            }
             lost += self.wires[x as usize].flight.lose_all();
         }
         let Some(f) = self.fault.as_mut() else {
@@ -209,9 +214,11 @@ impl Sim {
                 continue;
             }
             h.phy_up = true;
-            let tx = &mut self.txs[x as usize];
-            tx.link.handle_link_up(Instant::from_ps(now));
-            while tx.link.poll_event().is_some() {}
+            if !self.ep_phy(x, true, now) {
+                let tx = &mut self.txs[x as usize];
+                tx.link.handle_link_up(Instant::from_ps(now));
+                while tx.link.poll_event().is_some() {}
+            }
             self.kick(x, now);
             self.arm_timer(x, now);
         }
@@ -232,6 +239,12 @@ impl Sim {
     /// its completer holds) were granted again by that release, so freeing them later
     /// returns nothing (`PortState::stale`).
     fn retrain(&mut self, x: u32, now: u64) {
+        if self.ep_retrain(x, now) {
+            if let Some(f) = self.fault.as_mut() {
+                f.report.retrains += 1;
+            }
+            return;
+        }
         let xi = x as usize;
         let t = Instant::from_ps(now);
         let txq = std::mem::take(&mut self.txs[xi].txq);
@@ -375,12 +388,14 @@ impl Sim {
                         self.schedule(until, Ev::Held(src));
                     }
                 }
-                if let Some(ap) = self.accels.port_mut(e) {
-                    ap.req.abort(Instant::from_ps(now));
-                    while ap.req.poll_event().is_some() {}
+                if !self.ep_abort(e, now) {
+                    if let Some(ap) = self.accels.port_mut(e) {
+                        ap.req.abort(Instant::from_ps(now));
+                        while ap.req.poll_event().is_some() {}
+                    }
+                    self.note_accel_work(e);
+                    self.drain_completions(e, now);
                 }
-                self.note_accel_work(e);
-                self.drain_completions(e, now);
             }
             let state = if up { self.known_of(p) } else { Known::Down };
             self.notify(e, state, p, now);

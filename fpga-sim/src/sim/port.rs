@@ -141,9 +141,6 @@ pub struct PortState {
     pub up: bool,
     /// The transmitter is packing a DL flit and takes a frame now.
     pub accepting: bool,
-    /// Where the credits of the frame just taken came from (its VC's own or the shared
-    /// pool): the transmitter sets the frame's `pool` bit to say so (credits are per hop).
-    pub grant: Option<CreditTarget>,
     /// Credits the far end granted: the protocol's `flow::CreditSender`, which learns the
     /// grant from the far end's initial release (in band, after link bring-up) and refuses
     /// returns above it.
@@ -238,25 +235,21 @@ impl PortLink for PortState {
         self.up
     }
 
-    /// Command credits of either flow on the VC and in the shared pool (an upper bound, as
-    /// the firmware's `LinkPort` gives): 0 only when no frame of the VC can go. (It was the
-    /// minimum of the two flows, which let a completer short of request credits block the
-    /// responses its own requester waited for: the pod deadlocked at high load.)
+    /// Command credits of either flow (an upper bound, as the firmware's `LinkPort` gives):
+    /// 0 only when no frame of the VC can go. (It was the minimum of the two, which let a
+    /// completer short of request credits block the responses its own requester waited for:
+    /// the pod deadlocked at high load.)
     fn tx_credits(&self, vc: Vc) -> u32 {
-        [CreditTarget::Vc(vc), CreditTarget::Shared]
+        [CreditClass::ReqCmd, CreditClass::RspCmd]
+            .map(|c| self.credits.available(CreditTarget::Vc(vc), c))
             .into_iter()
-            .flat_map(|t| {
-                [CreditClass::ReqCmd, CreditClass::RspCmd].map(|c| self.credits.available(t, c))
-            })
             .fold(0u32, u32::saturating_add)
     }
 
-    /// Takes the frame's protocol credits (a command credit of its flow and one data credit
-    /// per beat, as the header says) from its VC's own credits, else the shared pool
-    /// (`CreditSender::consume_vc_or_pool`, as the switch library's own `LinkPort` does), if
-    /// the end's transmitter is pulling a frame now; `grant` says which. (Switches and the
-    /// composed accelerators grant nothing in the pool; an endpoint grants part of its
-    /// request commands there.)
+    /// Takes the frame's protocol credits on its VC (a command credit of its flow and one
+    /// data credit per beat, as the header says; the model's receivers grant nothing in the
+    /// shared pool), as the switch library's own `LinkPort` does, if the end's transmitter
+    /// is pulling a frame now.
     fn try_consume_credit(&mut self, h: &Header) -> bool {
         let flow = match h.kind {
             FrameKind::Request => Flow::Request,
@@ -266,14 +259,14 @@ impl PortLink for PortState {
         if !self.accepting {
             return false;
         }
-        match self.credits.consume_vc_or_pool(h.vc, needs(flow, h.beats)) {
-            Ok(t) => {
-                self.grant = Some(t);
-                self.accepting = false;
-                true
-            }
-            Err(_) => false,
+        let ok = self
+            .credits
+            .consume(CreditTarget::Vc(h.vc), needs(flow, h.beats))
+            .is_ok();
+        if ok {
+            self.accepting = false;
         }
+        ok
     }
 
     fn stats(&self) -> LinkStats {
@@ -392,11 +385,6 @@ impl FrameSlab {
     /// The frame of a handle.
     pub fn get(&self, h: u32) -> Option<&Frame> {
         self.frames.get(h as usize)
-    }
-
-    /// The frame of a handle, to change.
-    pub fn get_mut(&mut self, h: u32) -> Option<&mut Frame> {
-        self.frames.get_mut(h as usize)
     }
 
     /// The frames currently stored.

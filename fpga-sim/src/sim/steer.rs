@@ -11,6 +11,8 @@ use crate::pod::topology::{Attach, Fabric};
 use podlink_protocol::time::{Duration, Instant};
 use podlink_protocol::txn::{Operation, Request, Requester, RequesterConfig};
 use podlink_protocol::wire::{AccelId, PartitionId, Vc};
+use std::cell::RefCell;
+use std::rc::Rc;
 
 /// A rogue requester: small tables, it sends at most a few dozen writes.
 pub(crate) type RogueRequester = Requester<64, 64, 16>;
@@ -39,7 +41,9 @@ impl Known {
 /// A rogue requester and where it sends.
 pub(crate) struct Rogue {
     pub end: u32,
-    pub req: Box<RogueRequester>,
+    /// Shared with the host of the endpoint it sits behind (`accelerator.model =
+    /// "endpoint"`), which sends its transfers.
+    pub req: Rc<RefCell<RogueRequester>>,
     pub dst: u32,
     pub addr: u64,
     pub count: u32,
@@ -372,12 +376,14 @@ impl FaultState {
 
     /// Whether a rogue requester on end `e` has requests waiting.
     pub fn rogue_waiting(&self, e: u32) -> bool {
-        self.rogues.iter().any(|r| r.end == e && r.req.queued() > 0)
+        self.rogues
+            .iter()
+            .any(|r| r.end == e && r.req.borrow().queued() > 0)
     }
 
     /// Whether any rogue requester has operations open.
     pub fn rogues_open(&self) -> bool {
-        self.rogues.iter().any(|r| r.req.ops_open() > 0)
+        self.rogues.iter().any(|r| r.req.borrow().ops_open() > 0)
     }
 }
 
@@ -429,12 +435,19 @@ impl Sim {
         rc.request_timeout = timeout;
         rc.queue_timeout = timeout;
         rc.tag_quarantine = Duration::ZERO;
+        if self.fault.is_none() {
+            return;
+        }
+        let req = Rc::new(RefCell::new(Requester::new(rc)));
+        if let Some(i) = self.accels.ep_index(end) {
+            self.accels.eps[i].host_mut().add_rogue(Rc::clone(&req));
+        }
         let Some(f) = self.fault.as_mut() else {
             return;
         };
         f.rogues.push(Rogue {
             end,
-            req: Box::new(Requester::new(rc)),
+            req,
             dst,
             addr,
             count,
@@ -467,7 +480,11 @@ impl Sim {
             vc: Vc::default(),
             op: Operation::WriteFull { addr, data: &data },
         };
-        if r.req.submit(Instant::from_ps(now), &req).is_ok() {
+        if r.req
+            .borrow_mut()
+            .submit(Instant::from_ps(now), &req)
+            .is_ok()
+        {
             r.result.sent += 1;
         }
         let (end, gap, more) = (r.end, r.gap_ps, r.result.sent < u64::from(r.count));
@@ -486,13 +503,14 @@ impl Sim {
         let t = Instant::from_ps(now);
         let mut timed_out = Vec::new();
         for r in &mut f.rogues {
-            if r.req.poll_timeout().is_some_and(|d| d <= t) {
-                r.req.handle_timeout(t);
+            let mut req = r.req.borrow_mut();
+            if req.poll_timeout().is_some_and(|d| d <= t) {
+                req.handle_timeout(t);
                 // A queue timeout may have emptied its queue.
                 timed_out.push(r.end);
             }
-            while r.req.poll_event().is_some() {}
-            while let Some(c) = r.req.poll_completion() {
+            while req.poll_event().is_some() {}
+            while let Some(c) = req.poll_completion() {
                 match c.result {
                     Ok(_) => r.result.answered += 1,
                     Err(_) => r.result.failed += 1,

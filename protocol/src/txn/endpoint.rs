@@ -88,6 +88,10 @@ pub struct EndpointConfig {
     /// `TlMessage::CreditTarget` naming it (`spec-notes/link.md` L12); the peer spends a VC's
     /// own credits first and the pool after.
     pub per_vc: Credits,
+    /// Request-command credits on each VC's own credits, VC by VC, in place of `per_vc`'s
+    /// (default `None`: `per_vc`'s on every VC): more on the VCs that carry requests, fewer
+    /// on the others. Still capped at the completer's response slots in all, VCs in order.
+    pub per_vc_req_cmds: Option<[u16; 4]>,
     /// Return credits at once when a class has this many pending.
     pub credit_return_threshold: u16,
     /// … otherwise this long after the first pending credit.
@@ -105,6 +109,7 @@ impl EndpointConfig {
             link: UaLinkConfig::default(),
             credits: Credits([64, 64, 256, 256]),
             per_vc: Credits::ZERO,
+            per_vc_req_cmds: None,
             credit_return_threshold: 8,
             credit_return_delay: Duration::from_ns(100),
         }
@@ -345,6 +350,16 @@ impl<
         self.credit_target = CreditTarget::Shared;
         self.tx_target = CreditTarget::Shared;
         self.drain_link_events();
+    }
+
+    /// Give up every operation of this port's requester now, in flight or queued: each
+    /// completes with [`TxnError::LinkDown`](super::TxnError::LinkDown), and a response that
+    /// still arrives for one is dropped ([`Requester::abort`]). For a port declared down
+    /// whose link will be reset before it carries anything again, so that nothing queued
+    /// here leaves after the operations that followed it went another way.
+    pub fn abort(&mut self, now: Instant) {
+        self.requester.abort(now);
+        self.drain_part_events();
     }
 
     // ---- inputs ----
@@ -626,6 +641,11 @@ fn receiver_config(cfg: &EndpointConfig, resp: usize) -> ReceiverConfig {
             } else {
                 cfg.per_vc
             };
+            if let (Some(cmds), CreditTarget::Vc(vc)) = (cfg.per_vc_req_cmds, t) {
+                if let Some(&n) = cmds.get(usize::from(vc.get())) {
+                    c.set(CreditClass::ReqCmd, n);
+                }
+            }
         }
     }
     // VCs keep their own request commands before the pool does: the cap goes over the
@@ -802,6 +822,14 @@ mod tests {
         p
     }
 
+    /// The request commands of each credit target (VC 0..=3, then the pool).
+    fn req_cmds(r: &ReceiverConfig) -> Vec<u16> {
+        r.capacity
+            .iter()
+            .map(|c| c.get(CreditClass::ReqCmd))
+            .collect()
+    }
+
     #[test]
     fn receiver_config_caps_request_commands() {
         let mut cfg = EndpointConfig::new(RequesterConfig::new(id(1)), CompleterConfig::new(id(1)));
@@ -813,14 +841,14 @@ mod tests {
         // the completer's 8 slots (3 + 3 + 2 + 0, pool 0).
         cfg.per_vc = Credits([3, 4, 16, 16]);
         let r = receiver_config(&cfg, 8);
-        let cmds: Vec<u16> = r
-            .capacity
-            .iter()
-            .map(|c| c.get(CreditClass::ReqCmd))
-            .collect();
-        assert_eq!(cmds, [3, 3, 2, 0, 0]);
+        assert_eq!(req_cmds(&r), [3, 3, 2, 0, 0]);
         assert_eq!(r.capacity[3], Credits([0, 4, 16, 16]));
         assert_eq!(r.capacity[4], Credits([0, 64, 256, 256]));
+        // VC by VC request commands replace `per_vc`'s, under the same cap.
+        cfg.per_vc_req_cmds = Some([1, 5, 0, 9]);
+        let r = receiver_config(&cfg, 8);
+        assert_eq!(req_cmds(&r), [1, 5, 0, 2, 0]);
+        assert_eq!(r.capacity[1], Credits([5, 4, 16, 16]));
         assert_eq!(target(Vc::default(), Pool::Shared), CreditTarget::Shared);
         assert_eq!(needs(Flow::Response, 2), Credits::response(2));
     }
@@ -1389,6 +1417,46 @@ mod tests {
             let now = p.now();
             p.a.submit(now, &read64(0)).unwrap();
             assert!(p.a.wants_transmit());
+        });
+    }
+
+    /// `abort` gives up an operation in flight and one still queued: both complete with
+    /// `LinkDown` at once, and the in-flight read's response, which still arrives, is
+    /// dropped rather than completing anything twice.
+    #[test]
+    fn abort_gives_up_in_flight_and_queued_operations() {
+        on_big_stack(|| {
+            let mut cfg =
+                EndpointConfig::new(RequesterConfig::new(id(2)), CompleterConfig::new(id(2)));
+            cfg.completer.response_delay = Duration::from_ns(500);
+            let mut p = pair_of(end(1), end_with(cfg));
+            p.drive(p.now() + Duration::from_us(5));
+            let start = p.now();
+            let sent = p.a.submit(start, &read64(0)).unwrap();
+            p.wake();
+            let t = start + Duration::from_us(20);
+            assert!(p.drive_until(t, |p| p.b.completer().pending() == 1));
+            let now = p.now();
+            let queued = p.a.submit(now, &read64(256)).unwrap();
+            p.a.abort(now);
+            let mut done: Vec<_> = core::iter::from_fn(|| p.a.poll_completion())
+                .map(|c| (c.id, c.result))
+                .collect();
+            done.sort_by_key(|d| d.0 .0);
+            assert_eq!(
+                done,
+                [
+                    (sent, Err(super::super::TxnError::LinkDown)),
+                    (queued, Err(super::super::TxnError::LinkDown))
+                ]
+            );
+            assert_eq!(p.a.requester().ops_open(), 0);
+            let t = p.now() + Duration::from_us(20);
+            assert!(
+                p.drive_until(t, |p| p.a.requester().stats().responses_dropped > 0),
+                "the late response arrives and is dropped"
+            );
+            assert!(p.a.poll_completion().is_none(), "nothing completes twice");
         });
     }
 }

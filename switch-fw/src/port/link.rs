@@ -254,9 +254,7 @@ fn credit_of(f: &TlField) -> Option<(CreditTarget, Credits)> {
     Some((target, needs))
 }
 
-/// Set a transfer's `pool` bit: where this hop's credits came from (`true`: the shared
-/// pool). Credits are per hop, so a port rewrites it when it forwards a frame.
-pub fn set_pool(f: &mut TlField, pool: bool) {
+pub(super) fn set_pool(f: &mut TlField, pool: bool) {
     match f {
         TlField::UncompressedRequest(r) => r.pool = pool,
         TlField::CompressedRequest(r) => r.pool = pool,

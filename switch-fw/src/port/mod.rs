@@ -26,7 +26,7 @@ mod link;
 mod rx;
 
 pub use self::link::{
-    set_pool, GrantError, LinkPort, LinkPortConfig, LinkPortStats, PeerIdentity, SendError,
+    GrantError, LinkPort, LinkPortConfig, LinkPortStats, PeerIdentity, SendError,
     DEVICE_TYPE_ACCELERATOR, DEVICE_TYPE_SWITCH,
 };
 pub use self::rx::RxFrame;
