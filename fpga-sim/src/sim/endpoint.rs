@@ -251,7 +251,7 @@ impl Sim {
     /// End `e`'s endpoint may send: one DL flit from `poll_transmit`, onto the wire.
     pub(crate) fn on_tx_ep(&mut self, e: u32, now: u64) {
         let ei = e as usize;
-        let before = self.before(e);
+        let before = self.trace.is_some().then(|| self.before(e));
         let slot = self.flits.take();
         let t = Instant::from_ps(now);
         let Some(i) = self.accels.ep_index(e) else {
@@ -264,7 +264,7 @@ impl Sim {
         let packed = ep.link().stats().tl_packed - packed_before;
         self.hot[ei].tl_submitted = ep.stats().tl_flits_sent;
         while ep.poll_event().is_some() {}
-        if self.trace.is_some() {
+        if let Some(before) = before {
             let after = self.before(e);
             if after.queued < before.queued || after.pending < before.pending {
                 if let Some(tr) = self.trace.as_mut() {
@@ -292,7 +292,7 @@ impl Sim {
 
     /// A DL flit from end `e` arrives at accelerator end `r`'s endpoint.
     pub(crate) fn arrive_ep(&mut self, e: u32, r: u32, now: u64) {
-        let before = self.before(r);
+        let before = self.trace.is_some().then(|| self.before(r));
         let wire = &mut self.wires[e as usize];
         let Some(f) = wire.flight.front() else {
             return;
@@ -309,7 +309,7 @@ impl Sim {
         if let Some(n) = wire.flight.front() {
             self.schedule(n.at, super::Ev::Arrive(e));
         }
-        self.ep_outputs(r, now, Some(before));
+        self.ep_outputs(r, now, before);
         self.arm_timer(r, now);
         self.kick_lazily(r, now);
     }
@@ -326,13 +326,13 @@ impl Sim {
 
     /// Carry out what accelerator end `r`'s endpoint produced: check read data, hand
     /// responses for a sibling port over, finish completed pieces, drop events (the
-    /// endpoint's counters keep them). With `before` (an arrival), trace marks for what
-    /// arrived.
+    /// endpoint's counters keep them). With `before` (an arrival while a trace is on),
+    /// trace marks for what arrived.
     fn ep_outputs(&mut self, r: u32, now: u64, before: Option<Before>) {
         let Some(i) = self.accels.ep_index(r) else {
             return;
         };
-        if let (Some(b), true) = (before, self.trace.is_some()) {
+        if let Some(b) = before {
             let after = self.before(r);
             let host = self.accels.eps[i].host();
             let response = !host.reads.is_empty() || !host.foreign.is_empty();
@@ -414,12 +414,12 @@ impl Sim {
             if e == r || self.switch_behind(e) != sw {
                 continue;
             }
-            let before = self.before(e);
+            let before = self.trace.is_some().then(|| self.before(e));
             let took = self
                 .ep_mut(e)
                 .is_some_and(|ep| ep.handle_foreign_response(Instant::from_ps(now), &f.transfer()));
             if took {
-                self.ep_outputs(e, now, Some(before));
+                self.ep_outputs(e, now, before);
                 self.kick_lazily(e, now);
                 return;
             }
