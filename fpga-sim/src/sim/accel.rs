@@ -1,6 +1,7 @@
-//! Accelerators: workload sources, operations split into requests, the requester and completer
-//! of each port, and the integrity checks on everything that comes back
-//! (`spec-notes/simulator.md#accelerators`).
+//! Accelerators: workload sources, operations split into requests, the integrity checks on
+//! everything that comes back, and the composed model's requester and completer of each port
+//! (`accelerator.model = "composed"`; the default, an endpoint per port, is in
+//! [`super::endpoint`]; `spec-notes/simulator.md#accelerators`).
 
 use super::check::{pattern, IntMap, Reference};
 use super::endpoint::Ep;
@@ -136,10 +137,8 @@ impl Accels {
         let table = partition_table(fabric);
         for (a, p) in fabric.accel_ports.iter().enumerate() {
             nports.push(p.len() as u32);
-            for k in 0..p.len() {
-                if !composed {
-                    continue;
-                }
+            let built = if composed { p.len() } else { 0 };
+            for k in 0..built {
                 let (rc, cc) = port_configs(pod, fabric, a, k);
                 ports.push(AccelPort {
                     req: Requester::new(rc),
