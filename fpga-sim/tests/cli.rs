@@ -117,6 +117,19 @@ fn bad_input_exits_2_naming_the_problem() {
         err.contains("bad.toml:6") && err.contains("link.lanes"),
         "{err}"
     );
+    // An accelerator model that does not exist: the line and the models that do.
+    std::fs::write(
+        &pod,
+        "name = \"bad\"\n[topology]\nkind = \"single-switch\"\naccelerators = 4\n[accelerator]\nmodel = \"bogus\"\n",
+    )
+    .unwrap();
+    let out = bin().arg("run").arg(&pod).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.toml:6") && err.contains("bogus") && err.contains("composed"),
+        "{err}"
+    );
     for args in [
         vec!["run", "--preset", "nope"],
         vec!["run", "--duration", "3 parsecs"],

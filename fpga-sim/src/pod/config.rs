@@ -912,6 +912,21 @@ mod tests {
         assert!(PodFile::parse(&text, "p").is_ok());
     }
 
+    /// Accelerator ports are endpoints unless the pod file asks for the composed model.
+    #[test]
+    fn accelerator_model_defaults_to_the_endpoint() {
+        assert_eq!(
+            PodFile::parse(GOOD, "p").unwrap().accelerator.model,
+            AccelModel::Endpoint
+        );
+        let text = format!("{GOOD}[accelerator]\nmodel = \"composed\"\n");
+        let pod = PodFile::parse(&text, "p").unwrap();
+        assert_eq!(pod.accelerator.model, AccelModel::Composed);
+        let text = format!("{GOOD}[accelerator]\nmodel = \"endpoints\"\n");
+        let e = PodFile::parse(&text, "p").unwrap_err();
+        assert_eq!(e.line, Some(6), "{e}");
+    }
+
     #[test]
     fn workload_checks() {
         let text = format!("{GOOD}[[workloads]]\npattern = \"hotspot\"\n");

@@ -275,17 +275,16 @@ impl Sim {
         self.arm_timer(e, now);
         if !sent {
             self.flits.put(slot);
-            let ep = &self.accels.eps[i];
             if self.hot[ei].stall_since.is_none()
-                && ep.state() == podlink_protocol::retry::LinkState::Up
-                && ep.wants_transmit()
+                && self.accels.eps[i].state() == podlink_protocol::retry::LinkState::Up
+                && self.wants_tx(e)
             {
                 self.hot[ei].stall_since = Some(now);
             }
             return;
         }
         self.launch(e, now, slot, packed);
-        if self.accels.eps[i].wants_transmit() {
+        if self.wants_tx(e) {
             self.kick_lazily(e, now);
         }
     }

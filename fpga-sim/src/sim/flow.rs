@@ -115,7 +115,7 @@ impl Sim {
     /// Whether end `e`'s transmitter may send something now: its link has a DL flit to
     /// give or TL data waits ([`Sim::source_waiting`]); an endpoint answers for itself
     /// (`Endpoint::wants_transmit`, which does not see a rogue requester behind it).
-    fn wants_tx(&self, e: u32) -> bool {
+    pub(crate) fn wants_tx(&self, e: u32) -> bool {
         match self.ep(e) {
             Some(ep) => ep.wants_transmit() || ep.host().rogue_waiting(),
             None => self.source_waiting(e) || self.txs[e as usize].link.has_transmit(),
