@@ -561,7 +561,8 @@ mod tests {
     /// release: the request commands of [`request_grants`] on each VC (the pod's workloads
     /// use VC 0 only here), nothing in the shared pool, the pod's grant in the other
     /// classes. Under a load of 64 B reads heavy enough to use them all, the endpoints'
-    /// completers are never busy and nothing is refused, overrun or lost.
+    /// completers are never busy and nothing is refused, overrun or lost; once the run has
+    /// settled, every credit spent either way is back, none twice.
     #[test]
     fn the_switch_learns_an_endpoints_grant() {
         let mut pod = endpoint_pod("single-switch-16");
@@ -590,6 +591,15 @@ mod tests {
                 assert_eq!(c.grant(CreditTarget::Shared, class), 0);
             }
             let ep = sim.ep(e as u32).expect("an endpoint");
+            // Settled: every credit spent either way came back, once.
+            for t in CreditTarget::ALL {
+                for class in CreditClass::ALL {
+                    assert_eq!(c.available(t, class), c.grant(t, class), "switch end {s}");
+                    let back = ep.credit_sender();
+                    assert_eq!(back.available(t, class), back.grant(t, class), "end {e}");
+                }
+            }
+            assert_eq!(c.stats().return_above_grant, 0, "switch end {s}");
             let st = ep.stats();
             assert_eq!(
                 (st.overruns, st.busy_drops, st.bad_releases),
