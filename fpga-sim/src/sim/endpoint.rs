@@ -1,5 +1,5 @@
 //! Accelerator ports as the protocol crate's `txn::Endpoint`, unchanged
-//! (`accelerator.model = "endpoint"`; `spec-notes/simulator.md#accelerators`).
+//! (`accelerator.model = "endpoint"`, the default; `spec-notes/simulator.md#accelerators`).
 //!
 //! The model only carries out the endpoint's outputs: it hands each port the DL flits that
 //! arrive ([`Endpoint::handle_frame`]), wakes it at its deadline
@@ -7,7 +7,9 @@
 //! and submits the workload's requests. Requesting, completing, TL packing, credits both
 //! ways and the link all happen inside the endpoint. The port's host ([`Host`]) is the
 //! accelerator's sparse memory (shared by its ports) and a sink that keeps read data and
-//! responses for a sibling port until the model has checked or handed them on.
+//! responses for a sibling port until the model has checked or handed them on; a rogue
+//! requester of a fault plan sits behind it. Faults reach the endpoint through its own
+//! inputs (`handle_link_down`/`up`, `reset`, `abort`, `set_credits_withheld`).
 
 use super::accel::{OPS, QUEUE, TAGS};
 use super::check::{IntMap, SparseMem};
