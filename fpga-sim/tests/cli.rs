@@ -105,27 +105,21 @@ fn bad_input_exits_2_naming_the_problem() {
     let dir = tmp("bad");
     std::fs::create_dir_all(&dir).unwrap();
     let pod = dir.join("bad.toml");
-    std::fs::write(
-        &pod,
-        "name = \"bad\"\n[topology]\nkind = \"single-switch\"\naccelerators = 4\n[link]\nlanes = 3\n",
-    )
-    .unwrap();
-    let out = bin().arg("run").arg(&pod).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    // Run a pod file whose last line is `tail`: refused with exit 2; the message.
+    let refused = |tail: &str| {
+        let head = "name = \"bad\"\n[topology]\nkind = \"single-switch\"\naccelerators = 4\n";
+        std::fs::write(&pod, format!("{head}{tail}")).unwrap();
+        let out = bin().arg("run").arg(&pod).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{tail}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = refused("[link]\nlanes = 3\n");
     assert!(
         err.contains("bad.toml:6") && err.contains("link.lanes"),
         "{err}"
     );
     // An accelerator model that does not exist: the line and the models that do.
-    std::fs::write(
-        &pod,
-        "name = \"bad\"\n[topology]\nkind = \"single-switch\"\naccelerators = 4\n[accelerator]\nmodel = \"bogus\"\n",
-    )
-    .unwrap();
-    let out = bin().arg("run").arg(&pod).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused("[accelerator]\nmodel = \"bogus\"\n");
     assert!(
         err.contains("bad.toml:6") && err.contains("bogus") && err.contains("composed"),
         "{err}"
