@@ -107,23 +107,6 @@ impl Host {
     }
 }
 
-/// An owned copy of transfer `t`.
-fn frame_of(t: &TlTransfer<'_>) -> Frame {
-    let mut f = Frame {
-        field: t.field,
-        len: 0,
-        data: [0; 256],
-        be: t.byte_enables.copied(),
-        poisoned: t.poisoned,
-        ingress: 0,
-        trace: false,
-    };
-    let n = t.data.len().min(256);
-    f.data[..n].copy_from_slice(&t.data[..n]);
-    f.len = n as u16;
-    f
-}
-
 impl MemoryTarget for Host {
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), TargetError> {
         self.mem.borrow_mut().of(self.a).read(addr, buf)
@@ -147,7 +130,7 @@ impl ReadSink for Host {
         if !self.siblings {
             return false;
         }
-        self.foreign.push(frame_of(r));
+        self.foreign.push(Frame::of(r, 0));
         true
     }
 
@@ -159,7 +142,7 @@ impl ReadSink for Host {
         let f = self.rogues.iter().find_map(|r| {
             let mut req = r.borrow_mut();
             req.poll_transmit(now, &mut &mut *credits)
-                .map(|t| frame_of(&t))
+                .map(|t| Frame::of(&t, 0))
         })?;
         Some(self.extra.insert(f).transfer())
     }

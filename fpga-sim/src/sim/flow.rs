@@ -116,10 +116,7 @@ impl Sim {
     /// give or TL data waits ([`Sim::source_waiting`]); an endpoint answers for itself
     /// (`Endpoint::wants_transmit`, which does not see a rogue requester behind it).
     pub(crate) fn wants_tx(&self, e: u32) -> bool {
-        match self.ep(e) {
-            Some(ep) => ep.wants_transmit() || ep.host().rogue_waiting(),
-            None => self.source_waiting(e) || self.txs[e as usize].link.has_transmit(),
-        }
+        self.source_waiting(e) || (self.ep(e).is_none() && self.txs[e as usize].link.has_transmit())
     }
 
     /// Whether end `e` has TL data waiting to be sent: in its link's queue, its TL packer,

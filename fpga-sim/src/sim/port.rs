@@ -314,6 +314,34 @@ pub struct Frame {
 }
 
 impl Frame {
+    /// An owned copy of transfer `t`, arrived on end `ingress`.
+    pub fn of(t: &TlTransfer<'_>, ingress: u32) -> Frame {
+        let mut f = Frame {
+            field: t.field,
+            len: 0,
+            data: [0; 256],
+            be: None,
+            poisoned: 0,
+            ingress,
+            trace: false,
+        };
+        f.copy_from(t, ingress);
+        f
+    }
+
+    /// Make this frame a copy of transfer `t`, arrived on end `ingress` (only its data bytes
+    /// are copied).
+    pub fn copy_from(&mut self, t: &TlTransfer<'_>, ingress: u32) {
+        let n = t.data.len().min(256);
+        self.field = t.field;
+        self.len = n as u16;
+        self.data[..n].copy_from_slice(&t.data[..n]);
+        self.be = t.byte_enables.copied();
+        self.poisoned = t.poisoned;
+        self.ingress = ingress;
+        self.trace = false;
+    }
+
     /// The transfer, borrowing the data.
     pub fn transfer(&self) -> TlTransfer<'_> {
         TlTransfer {
@@ -349,32 +377,18 @@ impl FrameSlab {
     /// Store a copy of transfer `t` that arrived on `ingress` (only its data bytes are
     /// copied); returns its handle.
     pub fn alloc_transfer(&mut self, t: &TlTransfer<'_>, ingress: u32) -> u32 {
-        let h = match self.free.pop() {
-            Some(h) => h,
+        match self.free.pop() {
+            Some(h) => {
+                if let Some(f) = self.frames.get_mut(h as usize) {
+                    f.copy_from(t, ingress);
+                }
+                h
+            }
             None => {
-                self.frames.push(Frame {
-                    field: t.field,
-                    len: 0,
-                    data: [0; 256],
-                    be: None,
-                    poisoned: 0,
-                    ingress,
-                    trace: false,
-                });
+                self.frames.push(Frame::of(t, ingress));
                 (self.frames.len() - 1) as u32
             }
-        };
-        if let Some(f) = self.frames.get_mut(h as usize) {
-            let n = t.data.len().min(256);
-            f.field = t.field;
-            f.len = n as u16;
-            f.data[..n].copy_from_slice(&t.data[..n]);
-            f.be = t.byte_enables.copied();
-            f.poisoned = t.poisoned;
-            f.ingress = ingress;
-            f.trace = false;
         }
-        h
     }
 
     /// Release a handle.
