@@ -1,5 +1,13 @@
 //! `podlink-sim`: the podlink pod simulator.
 
+/// jemalloc, built to ask for transparent huge pages (`.cargo/config.toml`,
+/// `JEMALLOC_SYS_WITH_MALLOC_CONF`): a large pod's per-port state is touched at random, and
+/// 2 MB pages spare most of the TLB misses (spec-notes/performance.md, session 18). The
+/// simulation does not depend on the allocator: outputs are byte-identical.
+#[cfg(target_os = "linux")]
+#[global_allocator]
+static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 use clap::{Parser, Subcommand};
 use podlink_sim::pod::config::Pattern;
 use podlink_sim::pod::{presets, topology::Fabric, PodFile};
