@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
 RISCV=riscv32imac-unknown-none-elf
-step() { printf '\n==> %s\n' "$*"; }
+step() { printf '\n==> %s (%s)\n' "$*" "$(date +%T)"; }
 
 step "toolchain setup"
 if ! rustup target list --installed | grep -qx "$RISCV"; then
@@ -85,4 +85,4 @@ else
   exit 1
 fi
 
-printf '\nall checks passed\n'
+printf '\nall checks passed (%s)\n' "$(date +%T)"
