@@ -15,10 +15,11 @@
 //! level, a link down for half a request timeout or more, credits withheld as long).
 //!
 //! `FAULT_MIX_PLANS=N` runs N plans per pod instead of the default few (the plans are the same
-//! for the same N: plan k is built from seed k). `FAULT_MIX_PRESET=name` runs them on a preset
-//! (with the conformance pods' timeout and workload), `FAULT_MIX_POD=path.toml` on a pod file
-//! as it is. `FAULT_MIX_HARSH=1` draws harsher plans: up to 12 faults, error rates up to
-//! 1e-4, links that flap several times in a row. `FAULT_MIX_MODEL=endpoint` (or `composed`)
+//! for the same N: plan k is built from seed k); `FAULT_MIX_FROM=K` starts them at plan K
+//! (plans 1..N otherwise). `FAULT_MIX_PRESET=name` runs them on a preset (with the
+//! conformance pods' timeout and workload), `FAULT_MIX_POD=path.toml` on a pod file as it is.
+//! `FAULT_MIX_HARSH=1` draws harsher plans: up to 12 faults, error rates up to 1e-4, links
+//! that flap several times in a row. `FAULT_MIX_MODEL=endpoint` (or `composed`)
 //! runs every pod with that accelerator model (`accelerator.model`).
 
 use podlink_sim::conformance::scenarios;
@@ -286,7 +287,12 @@ fn busy_pod() -> PodFile {
 }
 
 fn check_plans(count: u64, only: Option<u64>) {
-    let plans: Vec<u64> = (1..=count)
+    // FAULT_MIX_FROM=K: plans K..K+N-1 instead of 1..N (a soak on plans not run before).
+    let from = std::env::var("FAULT_MIX_FROM")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1u64);
+    let plans: Vec<u64> = (from..from.saturating_add(count))
         .filter(|k| only.is_none_or(|o| o == *k))
         .collect();
     let bad = check(&pods(), &plans, |_, _| {});
