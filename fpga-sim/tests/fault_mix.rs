@@ -51,6 +51,14 @@ const DURATION_PS: u64 = 8 * US;
 
 /// A random plan for `pod`; returns it and whether it may make operations fail.
 fn plan(pod: &PodFile, seed: u64) -> (FaultPlan, bool) {
+    // FAULT_MIX_HARSH=1: more faults per plan, error rates up to 1e-4 and links that flap
+    // again and again.
+    let harsh = std::env::var("FAULT_MIX_HARSH").is_ok_and(|v| v == "1");
+    plan_with(pod, seed, harsh)
+}
+
+/// [`plan`], harsh or not whatever the environment says.
+fn plan_with(pod: &PodFile, seed: u64, harsh: bool) -> (FaultPlan, bool) {
     let fabric = Fabric::build(pod);
     let timeout_ps = (pod.accelerator.timeout_us * 1e6) as u64;
     let mut g = Gen(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ 0x5eed);
@@ -72,9 +80,6 @@ fn plan(pod: &PodFile, seed: u64) -> (FaultPlan, bool) {
         ..FaultPlan::default()
     };
     let mut may_fail = false;
-    // FAULT_MIX_HARSH=1: more faults per plan, error rates up to 1e-4 and links that flap
-    // again and again.
-    let harsh = std::env::var("FAULT_MIX_HARSH").is_ok_and(|v| v == "1");
     let n = 1 + g.below(if harsh { 12 } else { 5 });
     for _ in 0..n {
         let at_ps = g.below(DURATION_PS);
@@ -595,4 +600,42 @@ fn given_up_not_overtaken(pod: &PodFile) {
         i.first_problems
     );
     assert!(s.drained && s.conservation.ok);
+}
+
+/// KNOWN BUG, not fixed (ignored so that CI stays green; run it with `cargo test --release -p
+/// podlink-sim --test fault_mix -- --ignored`): harsh plan 11057 on the busy leaf/spine pod,
+/// reduced to the eight faults that matter, returns two stale reads ("read of accelerator 5
+/// line 0x10600: data differs from write 12508", "read of accelerator 6 line 0x1b700: data
+/// differs from write 10727"). The mix: accelerators 0 and 6 withhold VC 0's credits for 5 and
+/// 11 µs (about 2,500 operations time out), spine 0's link to port 3 is down for 2 µs and
+/// then flagged by its health monitor, and switch 1's port 5 fails. Found by a soak
+/// (`FAULT_MIX_FROM=11001 FAULT_MIX_PLANS=80 FAULT_MIX_HARSH=1`) in session 19.
+#[test]
+#[ignore = "known stale read under withheld credits and a port failure on leaf/spine (plan 11057)"]
+fn known_stale_read_plan_11057() {
+    let pod = busy_pod();
+    let (mut faults, _) = plan_with(&pod, 11057, true);
+    let keep = [5usize, 8, 9, 10, 12, 13, 25, 26];
+    faults.faults = faults
+        .faults
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| keep.contains(i))
+        .map(|(_, f)| *f)
+        .collect();
+    let opts = Options {
+        seed: 11057,
+        duration_ps: DURATION_PS,
+        warmup_ps: US,
+        faults,
+        ..Options::default()
+    };
+    let r = run(&pod, &opts, |_, _| {}).expect("runs");
+    let i = &r.summary.integrity;
+    assert_eq!(
+        (i.mismatches, i.atomic_errors, i.duplicates, i.lost),
+        (0, 0, 0, 0),
+        "{:?}",
+        i.first_problems
+    );
 }
