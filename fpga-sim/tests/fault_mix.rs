@@ -309,6 +309,28 @@ fn check_plans(count: u64, only: Option<u64>) {
     );
 }
 
+/// Keep only the faults of `plan` at positions `keep` (to find which ones matter).
+fn keep_only(plan: &mut FaultPlan, keep: &[usize]) {
+    plan.faults = plan
+        .faults
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| keep.contains(i))
+        .map(|(_, f)| *f)
+        .collect();
+}
+
+/// The options of a fault-mix run of plan `k`.
+fn mix_options(k: u64, faults: FaultPlan) -> Options {
+    Options {
+        seed: k,
+        duration_ps: DURATION_PS,
+        warmup_ps: US,
+        faults,
+        ..Options::default()
+    }
+}
+
 /// Run plans `plans` on every pod of `pods`; the runs that break a rule, in words. `seen`
 /// gets every run's plan number and fault report.
 fn check(
@@ -323,21 +345,9 @@ fn check(
             // FAULT_MIX_KEEP=0,2: only those faults of the plan (to find which one matters).
             if let Ok(keep) = std::env::var("FAULT_MIX_KEEP") {
                 let keep: Vec<usize> = keep.split(',').filter_map(|x| x.parse().ok()).collect();
-                faults.faults = faults
-                    .faults
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| keep.contains(i))
-                    .map(|(_, f)| *f)
-                    .collect();
+                keep_only(&mut faults, &keep);
             }
-            let opts = Options {
-                seed: k,
-                duration_ps: DURATION_PS,
-                warmup_ps: US,
-                faults: faults.clone(),
-                ..Options::default()
-            };
+            let opts = mix_options(k, faults.clone());
             let r = match run(pod, &opts, |_, _| {}) {
                 Ok(r) => r,
                 Err(e) => {
@@ -615,22 +625,8 @@ fn given_up_not_overtaken(pod: &PodFile) {
 fn known_stale_read_plan_11057() {
     let pod = busy_pod();
     let (mut faults, _) = plan_with(&pod, 11057, true);
-    let keep = [5usize, 8, 9, 10, 12, 13, 25, 26];
-    faults.faults = faults
-        .faults
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| keep.contains(i))
-        .map(|(_, f)| *f)
-        .collect();
-    let opts = Options {
-        seed: 11057,
-        duration_ps: DURATION_PS,
-        warmup_ps: US,
-        faults,
-        ..Options::default()
-    };
-    let r = run(&pod, &opts, |_, _| {}).expect("runs");
+    keep_only(&mut faults, &[5, 8, 9, 10, 12, 13, 25, 26]);
+    let r = run(&pod, &mix_options(11057, faults), |_, _| {}).expect("runs");
     let i = &r.summary.integrity;
     assert_eq!(
         (i.mismatches, i.atomic_errors, i.duplicates, i.lost),
