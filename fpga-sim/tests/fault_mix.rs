@@ -612,17 +612,18 @@ fn given_up_not_overtaken(pod: &PodFile) {
     assert!(s.drained && s.conservation.ok);
 }
 
-/// KNOWN BUG, not fixed (ignored so that CI stays green; run it with `cargo test --release -p
-/// podlink-sim --test fault_mix -- --ignored`): harsh plan 11057 on the busy leaf/spine pod,
-/// reduced to the eight faults that matter, returns two stale reads ("read of accelerator 5
-/// line 0x10600: data differs from write 12508", "read of accelerator 6 line 0x1b700: data
-/// differs from write 10727"). The mix: accelerators 0 and 6 withhold VC 0's credits for 5 and
-/// 11 µs (about 2,500 operations time out), spine 0's link to port 3 is down for 2 µs and
-/// then flagged by its health monitor, and switch 1's port 5 fails. Found by a soak
-/// (`FAULT_MIX_FROM=11001 FAULT_MIX_PLANS=80 FAULT_MIX_HARSH=1`) in session 19.
+/// Harsh plan 11057 on the busy leaf/spine pod, reduced to the eight faults that matter,
+/// returned two stale reads until diverted trunk flows were held for another settling window
+/// (`spec-notes/switch.md#settling`). The mix: accelerators 0 and 6 withhold VC 0's credits
+/// for 5 and 11 µs (about 2,500 operations time out), spine 0's port 3 is down for 2 µs and
+/// then flagged by its health monitor, and switch 1's port 5 fails. When spine 0's port 3
+/// came back, accelerator 1's requests to accelerator 5's region 0x106 kept going by port 2
+/// while it was joining, waited there for microseconds behind the credit stall, and the
+/// region's next read went by port 3 as soon as the first window ended, ahead of a write sent
+/// before it ("read of accelerator 5 line 0x10600: data differs from write 12508"). Found by a
+/// soak (`FAULT_MIX_FROM=11001 FAULT_MIX_PLANS=80 FAULT_MIX_HARSH=1`) in session 19.
 #[test]
-#[ignore = "known stale read under withheld credits and a port failure on leaf/spine (plan 11057)"]
-fn known_stale_read_plan_11057() {
+fn diverted_while_joining_plan_11057() {
     let pod = busy_pod();
     let (mut faults, _) = plan_with(&pod, 11057, true);
     keep_only(&mut faults, &[5, 8, 9, 10, 12, 13, 25, 26]);

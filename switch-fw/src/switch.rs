@@ -261,6 +261,17 @@ impl SrcOrder {
 /// Tags per requester (11-bit tags).
 const TAGS: usize = 2048;
 
+/// Buckets (by flow hash) of hashed flows for settling after a port comes back: a bucket
+/// whose flows were diverted off a joining port in one settling window keeps away from
+/// joining ports in the next one too (`spec-notes/switch.md#settling`). One bit each.
+const DIVERT_BUCKETS: u32 = u32::BITS;
+
+/// The divert bucket of a flow hash as a one-bit mask (from the low bits: the way is chosen
+/// by the high ones).
+const fn divert_bucket(hash: u32) -> u32 {
+    1 << (hash % DIVERT_BUCKETS)
+}
+
 /// Per port with an accelerator attached, per tag: the request is unanswered (`open`) and
 /// the parity of the generation that counts it (`odd`).
 struct TagTable<const PORTS: usize> {
@@ -351,14 +362,21 @@ pub struct Switch<const PORTS: usize = MAX_PORTS, P: PortIndex = u8> {
     counters: Counters<PORTS>,
     events: Deque<Event, EVENT_QUEUE>,
     tx_rr: u16,
-    /// Per port: it came back (up, or out of Failed) within the policy's `settle` time, and
-    /// hashed flows keep away from it (`spec-notes/switch.md#settling`); all false when
-    /// `unsettled` is false.
+    /// Per port: it came back (up, or out of Failed) and has not settled yet: hashed flows
+    /// of held buckets keep away from it (`spec-notes/switch.md#settling`); all false when
+    /// no bucket is held.
     joining: [bool; PORTS],
-    /// Some port is joining.
-    unsettled: bool,
-    /// When the joining ports settle.
+    /// When the current settling window ends (windows last `policy.settle`; the first one
+    /// starts at the switch's clock when the last port came back).
     settle_until: Instant,
+    /// One bit per bucket of hashed flows (by flow hash): the bucket's flows keep away from
+    /// joining ports in this window. All at first; then the buckets diverted in the window
+    /// before (see `diverted`). None once every port has settled (nothing is joining).
+    held: u32,
+    /// One bit per bucket: a flow of the bucket was sent in this window to another way than
+    /// its settled one, because that one was joining. Its diverted requests may still be
+    /// queued on the other way, so the bucket is held for the next window too.
+    diverted: u32,
     /// The time of the last frame handed to [`Switch::forward`] (settling is counted from
     /// there: nothing the switch sent can be younger).
     clock: Instant,
@@ -449,8 +467,9 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
             events: Deque::new(),
             tx_rr: 0,
             joining: [false; PORTS],
-            unsettled: false,
             settle_until: Instant::ZERO,
+            held: 0,
+            diverted: 0,
             clock: Instant::ZERO,
         }
     }
@@ -819,16 +838,36 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
         }
         if let Some(m) = self.joining.get_mut(usize::from(port)) {
             *m = true;
-            self.unsettled = true;
-            self.settle_until = self.clock + self.policy.settle;
+            // Every bucket is held in the first window. (A bucket diverted before keeps its
+            // way at least until this window ends, `policy.settle` after the diversion.)
+            self.open_window(!0);
         }
     }
 
-    /// The settling time is over: every port has joined.
+    /// Start a settling window of `policy.settle` from the switch's clock in which the
+    /// buckets `held` keep away from joining ports.
     #[inline(never)]
+    fn open_window(&mut self, held: u32) {
+        self.held = held;
+        self.diverted = 0;
+        self.settle_until = self.clock + self.policy.settle;
+    }
+
+    /// A settling window is over (found by the first frame after it): the buckets diverted
+    /// in it are held for one more window from now; if there were none, every port has
+    /// joined. (After a time with nothing forwarded, that is one window more than needed.)
     fn settle(&mut self) {
-        self.joining = [false; PORTS];
-        self.unsettled = false;
+        let diverted = self.diverted;
+        if diverted == 0 {
+            self.joining = [false; PORTS];
+        }
+        // (No bucket held: no window.)
+        self.open_window(diverted);
+    }
+
+    /// Some port is joining.
+    fn unsettled(&self) -> bool {
+        self.held != 0
     }
 
     /// Whether port `p` came back recently and hashed flows still keep away from it.
@@ -840,25 +879,45 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
     /// first usable way that is not joining, else the first usable one. A flow that moved
     /// off a way while it was lost keeps the way it moved to until the way has settled: its
     /// requests queued there must not be overtaken.
+    ///
+    /// Requests diverted so *while* the way is joining are in the same position. Settling
+    /// goes by windows of `policy.settle`: in the first (from the last frame before the port
+    /// came back) every bucket of flows is held away from joining ports; in each next one,
+    /// the buckets diverted in the window before. A flow returns to its hash way only once a
+    /// whole window passed without a diversion in its bucket, `policy.settle` or more after
+    /// its last diverted request (which its requester has then answered or given up on).
     #[inline(never)]
-    fn settled_hash(&self, ways: &[P], hash: u32, vc: u8) -> Result<P, DropReason> {
+    fn settled_hash(
+        &self,
+        ways: &[P],
+        hash: u32,
+        vc: u8,
+        diverted: &mut u32,
+    ) -> Result<P, DropReason> {
         let scores = self.scores(vc);
         let n = ways.len();
         let start = ((u64::from(hash) * n as u64) >> 32) as usize;
-        let mut joining = Err(DropReason::Unreachable);
+        let bucket = divert_bucket(hash);
+        let avoid = self.held & bucket != 0;
+        // The first usable way (the settled choice), and while the bucket is held the first
+        // usable one that is not joining.
+        let mut first = Err(DropReason::Unreachable);
         for k in 0..n {
             let p = ways.get((start + k) % n).copied().unwrap_or(P::NONE);
             if map_at::<P>(scores, p).unwrap_or(0) == 0 {
                 continue;
             }
-            if !self.joining(p.get()) {
+            if !avoid || !self.joining(p.get()) {
+                if first.is_ok() {
+                    *diverted = bucket;
+                }
                 return Ok(p);
             }
-            if joining.is_err() {
-                joining = Ok(p);
+            if first.is_err() {
+                first = Ok(p);
             }
         }
-        joining
+        first
     }
 
     /// The next time [`Switch::handle_timeout`] has work (end of the health window, or a
@@ -978,12 +1037,13 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
     /// The [`DropReason`] when the frame must be dropped.
     #[inline]
     pub fn decide(&self, ingress: u16, h: &Header) -> Result<u16, DropReason> {
-        self.decide_port(ingress, h).map(P::get)
+        self.decide_port(ingress, h, &mut 0).map(P::get)
     }
 
-    /// [`Switch::decide`], the port as stored.
+    /// [`Switch::decide`], the port as stored; sets `diverted` to the flow's divert bucket if
+    /// a hashed flow was sent off a joining port (see `settled_hash`).
     #[inline(always)]
-    fn decide_port(&self, ingress: u16, h: &Header) -> Result<P, DropReason> {
+    fn decide_port(&self, ingress: u16, h: &Header, diverted: &mut u32) -> Result<P, DropReason> {
         if h.kind == FrameKind::LinkLocal {
             return Err(DropReason::LinkLocal);
         }
@@ -1057,8 +1117,8 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
                         return stick_hash(d.ways(), hash, score).and(Err(DropReason::PinLost));
                     }
                 } else if src.hashed_at(slot) || (!own && self.pin_live(pin)) {
-                    let way = if self.unsettled {
-                        self.settled_hash(d.ways(), hash, h.vc.get())
+                    let way = if self.unsettled() {
+                        self.settled_hash(d.ways(), hash, h.vc.get(), diverted)
                     } else {
                         stick_hash(d.ways(), hash, score)
                     };
@@ -1074,8 +1134,8 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
             } else if adaptive {
                 // A trunk: the source's answers need not pass here, so no pin can be proved
                 // free; the flow's hash port keeps its requests in order.
-                return if self.unsettled {
-                    self.settled_hash(d.ways(), hash, h.vc.get())
+                return if self.unsettled() {
+                    self.settled_hash(d.ways(), hash, h.vc.get(), diverted)
                 } else {
                     stick_hash(d.ways(), hash, score)
                 };
@@ -1280,16 +1340,22 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
         if let Some(c) = self.counters.ports.get_mut(usize::from(ingress)) {
             c.rx_frames = c.rx_frames.wrapping_add(1);
         }
-        if self.unsettled && now >= self.settle_until {
+        self.clock = now;
+        if self.unsettled() && now >= self.settle_until {
             self.settle();
         }
-        self.clock = now;
         let h = frame.header;
         let mut retried = false;
+        let mut diverted = 0;
         // (One call site: the decision is inlined once.)
         let stored = loop {
-            match self.decide_port(ingress, &h) {
-                Ok(p) => break p,
+            match self.decide_port(ingress, &h, &mut diverted) {
+                Ok(p) => {
+                    // A hashed flow sent off a joining port: its bucket keeps away from
+                    // joining ports for the settle time from now (see `settled_hash`).
+                    self.diverted |= diverted;
+                    break p;
+                }
                 // A request with a tag still open here tells that its requester gave up on
                 // the earlier request with that tag: release it, which may end the pin that
                 // held this one back, and decide again.

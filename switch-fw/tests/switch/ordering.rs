@@ -548,11 +548,34 @@ fn test_revived_way_rejoins_hashing_after_settling() {
             "stays on the way it used while {p} was down"
         );
     }
-    // The settle time counts from the last frame forwarded before the port came back.
-    let back = sw
-        .forward(t1 + settle + ns, 4, frame(4, h), &mut ports)
-        .unwrap()
-        .port();
+    // The first window of the settle time counts from the last frame forwarded before the
+    // port came back. The flow was diverted in it (its requests sent to `q` while `p` was
+    // joining may still be queued there), so it stays on `q` for one more window, and so
+    // does a request sent in that one.
+    let w2 = t1 + settle + ns;
+    let r = sw.forward(w2, 4, frame(4, h), &mut ports);
+    assert_eq!(
+        r.unwrap().port(),
+        q,
+        "diverted while joining: held one more window"
+    );
+    assert!(sw.joining(p));
+    // A whole window without a request of the flow ends its hold (windows are found by the
+    // next frame: here answers, which are never hashed).
+    let answer = Header::response(Some(aid(110)), aid(0), vc(0));
+    let w3 = w2 + settle + ns;
+    assert_eq!(
+        sw.forward(w3, 4, frame(5, answer), &mut ports)
+            .unwrap()
+            .port(),
+        0
+    );
+    assert!(
+        sw.joining(p),
+        "diverted in the second window: held in the third"
+    );
+    let w4 = w3 + settle + ns;
+    let back = sw.forward(w4, 4, frame(6, h), &mut ports).unwrap().port();
     assert_eq!(back, p, "settled: back on its hash way");
     assert!(!sw.joining(p));
     // Only way left that is joining: taken rather than dropping the flow.
