@@ -564,6 +564,13 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
         Self::flow_index(h)
     }
 
+    /// The settling bucket of `h`'s flow, and whether the bucket is held away from joining
+    /// ports now (diagnostics and tests; `spec-notes/switch.md#settling`).
+    pub fn settle_bucket(&self, h: &Header) -> (u32, bool) {
+        let b = divert_bucket(flow_hash(h));
+        (b.trailing_zeros(), self.held & b != 0)
+    }
+
     /// Requests from `src` forwarded here and not yet answered (as counted by the ordering
     /// rule).
     pub fn unanswered(&self, src: AccelId) -> u32 {
@@ -814,6 +821,10 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
             src.fence = src.gen;
             src.fenced = true;
         }
+        // If ports are joining, flows fenced now may have diverted requests queued on other
+        // ways: hold every bucket, fenced or not, for a first window again. (With none
+        // joining, a window changes no choice.)
+        self.open_window(!0);
         // Flushed requests are never answered: their sources' pins stay until the requester's
         // own timeout shows up as an error response (conservative, never reordering).
         let n = self.egress.drain_port(port);
@@ -892,13 +903,18 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
         ways: &[P],
         hash: u32,
         vc: u8,
+        fenced: bool,
         diverted: &mut u32,
     ) -> Result<P, DropReason> {
         let scores = self.scores(vc);
         let n = ways.len();
         let start = ((u64::from(hash) * n as u64) >> 32) as usize;
         let bucket = divert_bucket(hash);
-        let avoid = self.held & bucket != 0;
+        // A fenced flow is dropped rather than diverted, so it has nothing diverted since
+        // its fence (a loss in the episode opens a first window again): only a first window
+        // (every bucket held) holds it.
+        let mask = if fenced { !0 } else { bucket };
+        let avoid = self.held & mask == mask;
         // The first usable way (the settled choice), and while the bucket is held the first
         // usable one that is not joining.
         let mut first = Err(DropReason::Unreachable);
@@ -1117,17 +1133,16 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
                         return stick_hash(d.ways(), hash, score).and(Err(DropReason::PinLost));
                     }
                 } else if src.hashed_at(slot) || (!own && self.pin_live(pin)) {
+                    let fenced = || src.hashed_at(slot) && src.fence_holds();
                     let way = if self.unsettled() {
-                        self.settled_hash(d.ways(), hash, h.vc.get(), diverted)
+                        self.settled_hash(d.ways(), hash, h.vc.get(), fenced(), diverted)
                     } else {
                         stick_hash(d.ways(), hash, score)
                     };
                     return match way {
                         // Marked (hashed requests of the flow may be in flight) and its hash
                         // way lost since requests from before the loss were sent: held back.
-                        Ok(p) if src.hashed_at(slot) && src.fence_holds() => {
-                            held_if_moved(d.ways(), hash, p)
-                        }
+                        Ok(p) if fenced() => held_if_moved(d.ways(), hash, p),
                         r => r,
                     };
                 }
@@ -1135,7 +1150,7 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
                 // A trunk: the source's answers need not pass here, so no pin can be proved
                 // free; the flow's hash port keeps its requests in order.
                 return if self.unsettled() {
-                    self.settled_hash(d.ways(), hash, h.vc.get(), diverted)
+                    self.settled_hash(d.ways(), hash, h.vc.get(), false, diverted)
                 } else {
                     stick_hash(d.ways(), hash, score)
                 };

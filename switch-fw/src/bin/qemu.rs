@@ -69,6 +69,13 @@ mod fw {
         }
     }
 
+    /// Report that measurement step `step` (1: `decide`, 2: `forward`) failed for
+    /// destination `dst`, and leave QEMU with status 2.
+    fn fail(step: u32, dst: u16) -> ! {
+        let _ = console::line(&mut Uart, format_args!("PERF step {step} failed for {dst}"));
+        exit(2)
+    }
+
     /// Leave QEMU through the SiFive test device.
     fn exit(code: u32) -> ! {
         let v = if code == 0 {
@@ -129,8 +136,7 @@ mod fw {
             let r = sw.decide(black_box(1), &h);
             let b = instret();
             if black_box(r).is_err() {
-                let _ = console::line(&mut Uart, format_args!("decide failed for {dst}"));
-                exit(2);
+                fail(1, dst);
             }
             let d = b.wrapping_sub(a).saturating_sub(ovh);
             max = max.max(d);
@@ -188,8 +194,7 @@ mod fw {
                 bytes: 64,
             };
             if sw.forward(now, 1, f, &mut ports).is_err() {
-                let _ = console::line(&mut out, format_args!("forward failed for {dst}"));
-                exit(2);
+                fail(2, dst);
             }
         }
         let (pinned_max, pinned_mean) = measure_decisions(&sw);

@@ -597,6 +597,73 @@ fn test_revived_way_rejoins_hashing_after_settling() {
     );
 }
 
+/// A marked flow whose source is fenced is dropped rather than sent another way, so it has
+/// nothing diverted to be overtaken: after the first settling window it returns to its
+/// revived hash way even if other flows of its bucket were diverted (and hold the bucket).
+/// A port lost while ports are joining fences flows that may have diverted requests, so it
+/// holds every bucket for a first window again. (Without the first rule a fenced flow was
+/// dropped for as long as its bucket stayed held: on a busy leaf/spine pod, for the rest of
+/// the run after a 2 µs flap.)
+#[test]
+fn test_fenced_flow_is_held_only_in_a_first_window() {
+    let (mut sw, mut ports) = new_switch(small_pod, 4);
+    let settle = settle_time();
+    let h1 = Header::request(aid(0), aid(1), vc(0), 0);
+    sw.forward(t(1), 0, frame(1, h1.with_tag(1)), &mut ports)
+        .unwrap();
+    let slot = sw.flow_slot(&h1);
+    let h2 = (100u16..200)
+        .flat_map(|d| (0..64u64).map(move |r| Header::request(aid(0), aid(d), vc(0), r * 256)))
+        .find(|h| sw.flow_slot(h) == slot)
+        .expect("a colliding flow");
+    let p = sw
+        .forward(t(2), 0, frame(2, h2.with_tag(2)), &mut ports)
+        .unwrap()
+        .port();
+    assert_eq!(sw.flow_pin(&h2), None, "it went by hash");
+    // A trunk flow of the same bucket whose hash way is `p` too.
+    let (bucket, _) = sw.settle_bucket(&h2);
+    let h3 = (100u16..200)
+        .flat_map(|s| (0..64u64).map(move |r| Header::request(aid(s), aid(120), vc(0), r * 256)))
+        .find(|h| sw.settle_bucket(h).0 == bucket && sw.decide(4, h) == Ok(p))
+        .expect("a trunk flow of the bucket");
+    // `p` flaps: the flush fences source 0 (h1 and h2 unanswered).
+    ports[usize::from(p)].set_up(false);
+    sw.refresh_port(p, &ports[usize::from(p)]);
+    ports[usize::from(p)].set_up(true);
+    sw.refresh_port(p, &ports[usize::from(p)]);
+    while sw.poll_event().is_some() {}
+    assert!(sw.joining(p));
+    // First window: the trunk flow is diverted, the fenced flow dropped.
+    let q = sw
+        .forward(t(3), 4, frame(3, h3), &mut ports)
+        .unwrap()
+        .port();
+    assert_ne!(q, p);
+    assert_eq!(
+        sw.forward(t(3), 0, frame(4, h2.with_tag(3)), &mut ports),
+        Err(DropReason::PinLost)
+    );
+    // Second window: the bucket is held (the trunk flow keeps its way), but the fenced
+    // flow goes back to its hash way.
+    let w2 = t(3) + settle;
+    assert_eq!(
+        sw.forward(w2, 4, frame(5, h3), &mut ports).unwrap().port(),
+        q
+    );
+    assert_eq!(sw.settle_bucket(&h2), (bucket, true), "the bucket is held");
+    let r = sw.forward(w2, 0, frame(6, h2.with_tag(4)), &mut ports);
+    assert_eq!(r.unwrap().port(), p, "fenced: held only in a first window");
+    // Another way lost while `p` joins: every bucket is held again.
+    let other = TRUNKS.into_iter().find(|&k| k != p && k != q).unwrap();
+    ports[usize::from(other)].set_up(false);
+    sw.refresh_port(other, &ports[usize::from(other)]);
+    assert_eq!(
+        sw.forward(w2, 0, frame(7, h2.with_tag(5)), &mut ports),
+        Err(DropReason::PinLost)
+    );
+}
+
 /// The default settle time (the switch's policy unless set).
 fn settle_time() -> Duration {
     podlink_switch::HealthPolicy::default().settle
