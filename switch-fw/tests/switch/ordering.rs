@@ -471,14 +471,12 @@ fn test_lost_pinned_port_holds_the_flow_back() {
     }
 }
 
-/// The same for a flow that goes by hash because another live flow holds its pin slot: once
-/// its hash way is lost, its next request is dropped while requests of its source from before
-/// the loss are unanswered; after that it goes by the next usable way.
-#[test]
-fn test_lost_hash_way_holds_a_marked_flow_back() {
-    let (mut sw, mut ports) = new_switch(small_pod, 4);
+/// Source 0 sends flow h1 (to accelerator 1, tag 1, pinned) at 1 ns, then a flow h2 to a
+/// remote accelerator that collides with h1's pin slot (tag 2) at 2 ns: h2 goes by hash, and
+/// its source is marked. Returns h2 and the trunk it took.
+fn marked_flow(sw: &mut Switch, ports: &mut [SimPort]) -> (Header, u16) {
     let h1 = Header::request(aid(0), aid(1), vc(0), 0);
-    sw.forward(t(1), 0, frame(1, h1.with_tag(1)), &mut ports)
+    sw.forward(t(1), 0, frame(1, h1.with_tag(1)), ports)
         .unwrap();
     let slot = sw.flow_slot(&h1);
     let h2 = (100u16..200)
@@ -486,11 +484,21 @@ fn test_lost_hash_way_holds_a_marked_flow_back() {
         .find(|h| sw.flow_slot(h) == slot)
         .expect("a colliding flow");
     let p = sw
-        .forward(t(2), 0, frame(2, h2.with_tag(2)), &mut ports)
+        .forward(t(2), 0, frame(2, h2.with_tag(2)), ports)
         .unwrap()
         .port();
     assert!(TRUNKS.contains(&p));
     assert_eq!(sw.flow_pin(&h2), None, "it went by hash");
+    (h2, p)
+}
+
+/// The same for a flow that goes by hash because another live flow holds its pin slot: once
+/// its hash way is lost, its next request is dropped while requests of its source from before
+/// the loss are unanswered; after that it goes by the next usable way.
+#[test]
+fn test_lost_hash_way_holds_a_marked_flow_back() {
+    let (mut sw, mut ports) = new_switch(small_pod, 4);
+    let (h2, p) = marked_flow(&mut sw, &mut ports);
     ports[usize::from(p)].set_up(false);
     sw.refresh_port(p, &ports[usize::from(p)]);
     assert_eq!(
@@ -608,19 +616,7 @@ fn test_revived_way_rejoins_hashing_after_settling() {
 fn test_fenced_flow_is_held_only_in_a_first_window() {
     let (mut sw, mut ports) = new_switch(small_pod, 4);
     let settle = settle_time();
-    let h1 = Header::request(aid(0), aid(1), vc(0), 0);
-    sw.forward(t(1), 0, frame(1, h1.with_tag(1)), &mut ports)
-        .unwrap();
-    let slot = sw.flow_slot(&h1);
-    let h2 = (100u16..200)
-        .flat_map(|d| (0..64u64).map(move |r| Header::request(aid(0), aid(d), vc(0), r * 256)))
-        .find(|h| sw.flow_slot(h) == slot)
-        .expect("a colliding flow");
-    let p = sw
-        .forward(t(2), 0, frame(2, h2.with_tag(2)), &mut ports)
-        .unwrap()
-        .port();
-    assert_eq!(sw.flow_pin(&h2), None, "it went by hash");
+    let (h2, p) = marked_flow(&mut sw, &mut ports);
     // A trunk flow of the same bucket whose hash way is `p` too.
     let (bucket, _) = sw.settle_bucket(&h2);
     let h3 = (100u16..200)
