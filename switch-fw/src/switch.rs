@@ -362,21 +362,31 @@ pub struct Switch<const PORTS: usize = MAX_PORTS, P: PortIndex = u8> {
     counters: Counters<PORTS>,
     events: Deque<Event, EVENT_QUEUE>,
     tx_rr: u16,
-    /// Per port: it came back (up, or out of Failed) and has not settled yet: hashed flows
-    /// of held buckets keep away from it (`spec-notes/switch.md#settling`); all false when
-    /// no bucket is held.
-    joining: [bool; PORTS],
+    /// Per port: the order in which it last came back (up, or out of Failed), counted over
+    /// the switch's life from 1; 0 if it never did (`spec-notes/switch.md#settling`). While
+    /// ports are settling, hashed flows keep away from ports that came back after their
+    /// bucket's level.
+    joining: [u32; PORTS],
+    /// Ports that came back so far (the last `joining` order given).
+    joined: u32,
+    /// `joined` when the current settling episode started.
+    base: u32,
+    /// A settling episode is under way: some bucket's level is below `joined`.
+    settling: bool,
+    /// Per bucket of hashed flows (by flow hash): the joining ports its flows no longer keep
+    /// away from are those that came back at or before this level. Raised to `joined` by
+    /// every window in which no flow of the bucket was diverted.
+    level: [u32; DIVERT_BUCKETS as usize],
+    /// The level of every flow whose source is fenced (it is dropped rather than diverted):
+    /// `joined` at the end of every window, `base` after a port is lost.
+    level_fenced: u32,
+    /// One bit per bucket: a flow of the bucket was sent in this window to another way than
+    /// its settled one, because that one was joining. Its diverted requests may still be
+    /// queued on the other way, so the bucket keeps its level for the next window too.
+    diverted: u32,
     /// When the current settling window ends (windows last `policy.settle`; the first one
     /// starts at the switch's clock when the last port came back).
     settle_until: Instant,
-    /// One bit per bucket of hashed flows (by flow hash): the bucket's flows keep away from
-    /// joining ports in this window. All at first; then the buckets diverted in the window
-    /// before (see `diverted`). None once every port has settled (nothing is joining).
-    held: u32,
-    /// One bit per bucket: a flow of the bucket was sent in this window to another way than
-    /// its settled one, because that one was joining. Its diverted requests may still be
-    /// queued on the other way, so the bucket is held for the next window too.
-    diverted: u32,
     /// The time of the last frame handed to [`Switch::forward`] (settling is counted from
     /// there: nothing the switch sent can be younger).
     clock: Instant,
@@ -466,10 +476,14 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
             counters: Counters::zero(),
             events: Deque::new(),
             tx_rr: 0,
-            joining: [false; PORTS],
-            settle_until: Instant::ZERO,
-            held: 0,
+            joining: [0; PORTS],
+            joined: 0,
+            base: 0,
+            settling: false,
+            level: [0; DIVERT_BUCKETS as usize],
+            level_fenced: 0,
             diverted: 0,
+            settle_until: Instant::ZERO,
             clock: Instant::ZERO,
         }
     }
@@ -567,8 +581,9 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
     /// The settling bucket of `h`'s flow, and whether the bucket is held away from joining
     /// ports now (diagnostics and tests; `spec-notes/switch.md#settling`).
     pub fn settle_bucket(&self, h: &Header) -> (u32, bool) {
-        let b = divert_bucket(flow_hash(h));
-        (b.trailing_zeros(), self.held & b != 0)
+        let b = flow_hash(h) % DIVERT_BUCKETS;
+        let level = self.level.get(b as usize).copied().unwrap_or(0);
+        (b, self.settling && level < self.joined)
     }
 
     /// Requests from `src` forwarded here and not yet answered (as counted by the ordering
@@ -821,10 +836,11 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
             src.fence = src.gen;
             src.fenced = true;
         }
-        // If ports are joining, flows fenced now may have diverted requests queued on other
-        // ways: hold every bucket, fenced or not, for a first window again. (With none
-        // joining, a window changes no choice.)
-        self.open_window(!0);
+        // Flows fenced now may have diverted requests queued on other ways: they keep away
+        // from every joining port for a whole window. (With none joining, a window changes
+        // no choice.)
+        self.level_fenced = self.base;
+        self.open_window();
         // Flushed requests are never answered: their sources' pins stay until the requester's
         // own timeout shows up as an error response (conservative, never reordering).
         let n = self.egress.drain_port(port);
@@ -848,46 +864,56 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
             return;
         }
         if let Some(m) = self.joining.get_mut(usize::from(port)) {
-            *m = true;
-            // Every bucket is held in the first window. (A bucket diverted before keeps its
-            // way at least until this window ends, `policy.settle` after the diversion.)
-            self.open_window(!0);
+            // Later than every bucket's level: every flow keeps away from it for a first
+            // window. (A flow diverted before keeps its way at least until this window ends,
+            // `policy.settle` after the diversion.)
+            if !self.settling {
+                self.base = self.joined;
+                self.settling = true;
+            }
+            self.joined += 1;
+            *m = self.joined;
+            self.open_window();
         }
     }
 
-    /// Start a settling window of `policy.settle` from the switch's clock in which the
-    /// buckets `held` keep away from joining ports.
+    /// Start a settling window of `policy.settle` from the switch's clock.
     #[inline(never)]
-    fn open_window(&mut self, held: u32) {
-        self.held = held;
+    fn open_window(&mut self) {
         self.diverted = 0;
         self.settle_until = self.clock + self.policy.settle;
     }
 
-    /// A settling window is over (found by the first frame after it): the buckets diverted
-    /// in it are held for one more window from now; if there were none, every port has
-    /// joined. (After a time with nothing forwarded, that is one window more than needed.)
+    /// A settling window is over (found by the first frame after it): every bucket with no
+    /// diversion in it, and every fenced flow, no longer keeps away from the ports that are
+    /// joining; if no bucket was diverted, the episode is over and every port has joined.
+    /// (After a time with nothing forwarded, that is one window later than needed.)
     fn settle(&mut self) {
-        let diverted = self.diverted;
-        if diverted == 0 {
-            self.joining = [false; PORTS];
+        let (diverted, joined) = (self.diverted, self.joined);
+        for (b, l) in self.level.iter_mut().enumerate() {
+            if diverted >> b & 1 == 0 {
+                *l = joined;
+            }
         }
-        // (No bucket held: no window.)
-        self.open_window(diverted);
+        self.level_fenced = joined;
+        self.settling = diverted != 0;
+        self.open_window();
     }
 
     /// Some port is joining.
     fn unsettled(&self) -> bool {
-        self.held != 0
+        self.settling
     }
 
     /// Whether port `p` came back recently and hashed flows still keep away from it.
     pub fn joining(&self, p: u16) -> bool {
-        self.joining.get(usize::from(p)).copied().unwrap_or(false)
+        let j = self.joining.get(usize::from(p)).copied().unwrap_or(0);
+        self.settling && self.level.iter().any(|&l| j > l)
     }
 
     /// The way of a hashed flow while some port is joining: from the flow's hash way, the
-    /// first usable way that is not joining, else the first usable one. A flow that moved
+    /// first usable way that is not joining, else the usable one that came back first. A
+    /// flow that moved
     /// off a way while it was lost keeps the way it moved to until the way has settled: its
     /// requests queued there must not be overtaken.
     ///
@@ -897,6 +923,11 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
     /// the buckets diverted in the window before. A flow returns to its hash way only once a
     /// whole window passed without a diversion in its bucket, `policy.settle` or more after
     /// its last diverted request (which its requester has then answered or given up on).
+    ///
+    /// When every usable way is joining, flows take the one that came back first, not their
+    /// first usable one: a way that comes back later must not take them from it (they may
+    /// have requests queued beyond it), and a choice other than the first usable way counts
+    /// as a diversion too.
     #[inline(never)]
     fn settled_hash(
         &self,
@@ -910,20 +941,25 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
         let n = ways.len();
         let start = ((u64::from(hash) * n as u64) >> 32) as usize;
         let bucket = divert_bucket(hash);
-        // A fenced flow is dropped rather than diverted, so it has nothing diverted since
-        // its fence (a loss in the episode opens a first window again): only a first window
-        // (every bucket held) holds it.
-        let mask = if fenced { !0 } else { bucket };
-        let avoid = self.held & mask == mask;
-        // The first usable way (the settled choice), and while the bucket is held the first
-        // usable one that is not joining.
+        let level = if fenced {
+            self.level_fenced
+        } else {
+            self.level
+                .get((hash % DIVERT_BUCKETS) as usize)
+                .copied()
+                .unwrap_or(0)
+        };
+        // The first usable way (the settled choice), and the first usable one that is not
+        // joining above the level, else the usable one that came back first.
         let mut first = Err(DropReason::Unreachable);
+        let mut oldest = (u32::MAX, Err(DropReason::Unreachable));
         for k in 0..n {
             let p = ways.get((start + k) % n).copied().unwrap_or(P::NONE);
             if map_at::<P>(scores, p).unwrap_or(0) == 0 {
                 continue;
             }
-            if !avoid || !self.joining(p.get()) {
+            let j = self.joining.get(usize::from(p.get())).copied().unwrap_or(0);
+            if j <= level {
                 if first.is_ok() {
                     *diverted = bucket;
                 }
@@ -932,8 +968,14 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
             if first.is_err() {
                 first = Ok(p);
             }
+            if j < oldest.0 {
+                oldest = (j, Ok(p));
+            }
         }
-        first
+        if oldest.1 != first {
+            *diverted = bucket;
+        }
+        oldest.1
     }
 
     /// The next time [`Switch::handle_timeout`] has work (end of the health window, or a

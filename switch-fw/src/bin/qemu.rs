@@ -72,6 +72,7 @@ mod fw {
     /// Report that measurement step `step` (1: `decide`, 2: `forward`) failed for
     /// destination `dst`, and leave QEMU with status 2.
     fn fail(step: u32, dst: u16) -> ! {
+        let dst = u32::from(dst);
         let _ = console::line(&mut Uart, format_args!("PERF step {step} failed for {dst}"));
         exit(2)
     }
@@ -213,8 +214,10 @@ mod fw {
         let _ = console::line(
             &mut out,
             format_args!(
-                "PERF_DETAIL decision_max={decision_max} fresh_max={fresh_max} fresh_mean={fresh_mean} pinned_max={pinned_max} pinned_mean={pinned_mean} ports={MAX_PORTS} ids={MAX_IDS} local={LOCAL} ways={}",
-                selftest::WAYS
+                "PERF_DETAIL decision_max={decision_max} fresh_max={fresh_max} fresh_mean={fresh_mean} pinned_max={pinned_max} pinned_mean={pinned_mean} ports={MAX_PORTS} ids={MAX_IDS} local={} ways={}",
+                // (As u32: formatting u16 and u8 would link two more integer formatters.)
+                u32::from(LOCAL),
+                u32::from(selftest::WAYS)
             ),
         );
         let _ = console::line(

@@ -3,6 +3,7 @@
 
 use super::*;
 use podlink_protocol::time::Duration;
+use podlink_switch::port::PortLink;
 use podlink_switch::{DropReason, Forwarded};
 use proptest::prelude::*;
 use std::collections::HashMap;
@@ -663,4 +664,90 @@ fn test_fenced_flow_is_held_only_in_a_first_window() {
 /// The default settle time (the switch's policy unless set).
 fn settle_time() -> Duration {
     podlink_switch::HealthPolicy::default().settle
+}
+
+/// A step of [`prop_trunk_flows_settle_before_moving_back`].
+#[derive(Debug, Clone)]
+enum TrunkOp {
+    /// A request of trunk flow `n` (of 12) enters on port 4.
+    Send(u8),
+    /// Trunk `TRUNKS[k]`'s link goes down if it is up, and up if it is down.
+    Flap(u8),
+    /// Time passes (ns).
+    Wait(u64),
+}
+
+fn trunk_op() -> impl Strategy<Value = TrunkOp> {
+    prop_oneof![
+        6 => (0u8..12).prop_map(TrunkOp::Send),
+        1 => (0u8..4).prop_map(TrunkOp::Flap),
+        2 => (1u64..150_000).prop_map(TrunkOp::Wait),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+    /// Trunk flows (hashed; the switch sees none of their answers) under random flaps of the
+    /// ways: a flow's request never leaves by another way than an earlier request of the
+    /// flow while that earlier one may still be queued beyond its way, i.e. less than the
+    /// settle time (the requester's timeout) before, on a way that stayed up since. (A way
+    /// that went down meanwhile dropped what it held: flushed here, discarded at its far
+    /// end.) This is the rule that both settling windows and diverted buckets keep
+    /// (`spec-notes/switch.md#settling`).
+    #[test]
+    fn prop_trunk_flows_settle_before_moving_back(
+        ops in proptest::collection::vec(trunk_op(), 1..200)
+    ) {
+        let (mut sw, mut ports) = new_switch(small_pod, 64);
+        let settle = settle_time();
+        let mut now = t(1);
+        let mut handle = 0u32;
+        // Per trunk: when it last went down. Per flow and trunk: when the flow last sent on it.
+        let mut went_down: HashMap<u16, Instant> = HashMap::new();
+        let mut sent: HashMap<(u8, u16), Instant> = HashMap::new();
+        for op in ops {
+            match op {
+                TrunkOp::Send(f) => {
+                    handle += 1;
+                    // Sources 100.., destination 120: 12 flows of two sources and six regions.
+                    let h = Header::request(
+                        aid(100 + u16::from(f % 2)),
+                        aid(120),
+                        vc(0),
+                        u64::from(f / 2) * 256,
+                    );
+                    let r = sw.forward(now, 4, frame(handle, h), &mut ports);
+                    let up = TRUNKS.iter().any(|&k| ports[usize::from(k)].is_up());
+                    let Ok(got) = r else {
+                        prop_assert!(!up, "dropped with a way up: {:?}", r);
+                        continue;
+                    };
+                    let x = got.port();
+                    for &y in TRUNKS.iter().filter(|&&y| y != x) {
+                        if let Some(&s) = sent.get(&(f, y)) {
+                            let flushed = went_down.get(&y).is_some_and(|&d| d >= s);
+                            prop_assert!(
+                                flushed || now >= s + settle,
+                                "flow {} moved {} -> {} at {:?}, {:?} after its request on {}",
+                                f, y, x, now, now - s, y
+                            );
+                        }
+                    }
+                    sent.insert((f, x), now);
+                    while sw.poll_transmit(now, &mut ports).is_some() {}
+                }
+                TrunkOp::Flap(k) => {
+                    let p = TRUNKS[usize::from(k)];
+                    let up = !ports[usize::from(p)].is_up();
+                    ports[usize::from(p)].set_up(up);
+                    sw.refresh_port(p, &ports[usize::from(p)]);
+                    if !up {
+                        went_down.insert(p, now);
+                    }
+                    while sw.poll_event().is_some() {}
+                }
+                TrunkOp::Wait(ns) => now += Duration::from_ns(ns),
+            }
+        }
+    }
 }
