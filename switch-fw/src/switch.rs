@@ -261,9 +261,9 @@ impl SrcOrder {
 /// Tags per requester (11-bit tags).
 const TAGS: usize = 2048;
 
-/// Buckets (by flow hash) of hashed flows for settling after a port comes back: a bucket
-/// whose flows were diverted off a joining port in one settling window keeps away from
-/// joining ports in the next one too (`spec-notes/switch.md#settling`). One bit each.
+/// Buckets (by flow hash) of hashed flows for settling after a port comes back: each has a
+/// level (the joining ports its flows no longer keep away from), raised by every settling
+/// window in which none of its flows was diverted (`spec-notes/switch.md#settling`).
 const DIVERT_BUCKETS: u32 = u32::BITS;
 
 /// The divert bucket of a flow hash as a one-bit mask (from the low bits: the way is chosen
@@ -855,8 +855,8 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
         }
     }
 
-    /// Port `port` came back: it joins hashed forwarding `policy.settle` after the last
-    /// frame handed to `forward` (one deadline for every joining port: a later one extends all). Before
+    /// Port `port` came back: it takes the next joining order, above every bucket's level,
+    /// and a first settling window starts from the last frame handed to `forward`. Before
     /// the first frame nothing can be in flight: ports coming up then join at once.
     #[inline(never)]
     fn unsettle(&mut self, port: u16) {
@@ -912,17 +912,17 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
     }
 
     /// The way of a hashed flow while some port is joining: from the flow's hash way, the
-    /// first usable way that is not joining, else the usable one that came back first. A
-    /// flow that moved
-    /// off a way while it was lost keeps the way it moved to until the way has settled: its
-    /// requests queued there must not be overtaken.
+    /// first usable way that is not joining above the flow's level, else the usable one that
+    /// came back first. A flow that moved off a way while it was lost keeps the way it moved
+    /// to until the way has settled: its requests queued there must not be overtaken.
     ///
     /// Requests diverted so *while* the way is joining are in the same position. Settling
     /// goes by windows of `policy.settle`: in the first (from the last frame before the port
-    /// came back) every bucket of flows is held away from joining ports; in each next one,
-    /// the buckets diverted in the window before. A flow returns to its hash way only once a
-    /// whole window passed without a diversion in its bucket, `policy.settle` or more after
-    /// its last diverted request (which its requester has then answered or given up on).
+    /// came back) every bucket of flows is held away from it; in each next one, the buckets
+    /// diverted in the window before (their level stays). A flow returns to its hash way
+    /// only once a whole window passed without a diversion in its bucket, `policy.settle` or
+    /// more after its last diverted request (which its requester has then answered or given
+    /// up on).
     ///
     /// When every usable way is joining, flows take the one that came back first, not their
     /// first usable one: a way that comes back later must not take them from it (they may
