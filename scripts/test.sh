@@ -2,12 +2,12 @@
 # podlink's whole test suite. Idempotent; installs what a fresh machine lacks.
 #
 #   ./scripts/test.sh            everything (what CI runs)
-#   FUZZ_SECONDS=N ./scripts/test.sh   seconds per fuzz target (default 20)
+#   FUZZ_SECONDS=N ./scripts/test.sh   seconds per fuzz target (default 15)
 #
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
+FUZZ_SECONDS="${FUZZ_SECONDS:-15}"
 RISCV=riscv32imac-unknown-none-elf
 step() { printf '\n==> %s (%s)\n' "$*" "$(date +%T)"; }
 

@@ -871,7 +871,9 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
                 self.base = self.joined;
                 self.settling = true;
             }
-            self.joined += 1;
+            // (Saturating: past 2^32 comebacks with never a quiet window, later ports share
+            // the last order, and may be taken too early by flows released onto it.)
+            self.joined = self.joined.saturating_add(1);
             *m = self.joined;
             self.open_window();
         }
