@@ -48,14 +48,16 @@ cargo check -p podlink-protocol --no-default-features
 step "no_std build of podlink-protocol for $RISCV"
 cargo build -p podlink-protocol --no-default-features --target "$RISCV"
 
+# The examples run from the test build (debug assertions and overflow checks on, the protocol
+# crate at opt-level 1): no release build of their own, and stricter checks.
 step "protocol examples: lossless over a faulty wire (exit 0 only when nothing is lost, doubled or reordered)"
 for profile in ualink ethernet; do
-  cargo run -q --release -p podlink-protocol --example lossy_link -- \
+  cargo run -q -p podlink-protocol --example lossy_link -- \
     --profile "$profile" --flits 20000 --flit-error-rate 0.01 --burst-len 4 --link-flaps 3 --seed 11
 done
 
 step "protocol examples: transactions over lossy links (exit 0 only when every operation completed once, right, and nothing leaked)"
-cargo run -q --release -p podlink-protocol --example txn_soak -- \
+cargo run -q -p podlink-protocol --example txn_soak -- \
   --requesters 4 --ops 20000 --flit-error-rate 0.01 --partitions 2 --seed 7
 
 step "the main job: podlink-sim run on the default pod (exit 0 only when budgets, integrity and conservation hold)"
@@ -75,6 +77,8 @@ step "switch firmware under QEMU (self-test, PERF targets)"
 step "fuzz smoke run (${FUZZ_SECONDS}s per target)"
 if [ "$HAVE_NIGHTLY" = 1 ]; then
   ( cd fuzz
+    # Every target in one build (both cores link targets side by side), then each one runs.
+    cargo +nightly fuzz build
     for t in $(cargo +nightly fuzz list); do
       mkdir -p "corpus/$t"
       echo "--- fuzz target $t"

@@ -4,7 +4,7 @@
 /// `JEMALLOC_SYS_WITH_MALLOC_CONF`): a large pod's per-port state is touched at random, and
 /// 2 MB pages spare most of the TLB misses (spec-notes/performance.md, session 18). The
 /// simulation does not depend on the allocator: outputs are byte-identical.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", feature = "jemalloc"))]
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
