@@ -332,73 +332,110 @@ fn mix_options(k: u64, faults: FaultPlan) -> Options {
 }
 
 /// Run plans `plans` on every pod of `pods`; the runs that break a rule, in words. `seen`
-/// gets every run's plan number and fault report.
+/// gets every run's plan number and fault report, in run order (pod by pod, plan by plan).
+/// The runs are independent, so they share out over the machine's cores.
 fn check(
     pods: &[PodFile],
     plans: &[u64],
     mut seen: impl FnMut(u64, &podlink_sim::sim::fault::FaultReport),
 ) -> Vec<String> {
-    let mut bad = Vec::new();
-    for pod in pods {
-        for &k in plans {
-            let (mut faults, may_fail) = plan(pod, k);
-            // FAULT_MIX_KEEP=0,2: only those faults of the plan (to find which one matters).
-            if let Ok(keep) = std::env::var("FAULT_MIX_KEEP") {
-                let keep: Vec<usize> = keep.split(',').filter_map(|x| x.parse().ok()).collect();
-                keep_only(&mut faults, &keep);
-            }
-            let opts = mix_options(k, faults.clone());
-            let r = match run(pod, &opts, |_, _| {}) {
-                Ok(r) => r,
-                Err(e) => {
-                    bad.push(format!("{} plan {k}: not run: {e}", pod.name));
-                    continue;
-                }
-            };
-            let s = &r.summary;
-            if let Some(f) = &s.faults {
-                seen(k, f);
-            }
-            let i = &s.integrity;
-            let mut why = Vec::new();
-            if !(s.drained && i.lost == 0) {
-                why.push(format!("not drained / lost {}", i.lost));
-            }
-            if i.duplicates != 0 {
-                why.push(format!("duplicated {}", i.duplicates));
-            }
-            if i.mismatches != 0 || i.atomic_errors != 0 {
-                why.push(format!(
-                    "{} mismatches, {} atomic errors (first: {:?})",
-                    i.mismatches,
-                    i.atomic_errors,
-                    i.first_problems
-                        .iter()
-                        .filter(|p| !p.ends_with("failed"))
-                        .take(3)
-                        .collect::<Vec<_>>()
-                ));
-            }
-            if !s.conservation.ok {
-                why.push(format!("conservation {:?}", s.conservation));
-            }
-            if !may_fail && i.failed != 0 {
-                why.push(format!("failed {}", i.failed));
-            }
-            if i.lines_checked == 0 {
-                why.push("no read checked".into());
-            }
-            if !why.is_empty() {
-                bad.push(format!(
-                    "{} plan {k}: {}\n  plan: {:?}",
-                    pod.name,
-                    why.join("; "),
-                    faults.faults
-                ));
+    let jobs: Vec<(&PodFile, u64)> = pods
+        .iter()
+        .flat_map(|pod| plans.iter().map(move |&k| (pod, k)))
+        .collect();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, jobs.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut results: Vec<Option<RunCheck>> = vec![None; jobs.len()];
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(&(pod, k)) = jobs.get(i) else {
+                            break;
+                        };
+                        done.push((i, check_one(pod, k)));
+                    }
+                    done
+                })
+            })
+            .collect();
+        for w in workers {
+            for (i, r) in w.join().expect("a fault-mix run panicked") {
+                results[i] = Some(r);
             }
         }
+    });
+    let mut bad = Vec::new();
+    for ((_, k), r) in jobs.iter().zip(results) {
+        let Some((report, why)) = r else { continue };
+        if let Some(f) = &report {
+            seen(*k, f);
+        }
+        bad.extend(why);
     }
     bad
+}
+
+/// What one run showed: its fault report, and what it broke, in words.
+type RunCheck = (Option<podlink_sim::sim::fault::FaultReport>, Option<String>);
+
+/// Run plan `k` on `pod` and check it.
+fn check_one(pod: &PodFile, k: u64) -> RunCheck {
+    let (mut faults, may_fail) = plan(pod, k);
+    // FAULT_MIX_KEEP=0,2: only those faults of the plan (to find which one matters).
+    if let Ok(keep) = std::env::var("FAULT_MIX_KEEP") {
+        let keep: Vec<usize> = keep.split(',').filter_map(|x| x.parse().ok()).collect();
+        keep_only(&mut faults, &keep);
+    }
+    let opts = mix_options(k, faults.clone());
+    let r = match run(pod, &opts, |_, _| {}) {
+        Ok(r) => r,
+        Err(e) => return (None, Some(format!("{} plan {k}: not run: {e}", pod.name))),
+    };
+    let s = &r.summary;
+    let i = &s.integrity;
+    let mut why = Vec::new();
+    if !(s.drained && i.lost == 0) {
+        why.push(format!("not drained / lost {}", i.lost));
+    }
+    if i.duplicates != 0 {
+        why.push(format!("duplicated {}", i.duplicates));
+    }
+    if i.mismatches != 0 || i.atomic_errors != 0 {
+        why.push(format!(
+            "{} mismatches, {} atomic errors (first: {:?})",
+            i.mismatches,
+            i.atomic_errors,
+            i.first_problems
+                .iter()
+                .filter(|p| !p.ends_with("failed"))
+                .take(3)
+                .collect::<Vec<_>>()
+        ));
+    }
+    if !s.conservation.ok {
+        why.push(format!("conservation {:?}", s.conservation));
+    }
+    if !may_fail && i.failed != 0 {
+        why.push(format!("failed {}", i.failed));
+    }
+    if i.lines_checked == 0 {
+        why.push("no read checked".into());
+    }
+    let why = (!why.is_empty()).then(|| {
+        format!(
+            "{} plan {k}: {}\n  plan: {:?}",
+            pod.name,
+            why.join("; "),
+            faults.faults
+        )
+    });
+    (s.faults.clone(), why)
 }
 
 #[test]
