@@ -1,12 +1,20 @@
 //! `podlink-sim`: the podlink pod simulator.
 
-/// jemalloc, built to ask for transparent huge pages (`.cargo/config.toml`,
+/// With the `jemalloc` feature (opt-in: its C build takes minutes), jemalloc, built to ask for
+/// transparent huge pages (`.cargo/config.toml`,
 /// `JEMALLOC_SYS_WITH_MALLOC_CONF`): a large pod's per-port state is touched at random, and
 /// 2 MB pages spare most of the TLB misses (spec-notes/performance.md, session 18). The
 /// simulation does not depend on the allocator: outputs are byte-identical.
 #[cfg(all(target_os = "linux", feature = "jemalloc"))]
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+/// The allocator this binary runs on (reported by `--bench`).
+const ALLOCATOR: &str = if cfg!(all(target_os = "linux", feature = "jemalloc")) {
+    "jemalloc"
+} else {
+    "system"
+};
 
 use clap::{Parser, Subcommand};
 use podlink_sim::pod::config::Pattern;
@@ -289,7 +297,7 @@ fn cmd_run(a: &RunArgs) -> ExitCode {
         }
     }
     if a.bench {
-        let b = Bench::of(s, wall_s);
+        let b = Bench::of(s, wall_s, ALLOCATOR);
         eprintln!("{}", b.text());
         if let Some(dir) = &a.out {
             if let Ok(j) = serde_json::to_string_pretty(&b) {

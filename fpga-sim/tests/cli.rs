@@ -249,3 +249,43 @@ ber = 1e-6
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--bench` prints its figures (events, TL flits, peak memory, the allocator) on standard
+/// error and, with `--out`, into `bench.json`.
+#[test]
+fn bench_reports_figures_and_allocator() {
+    let d = tmp("bench");
+    let out = bin()
+        .args([
+            "run",
+            "--preset",
+            "single-switch-16",
+            "--duration",
+            "0.5us",
+            "--bench",
+            "--out",
+        ])
+        .arg(&d)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("bench: "))
+        .unwrap_or_else(|| panic!("no bench line in {err}"));
+    let allocator = if cfg!(all(target_os = "linux", feature = "jemalloc")) {
+        "jemalloc"
+    } else {
+        "system"
+    };
+    assert!(
+        line.contains(" events (") && line.ends_with(&format!("; allocator {allocator}")),
+        "{line}"
+    );
+    let j: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("bench.json")).unwrap()).unwrap();
+    assert_eq!(j["allocator"], allocator, "{j}");
+    assert!(j["events"].as_u64().is_some_and(|e| e > 0), "{j}");
+    assert!(j["tl_flits"].as_u64().is_some_and(|e| e > 0), "{j}");
+}

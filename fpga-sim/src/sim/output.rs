@@ -351,11 +351,13 @@ pub struct Bench {
     pub sim_us_per_s: f64,
     /// Peak resident memory, MB.
     pub peak_mb: f64,
+    /// The binary's allocator (`jemalloc`, with the `jemalloc` feature, or `system`).
+    pub allocator: &'static str,
 }
 
 impl Bench {
     /// The figures of summary `s` after `wall_s` seconds.
-    pub fn of(s: &Summary, wall_s: f64) -> Bench {
+    pub fn of(s: &Summary, wall_s: f64, allocator: &'static str) -> Bench {
         let w = wall_s.max(1e-9);
         Bench {
             wall_s,
@@ -365,20 +367,22 @@ impl Bench {
             tl_flits_per_s: s.links.tl_flits as f64 / w,
             sim_us_per_s: s.end_ns / 1000.0 / w,
             peak_mb: peak_memory_kb().map_or(0.0, |k| k as f64 / 1024.0),
+            allocator,
         }
     }
 
     /// One line of text.
     pub fn text(&self) -> String {
         format!(
-            "bench: {:.2} s wall; {} events ({:.2} M/s); {} TL flits ({:.2} M/s); {:.2} simulated us/s; peak memory {:.0} MB",
+            "bench: {:.2} s wall; {} events ({:.2} M/s); {} TL flits ({:.2} M/s); {:.2} simulated us/s; peak memory {:.0} MB; allocator {}",
             self.wall_s,
             self.events,
             self.events_per_s / 1e6,
             self.tl_flits,
             self.tl_flits_per_s / 1e6,
             self.sim_us_per_s,
-            self.peak_mb
+            self.peak_mb,
+            self.allocator
         )
     }
 }
