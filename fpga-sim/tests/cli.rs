@@ -8,6 +8,11 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_podlink-sim"))
 }
 
+/// Run `podlink-sim ARGS --out DIR`.
+fn run_out(args: &[&str], dir: &Path) -> std::process::Output {
+    bin().args(args).arg("--out").arg(dir).output().unwrap()
+}
+
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("podlink-sim-cli-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -33,18 +38,10 @@ fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
 fn same_pod_and_seed_write_byte_identical_folders() {
     let (a, b) = (tmp("a"), tmp("b"));
     for d in [&a, &b] {
-        let out = bin()
-            .args([
-                "run",
-                "--preset",
-                "single-switch-16",
-                "--duration",
-                "1us",
-                "--out",
-            ])
-            .arg(d)
-            .output()
-            .unwrap();
+        let out = run_out(
+            &["run", "--preset", "single-switch-16", "--duration", "1us"],
+            d,
+        );
         assert!(
             out.status.success(),
             "{}",
@@ -141,8 +138,8 @@ fn bad_input_exits_2_naming_the_problem() {
 #[test]
 fn sweep_writes_latency_versus_load() {
     let dir = tmp("sweep");
-    let out = bin()
-        .args([
+    let out = run_out(
+        &[
             "sweep",
             "--preset",
             "single-switch-16",
@@ -150,11 +147,9 @@ fn sweep_writes_latency_versus_load() {
             "500ns",
             "--loads",
             "0.1,0.4",
-            "--out",
-        ])
-        .arg(&dir)
-        .output()
-        .unwrap();
+        ],
+        &dir,
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -255,19 +250,17 @@ ber = 1e-6
 #[test]
 fn bench_reports_figures_and_allocator() {
     let d = tmp("bench");
-    let out = bin()
-        .args([
+    let out = run_out(
+        &[
             "run",
             "--preset",
             "single-switch-16",
             "--duration",
             "0.5us",
             "--bench",
-            "--out",
-        ])
-        .arg(&d)
-        .output()
-        .unwrap();
+        ],
+        &d,
+    );
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     let line = err
@@ -288,4 +281,5 @@ fn bench_reports_figures_and_allocator() {
     assert_eq!(j["allocator"], allocator, "{j}");
     assert!(j["events"].as_u64().is_some_and(|e| e > 0), "{j}");
     assert!(j["tl_flits"].as_u64().is_some_and(|e| e > 0), "{j}");
+    let _ = std::fs::remove_dir_all(&d);
 }
