@@ -406,11 +406,12 @@ fn check_one(pod: &PodFile, k: u64) -> RunCheck {
     if i.duplicates != 0 {
         why.push(format!("duplicated {}", i.duplicates));
     }
-    if i.mismatches != 0 || i.atomic_errors != 0 {
+    if i.mismatches != 0 || i.atomic_errors != 0 || i.memory_mismatches != 0 {
         why.push(format!(
-            "{} mismatches, {} atomic errors (first: {:?})",
+            "{} mismatches, {} atomic errors, {} lines of memory wrong (first: {:?})",
             i.mismatches,
             i.atomic_errors,
+            i.memory_mismatches,
             i.first_problems
                 .iter()
                 .filter(|p| !p.ends_with("failed"))
@@ -426,6 +427,9 @@ fn check_one(pod: &PodFile, k: u64) -> RunCheck {
     }
     if i.lines_checked == 0 {
         why.push("no read checked".into());
+    }
+    if s.drained && i.lines_audited == 0 {
+        why.push("no line of memory audited".into());
     }
     let why = (!why.is_empty()).then(|| {
         format!(

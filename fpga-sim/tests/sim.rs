@@ -108,6 +108,11 @@ fn loaded_runs_are_sound() {
             s.integrity.lines_checked > 100,
             "{name}: reads were checked"
         );
+        assert!(
+            s.integrity.lines_audited > s.integrity.lines_checked / 4,
+            "{name}: memory was audited: {:?}",
+            s.integrity
+        );
         assert!(s.throughput_gbps > 0.0);
         assert!(s.drops.is_empty(), "{name}: {:?}", s.drops);
         // The run's own zero-load read (traced before injection starts) is the analytic sum.
@@ -157,6 +162,7 @@ fn bit_errors_cause_replays_and_lose_nothing() {
             s.links
         );
         assert!(s.drained && s.integrity.ok() && s.conservation.ok, "{s:?}");
+        assert!(s.integrity.lines_audited > 100, "{:?}", s.integrity);
     }
 }
 

@@ -59,6 +59,13 @@ impl Judge {
             ),
         );
         self.check(
+            i.lines_audited > 0 && i.memory_mismatches == 0,
+            format!(
+                "memory audited after the drain: {} lines, {} wrong, {} left by failed writes",
+                i.lines_audited, i.memory_mismatches, i.memory_excused
+            ),
+        );
+        self.check(
             s.conservation.ok,
             format!(
                 "conservation: {} operations = {} completed + {} open",

@@ -107,9 +107,11 @@ pub fn summary_text(s: &Summary) -> String {
     let i = &s.integrity;
     let _ = writeln!(
         o,
-        "\n  integrity: {} lines of read data checked, {} mismatches, {} lost, {} duplicated, {} failed, {} atomic errors: {}",
+        "\n  integrity: {} lines of read data checked, {} mismatches, {} lines of memory audited, {} wrong, {} lost, {} duplicated, {} failed, {} atomic errors: {}",
         i.lines_checked,
         i.mismatches,
+        i.lines_audited,
+        i.memory_mismatches,
         i.lost,
         i.duplicates,
         i.failed,

@@ -38,7 +38,18 @@ fn round3(v: f64) -> f64 {
 pub fn run(
     pod: &PodFile,
     opts: &Options,
+    progress: impl FnMut(u64, u64),
+) -> Result<Report, SimError> {
+    run_then(pod, opts, progress, |_| {})
+}
+
+/// [`run`], with `before_report` given the simulator once the run has drained (tests use it
+/// to break what the checks must catch).
+pub(crate) fn run_then(
+    pod: &PodFile,
+    opts: &Options,
     mut progress: impl FnMut(u64, u64),
+    before_report: impl FnOnce(&mut Sim),
 ) -> Result<Report, SimError> {
     let mut sim = Sim::new(pod, opts)?;
     // First the zero-load read on the idle pod, then the workloads from the next microsecond.
@@ -62,6 +73,7 @@ pub fn run(
             _ => break,
         };
     }
+    before_report(&mut sim);
     Ok(sim.report(zero))
 }
 
@@ -69,12 +81,14 @@ impl Sim {
     pub(crate) fn report(mut self, zero: Option<(Vec<Stage>, u64, u32)>) -> Report {
         let now = self.now().max(1);
         let drained = self.accels.open() == 0;
-        // Integrity: lost operations, atomics (only meaningful when drained), reads that
-        // disagreed (excused only by failed writes).
+        // Integrity: lost operations, atomics and the memory audit (only meaningful when
+        // drained), reads that disagreed (excused only by failed writes).
         self.reference.found.lost = self.accels.open() as u64;
         self.reference.resolve();
         self.check_rogue_targets();
         if drained {
+            // Every line written holds its last write (or what failed writes may leave).
+            self.reference.audit(&self.mem.borrow());
             let n = self.fabric.accels;
             let counters: Vec<u64> = (0..n).map(|d| self.counter(d)).collect();
             self.reference
@@ -411,4 +425,59 @@ fn budgets(
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pod::config::Pattern;
+    use crate::pod::presets;
+    use podlink_protocol::txn::{ByteEnables, MemoryTarget};
+
+    /// A write-only run (all-to-all reads nothing back) is still checked: memory is audited
+    /// against the reference after the drain, and one byte changed behind the protocol's back
+    /// fails the run, naming the line.
+    #[test]
+    fn a_write_only_run_is_audited() {
+        let mut pod = presets::load("ualink-64x4").unwrap();
+        for w in &mut pod.workloads {
+            w.pattern = Pattern::AllToAll;
+            (w.read, w.write, w.atomic) = (0.0, 1.0, 0.0);
+        }
+        let opts = Options {
+            duration_ps: 400_000,
+            warmup_ps: 40_000,
+            ..Options::default()
+        };
+        let clean = run(&pod, &opts, |_, _| {}).unwrap().summary;
+        let i = &clean.integrity;
+        assert!(clean.drained && i.ok(), "{i:?}");
+        assert_eq!(i.lines_checked, 1, "only the zero-load read reads");
+        assert!(i.lines_audited > 1000, "{i:?}");
+        let mut hit = String::new();
+        let broken = run_then(
+            &pod,
+            &opts,
+            |_, _| {},
+            |sim| {
+                let mut mem = sim.mem.borrow_mut();
+                let key = mem.written_blocks().min().unwrap();
+                let (dst, addr) = ((key >> 50) as u32, (key & ((1 << 50) - 1)) * 256 + 64);
+                let mut line = mem.line(dst, addr);
+                line[5] ^= 0x40;
+                mem.of(dst).write(addr, &line, &ByteEnables::ALL).unwrap();
+                hit = format!("accelerator {dst} line {addr:#x}");
+            },
+        )
+        .unwrap()
+        .summary;
+        let i = &broken.integrity;
+        assert_eq!(i.memory_mismatches, 1, "{i:?}");
+        assert!(!broken.integrity_ok() && !broken.sound());
+        assert!(
+            i.first_problems[0].contains(&hit),
+            "{:?} {hit}",
+            i.first_problems
+        );
+    }
 }
