@@ -678,6 +678,47 @@ fn diverted_while_joining_plan_11057() {
     );
 }
 
+/// Harsh plan 31033 on the four-tenant pod, reduced to the 20 faults that matter, left two
+/// lines of memory wrong (and two reads stale) until a region whose request was given up
+/// stayed on its port for another request timeout (`FaultState::unpin_given_up`). The mix:
+/// accelerator 7 withholds VC 2's credits for 20 µs; accelerator 5 (port 0) and its
+/// destinations' ports flap; a rogue writer shares accelerator 5's port 1. Accelerator 5's
+/// write 5477 to accelerator 4's line 0x55800, sent by port 1, waited behind the credit stall
+/// past its timeout and was reported failed; the region, no longer pinned, sent its next write
+/// (6026) by port 0, which arrived first, and the given-up write landed after it. Found by
+/// the memory audit and the read check together, in a soak
+/// (`FAULT_MIX_FROM=31001 FAULT_MIX_PLANS=40 FAULT_MIX_HARSH=1`) in session 23.
+#[test]
+fn given_up_write_is_not_overtaken_plan_31033() {
+    let pod = data_pod("four-tenants");
+    let (mut faults, _) = plan_with(&pod, 31033, true);
+    keep_only(
+        &mut faults,
+        &[
+            0, 2, 3, 8, 12, 13, 14, 15, 16, 17, 18, 19, 22, 23, 24, 25, 26, 27, 28, 29,
+        ],
+    );
+    let r = run(&pod, &mix_options(31033, faults), |_, _| {}).expect("runs");
+    let s = &r.summary;
+    let i = &s.integrity;
+    assert!(s.drained);
+    assert_eq!(
+        (
+            i.mismatches,
+            i.memory_mismatches,
+            i.atomic_errors,
+            i.duplicates,
+            i.lost
+        ),
+        (0, 0, 0, 0, 0),
+        "{:?}",
+        i.first_problems
+    );
+    assert!(i.failed > 0 && i.lines_audited > 0, "{i:?}");
+    let f = s.faults.as_ref().expect("a fault report");
+    assert!(f.regions_held_after_give_up > 0, "{f:?}");
+}
+
 /// After a 2 µs flap of a spine's link to a leaf on a busy pod, the leaf drops requests of
 /// fenced flows (`PinLost`) only while the port settles: the drops of a 30 µs run and of a
 /// 45 µs run are the same. (When a fenced flow was held as long as other flows of its bucket

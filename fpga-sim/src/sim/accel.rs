@@ -590,6 +590,7 @@ impl Sim {
     /// Piece `piece` completed (`ok`), an atomic returning `old`.
     pub(crate) fn piece_done(&mut self, piece: u32, ok: bool, old: Option<u64>, now: u64) {
         let (op, k) = (piece / MAX_PIECES, piece % MAX_PIECES);
+        let hold_until = now.saturating_add(self.request_timeout().as_ps());
         let Some(o) = self.accels.ops.get_mut(op as usize) else {
             self.reference.found.duplicates += 1;
             return;
@@ -604,8 +605,13 @@ impl Sim {
         }
         o.left &= !bit;
         let piece_addr = o.addr + u64::from(k) * 256;
+        let mut held = false;
         if let Some(f) = self.fault.as_mut() {
-            f.unpin(o.src, o.dst, piece_addr);
+            if ok {
+                f.unpin(o.src, o.dst, piece_addr);
+            } else {
+                held = f.unpin_given_up(o.src, o.dst, piece_addr, hold_until);
+            }
         }
         if !ok {
             match o.class {
@@ -631,6 +637,10 @@ impl Sim {
                 .note_failed(|| format!("operation {op} from {src} to {dst} failed"));
         }
         let o = *o;
+        if held {
+            // The region's waiting requests are looked at again when the hold ends.
+            self.schedule(hold_until, Ev::Held(o.src));
+        }
         if let (OpClass::Atomic, Some(old)) = (o.class, old) {
             self.reference.atomic_done(o.dst, old);
         }

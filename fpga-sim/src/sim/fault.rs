@@ -265,6 +265,9 @@ pub struct FaultReport {
     /// Regions (source, destination, 256 B) held on an accelerator port declared down while
     /// requests of theirs were in flight (`FaultState::hold`), summed over declarations.
     pub regions_held: u64,
+    /// Times a region stayed on its port after one of its requests was given up (timed out
+    /// or aborted) while it may still be in the fabric (`FaultState::unpin_given_up`).
+    pub regions_held_after_give_up: u64,
     /// Link-down and link-up transitions of the protocol's link ends (summed).
     pub link_downs: u64,
     /// Link ups (bring-ups started), summed over link ends.

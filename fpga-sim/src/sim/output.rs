@@ -134,13 +134,14 @@ pub fn summary_text(s: &Summary) -> String {
             .collect();
         let _ = writeln!(
             o,
-            "  faults: {} applied; {} DL flits lost on wires, {} link ends retrained, {} frames discarded at retrains, {} at ports declared down; {} regions held on ports declared down; switch drops: {}",
+            "  faults: {} applied; {} DL flits lost on wires, {} link ends retrained, {} frames discarded at retrains, {} at ports declared down; {} regions held on ports declared down, {} after a request given up; switch drops: {}",
             f.open_at_fault.len(),
             f.flits_lost,
             f.retrains,
             f.frames_discarded,
             f.ingress_discarded,
             f.regions_held,
+            f.regions_held_after_give_up,
             if drops.is_empty() { "none".to_string() } else { drops.join(", ") }
         );
     }

@@ -354,6 +354,25 @@ impl FaultState {
         }
     }
 
+    /// A request of (`src`, `dst`, `addr`'s region) was given up (timed out, or aborted) at a
+    /// time when it may still be in the fabric: held up behind withheld credits or a full
+    /// queue, it can still be executed later. Were the region's next request to take another
+    /// way, it could overtake it (a write given up landing after the write that followed it:
+    /// plan 31033 of the harsh fault mixes, found by the memory audit). So the region stays
+    /// on its port until `until` ([`FaultState::hold`]'s rule: there it is behind the
+    /// request, in order), as if the request were still open. Returns whether the region is
+    /// held.
+    pub fn unpin_given_up(&mut self, src: u32, dst: u32, addr: u64, until: u64) -> bool {
+        let k = pin_key(src, dst, addr);
+        let Some(e) = self.pins.get_mut(&k) else {
+            return false;
+        };
+        e.inflight = e.inflight.saturating_sub(1);
+        e.held_until = e.held_until.max(until);
+        self.report.regions_held_after_give_up += 1;
+        true
+    }
+
     /// Port `port` of accelerator `src` was declared down and its requester is about to give
     /// up everything open on it. What it sent may still be in the fabric: taken by the
     /// switch before the link went down, it waits in an egress queue (or is further on) and
@@ -728,5 +747,33 @@ mod tests {
         let i = end(&f, 0, 1);
         f.known[i] = Known::Down;
         assert_eq!(f.choose(0, 1, 0x300, 1, 0), None);
+    }
+
+    #[test]
+    fn a_region_whose_request_was_given_up_stays_on_its_port_until_the_hold_ends() {
+        let mut f = state_of(2, 2);
+        // A write of region 0x300 went out of port 1 and timed out at 5 µs: it may still be
+        // in the fabric, so the region stays on port 1 (behind it) whatever the fault-free
+        // choice, until 5 µs + the hold.
+        f.pin(0, 1, 0x300, 1, 1_000_000);
+        assert!(f.unpin_given_up(0, 1, 0x300, 15_000_000));
+        assert_eq!(f.report.regions_held_after_give_up, 1);
+        for fallback in 0..4 {
+            assert_eq!(f.choose(0, 1, 0x300, fallback, 5_000_000), Some(1));
+            assert_eq!(f.choose(0, 1, 0x300, fallback, 14_999_999), Some(1));
+        }
+        // Other regions are free; so is this one when the hold ends.
+        assert_eq!(f.choose(0, 1, 0x400, 3, 5_000_000), Some(3));
+        assert_eq!(f.choose(0, 1, 0x300, 3, 15_000_000), Some(3));
+        // Its next request, sent there while held, answered: the region is still held.
+        f.pin(0, 1, 0x300, 1, 6_000_000);
+        f.unpin(0, 1, 0x300);
+        assert_eq!(f.choose(0, 1, 0x300, 3, 6_000_000), Some(1));
+        // If port 1 becomes unusable while held, the region waits rather than move.
+        let i = (f.end_of[0] + 1 - f.accel_base) as usize;
+        f.known[i] = Known::Down;
+        assert_eq!(f.choose(0, 1, 0x300, 3, 7_000_000), None);
+        // A region with nothing pinned (its entry already gone) is not held.
+        assert!(!f.unpin_given_up(0, 1, 0x500, 15_000_000));
     }
 }
