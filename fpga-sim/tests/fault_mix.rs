@@ -10,7 +10,7 @@
 //! links with long cables and store-and-forward switches; 3 leaves × 2 spines with shallow
 //! buffers and hashing only; a leaf/spine pod with a route override).
 //! Whatever the mix, a run must finish with every operation completed exactly once, no read
-//! wrong, the conservation balances holding, and operations reported failed only when the mix
+//! and no line of memory wrong (the audit after the drain), the conservation balances holding, and operations reported failed only when the mix
 //! could lose frames or hold requests up past their timeout (a failure, errors at warning
 //! level, a link down for half a request timeout or more, credits withheld as long).
 //!
