@@ -719,6 +719,37 @@ fn given_up_write_is_not_overtaken_plan_31033() {
     assert!(f.regions_held_after_give_up > 0, "{f:?}");
 }
 
+/// Harsh plan 35019 on the four-tenant pod returned 18 stale reads (12 lines of memory
+/// wrong) until a region whose request went out of a port declared down stopped counting on
+/// "declared down, so it holds nothing" (`Pin::sent_while_down`). Both ports of accelerator
+/// 10 stay down past the hold-off (6.9–20.8 µs and 5.2–19.1 µs). At 22.9 µs, with both still
+/// declared down as far as the accelerator knew, a write to accelerator 9's line 0xa2d00
+/// went out of port 1, whose link was in fact back; at 26.1 µs port 0 was declared up again,
+/// and the region's next read moved there "into the same switch" and overtook the write.
+/// Found by a soak (`FAULT_MIX_MODEL=composed FAULT_MIX_FROM=35001 FAULT_MIX_PLANS=20
+/// FAULT_MIX_HARSH=1`) in session 23; both accelerator models failed it.
+#[test]
+fn request_sent_on_a_port_declared_down_is_not_overtaken_plan_35019() {
+    let pod = data_pod("four-tenants");
+    let (faults, _) = plan_with(&pod, 35019, true);
+    let r = run(&pod, &mix_options(35019, faults), |_, _| {}).expect("runs");
+    let s = &r.summary;
+    let i = &s.integrity;
+    assert!(s.drained);
+    assert_eq!(
+        (
+            i.mismatches,
+            i.memory_mismatches,
+            i.atomic_errors,
+            i.duplicates,
+            i.lost
+        ),
+        (0, 0, 0, 0, 0),
+        "{:?}",
+        i.first_problems
+    );
+}
+
 /// After a 2 µs flap of a spine's link to a leaf on a busy pod, the leaf drops requests of
 /// fenced flows (`PinLost`) only while the port settles: the drops of a 30 µs run and of a
 /// 45 µs run are the same. (When a fenced flow was held as long as other flows of its bucket

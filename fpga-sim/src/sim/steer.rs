@@ -263,7 +263,8 @@ impl FaultState {
     /// * if the pinned port's own link was declared down, what the link held is gone (it is
     ///   reset before it carries anything again) or was taken by its switch, whose ordering
     ///   rule keeps the region's flow on its way there (`spec-notes/switch.md#ordering-rule`): a
-    ///   usable port into the same switch is safe;
+    ///   usable port into the same switch is safe, unless a request of the region was sent
+    ///   there after the declaration ([`Pin::sent_while_down`]: the link may be back);
     /// * otherwise (a port into another switch, or a link that may still deliver what it
     ///   holds) it waits (`None`) until its requests are answered, fail, or their hold ends.
     pub fn choose(&self, src: u32, dst: u32, addr: u64, fallback: u32, now: u64) -> Option<u32> {
@@ -271,7 +272,12 @@ impl FaultState {
             .pins
             .get(&pin_key(src, dst, addr))
             .filter(|p| p.inflight > 0 || p.held_until > now);
-        let Some(&Pin { port: p, .. }) = busy else {
+        let Some(&Pin {
+            port: p,
+            sent_while_down,
+            ..
+        }) = busy
+        else {
             return Some(self.pick(src, dst, addr, fallback));
         };
         if self.way(src, dst, p).0 {
@@ -283,7 +289,7 @@ impl FaultState {
         }
         let first = self.end_of[src as usize];
         let pi = self.ai(first + p);
-        if self.local_ok.get(pi).copied().unwrap_or(true) {
+        if self.local_ok.get(pi).copied().unwrap_or(true) || sent_while_down {
             return None;
         }
         let sw = self.switch_of.get(pi).copied();
@@ -328,18 +334,28 @@ impl FaultState {
 
     /// A request of (`src`, `dst`, `addr`'s region) went out of port `port` at `now`.
     pub fn pin(&mut self, src: u32, dst: u32, addr: u64, port: u32, now: u64) {
+        let down = !self
+            .local_ok
+            .get(self.ai(self.end_of[src as usize] + port))
+            .copied()
+            .unwrap_or(true);
         let e = self.pins.entry(pin_key(src, dst, addr)).or_insert(Pin {
             src,
             port,
             inflight: 0,
             held_until: 0,
+            sent_while_down: false,
         });
         if e.held_until <= now {
             e.held_until = 0;
         }
+        if e.inflight == 0 && e.held_until == 0 {
+            e.sent_while_down = false;
+        }
         if e.inflight == 0 {
             e.port = port;
         }
+        e.sent_while_down |= down;
         e.inflight += 1;
     }
 
@@ -419,6 +435,10 @@ pub struct Pin {
     /// still be in the fabric (in the switch's egress queues, or beyond) until this time
     /// (ps, 0: none); see [`FaultState::hold`].
     pub held_until: u64,
+    /// A request of the region went out of `port` while its link was declared down (no
+    /// other way was usable). The link may have come back before the accelerator was told,
+    /// and then it delivers: "declared down, so it holds nothing" does not apply.
+    pub sent_while_down: bool,
 }
 
 fn pin_key(src: u32, dst: u32, addr: u64) -> u64 {
@@ -775,5 +795,28 @@ mod tests {
         assert_eq!(f.choose(0, 1, 0x300, 3, 7_000_000), None);
         // A region with nothing pinned (its entry already gone) is not held.
         assert!(!f.unpin_given_up(0, 1, 0x500, 15_000_000));
+    }
+
+    #[test]
+    fn a_request_sent_on_a_port_declared_down_keeps_its_region_there() {
+        // Two planes, two ports per plane: ports 0 and 1 enter switch 0.
+        let mut f = state_of(2, 2);
+        let i = (f.end_of[0] + 1 - f.accel_base) as usize;
+        // Port 1 declared down, then a request goes out of it anyway (nothing else usable):
+        // its link may be back before the accelerator is told, and deliver it.
+        f.local_ok[i] = false;
+        f.pin(0, 1, 0x300, 1, 1_000_000);
+        assert!(f.pins.values().all(|p| p.sent_while_down));
+        // The region does not move into the same switch, as it would if port 1 had gone down
+        // with the request already in flight: it waits.
+        assert_eq!(f.choose(0, 1, 0x300, 0, 2_000_000), None);
+        // Answered: it moves, and a request sent while port 1 is fine again starts afresh.
+        f.unpin(0, 1, 0x300);
+        assert!(f.choose(0, 1, 0x300, 0, 2_000_000).is_some_and(|p| p != 1));
+        f.local_ok[i] = true;
+        f.pin(0, 1, 0x300, 1, 3_000_000);
+        assert!(f.pins.values().all(|p| !p.sent_while_down));
+        f.local_ok[i] = false;
+        assert_eq!(f.choose(0, 1, 0x300, 0, 4_000_000), Some(0));
     }
 }
