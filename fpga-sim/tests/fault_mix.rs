@@ -690,16 +690,28 @@ fn diverted_while_joining_plan_11057() {
 /// (`FAULT_MIX_FROM=31001 FAULT_MIX_PLANS=40 FAULT_MIX_HARSH=1`) in session 23.
 #[test]
 fn given_up_write_is_not_overtaken_plan_31033() {
-    let pod = data_pod("four-tenants");
-    let (mut faults, _) = plan_with(&pod, 31033, true);
-    keep_only(
-        &mut faults,
-        &[
+    let s = harsh_four_tenant_plan(
+        31033,
+        Some(&[
             0, 2, 3, 8, 12, 13, 14, 15, 16, 17, 18, 19, 22, 23, 24, 25, 26, 27, 28, 29,
-        ],
+        ]),
     );
-    let r = run(&pod, &mix_options(31033, faults), |_, _| {}).expect("runs");
-    let s = &r.summary;
+    let i = &s.integrity;
+    assert!(i.failed > 0 && i.lines_audited > 0, "{i:?}");
+    let f = s.faults.as_ref().expect("a fault report");
+    assert!(f.regions_held_after_give_up > 0, "{f:?}");
+}
+
+/// Run harsh plan `k` on the four-tenant pod (only the faults at positions `keep`, if
+/// given) and check that it drained with nothing lost, duplicated, stale or wrong in memory.
+fn harsh_four_tenant_plan(k: u64, keep: Option<&[usize]>) -> podlink_sim::sim::results::Summary {
+    let pod = data_pod("four-tenants");
+    let (mut faults, _) = plan_with(&pod, k, true);
+    if let Some(keep) = keep {
+        keep_only(&mut faults, keep);
+    }
+    let r = run(&pod, &mix_options(k, faults), |_, _| {}).expect("runs");
+    let s = r.summary;
     let i = &s.integrity;
     assert!(s.drained);
     assert_eq!(
@@ -714,9 +726,7 @@ fn given_up_write_is_not_overtaken_plan_31033() {
         "{:?}",
         i.first_problems
     );
-    assert!(i.failed > 0 && i.lines_audited > 0, "{i:?}");
-    let f = s.faults.as_ref().expect("a fault report");
-    assert!(f.regions_held_after_give_up > 0, "{f:?}");
+    s
 }
 
 /// Harsh plan 35019 on the four-tenant pod returned 18 stale reads (12 lines of memory
@@ -730,24 +740,7 @@ fn given_up_write_is_not_overtaken_plan_31033() {
 /// FAULT_MIX_HARSH=1`) in session 23; both accelerator models failed it.
 #[test]
 fn request_sent_on_a_port_declared_down_is_not_overtaken_plan_35019() {
-    let pod = data_pod("four-tenants");
-    let (faults, _) = plan_with(&pod, 35019, true);
-    let r = run(&pod, &mix_options(35019, faults), |_, _| {}).expect("runs");
-    let s = &r.summary;
-    let i = &s.integrity;
-    assert!(s.drained);
-    assert_eq!(
-        (
-            i.mismatches,
-            i.memory_mismatches,
-            i.atomic_errors,
-            i.duplicates,
-            i.lost
-        ),
-        (0, 0, 0, 0, 0),
-        "{:?}",
-        i.first_problems
-    );
+    harsh_four_tenant_plan(35019, None);
 }
 
 /// After a 2 µs flap of a spine's link to a leaf on a busy pod, the leaf drops requests of
