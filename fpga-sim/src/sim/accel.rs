@@ -590,7 +590,12 @@ impl Sim {
     /// Piece `piece` completed (`ok`), an atomic returning `old`.
     pub(crate) fn piece_done(&mut self, piece: u32, ok: bool, old: Option<u64>, now: u64) {
         let (op, k) = (piece / MAX_PIECES, piece % MAX_PIECES);
-        let hold_until = now.saturating_add(self.request_timeout().as_ps());
+        // Only a piece given up holds its region (worked out only then: this runs per piece).
+        let hold_until = if ok {
+            0
+        } else {
+            now.saturating_add(self.request_timeout().as_ps())
+        };
         let Some(o) = self.accels.ops.get_mut(op as usize) else {
             self.reference.found.duplicates += 1;
             return;

@@ -432,7 +432,7 @@ impl Reference {
     pub fn resolve(&mut self) {
         let suspects = std::mem::take(&mut self.suspects);
         for s in &suspects {
-            if self.left_by_failed_writes(s.dst, s.addr, s.expected, &s.data) {
+            if left_by_failed(&self.failed_writes, s.dst, s.addr, s.expected, &s.data) {
                 self.found.mismatches -= 1;
                 self.found.excused += 1;
             } else {
@@ -442,13 +442,6 @@ impl Reference {
                 });
             }
         }
-    }
-
-    /// Whether `data`, found in the line at `addr` of `dst` whose last write issued was
-    /// `expected`, is what a chain of writes that were all reported failed may have left: the
-    /// content before `expected` if it failed, before that one if it failed too, and so on.
-    fn left_by_failed_writes(&self, dst: u32, addr: u64, expected: u32, data: &[u8; 64]) -> bool {
-        left_by_failed(&self.failed_writes, dst, addr, expected, data)
     }
 
     /// At the end of a drained run (no operation open): compare every line a write was issued
