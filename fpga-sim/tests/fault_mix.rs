@@ -702,6 +702,41 @@ fn given_up_write_is_not_overtaken_plan_31033() {
     assert!(f.regions_held_after_give_up > 0, "{f:?}");
 }
 
+/// Harsh plan 37073 on the planes pod with a 4 µs request timeout, reduced to the three
+/// faults that matter, left two lines of memory wrong. Accelerator 2's link into switch 1 is
+/// down from 7.4 to 16.3 µs (less than the 10 µs hold-off, so never declared down); at
+/// 9.5 µs accelerator 6 sends a write to accelerator 2's line 0x61000 into switch 1, where it
+/// waits for that link; at 9.9 µs accelerator 6's own port into switch 1 fails, its requests
+/// there are given up, and the region was held for a request timeout only: at 13.9 µs its
+/// next write went by switch 3 and landed, and when the link came back at 16.3 µs switch 1
+/// sent the old write, which landed after it. Two things now stop this, each enough on its
+/// own here: switch 1 drops the old write when it would send it, 6.8 µs after it arrived,
+/// past its residence limit (the request timeout: `expired` below); and the region is held
+/// until the write can no longer be in the fabric (the link's last time up + a residence
+/// limit and a request timeout per switch on the path: `regions_held`, and the unit test
+/// `sim::accel::tests::fabric_residence_counts_every_switch_on_the_path`). Found by a soak
+/// (`FAULT_MIX_FROM=37001 FAULT_MIX_PLANS=100 FAULT_MIX_HARSH=1`) in session 24.
+#[test]
+fn write_waiting_for_a_link_is_not_overtaken_plan_37073() {
+    let mut pod = scenarios::planes_pod("fault-mix, 4 us request timeout");
+    pod.accelerator.timeout_us = 4.0;
+    let (mut faults, _) = plan_with(&pod, 37073, true);
+    keep_only(&mut faults, &[0, 1, 45]);
+    let r = run(&pod, &mix_options(37073, faults), |_, _| {}).expect("runs");
+    let s = &r.summary;
+    let i = &s.integrity;
+    assert!(s.drained && i.lines_audited > 0, "{i:?}");
+    assert_eq!(
+        (i.mismatches, i.memory_mismatches, i.duplicates, i.lost),
+        (0, 0, 0, 0),
+        "{:?}",
+        i.first_problems
+    );
+    let f = s.faults.as_ref().expect("a fault report");
+    assert!(f.regions_held > 0, "{f:?}");
+    assert!(f.switch_drop("expired") > 0, "{:?}", f.switch_drops);
+}
+
 /// Run harsh plan `k` on the four-tenant pod (only the faults at positions `keep`, if
 /// given) and check that it drained with nothing lost, duplicated, stale or wrong in memory.
 fn harsh_four_tenant_plan(k: u64, keep: Option<&[usize]>) -> podlink_sim::sim::results::Summary {

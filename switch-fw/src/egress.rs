@@ -12,6 +12,7 @@
 use crate::header::{FrameKind, Header};
 use crate::qos::{Gcra, SmoothWrr};
 use crate::{MAX_PARTITIONS, NUM_VCS, QUEUE_SLOTS, RESPONSE_RESERVE};
+use podlink_protocol::time::Instant;
 use podlink_protocol::wire::{AccelId, Vc};
 
 const NIL: u16 = u16::MAX;
@@ -22,6 +23,9 @@ pub(crate) struct Slot {
     pub(crate) handle: u32,
     pub(crate) header: Header,
     pub(crate) bytes: u16,
+    /// When the frame reached the switch (for the residence limit).
+    #[cfg_attr(not(feature = "residence-limit"), allow(dead_code))]
+    pub(crate) arrived: Instant,
     next: u16,
 }
 
@@ -38,6 +42,7 @@ const EMPTY_SLOT: Slot = Slot {
         tag: 0,
     },
     bytes: 0,
+    arrived: Instant::ZERO,
     next: NIL,
 };
 
@@ -197,6 +202,7 @@ impl<const PORTS: usize> Egress<PORTS> {
         handle: u32,
         header: Header,
         bytes: u16,
+        arrived: Instant,
     ) -> Result<(), ()> {
         let vc = header.vc.get();
         let lane = lane_of(&header);
@@ -214,6 +220,7 @@ impl<const PORTS: usize> Egress<PORTS> {
             handle,
             header,
             bytes,
+            arrived,
             next: NIL,
         };
         let fifo = self
@@ -307,6 +314,15 @@ impl<const PORTS: usize> Egress<PORTS> {
         n
     }
 
+    /// Move the head of the (port, VC, partition) FIFO of `lane` to the discard list (it
+    /// aged past the residence limit); returns it.
+    #[cfg(feature = "residence-limit")]
+    pub(crate) fn discard_head(&mut self, port: u16, vc: u8, part: u8, lane: u8) -> Option<Slot> {
+        let s = self.pop(port, vc, part, lane)?;
+        self.push_discard(s);
+        Some(s)
+    }
+
     /// Append a popped frame to the discard list (the descriptor `pop` just freed is reused).
     fn push_discard(&mut self, s: Slot) {
         let idx = self.free;
@@ -370,9 +386,9 @@ mod tests {
     fn test_fifo_order_and_masks() {
         let mut e = Egress::<64>::new();
         for h in 0..3 {
-            e.push(5, 2, h, hdr(1), 64).unwrap();
+            e.push(5, 2, h, hdr(1), 64, Instant::ZERO).unwrap();
         }
-        e.push(5, 3, 9, hdr(0), 64).unwrap();
+        e.push(5, 3, 9, hdr(0), 64, Instant::ZERO).unwrap();
         assert_eq!(e.backlogged_ports(), 1 << 5);
         assert_eq!(e.part_mask(5, 1), 1 << 2);
         assert_eq!(e.depth(5, 1), 3);
@@ -391,7 +407,8 @@ mod tests {
         assert_eq!((e.used(), e.discarded()), (0, 0));
         // The freed descriptors are usable again.
         for h in 0..QUEUE_SLOTS as u32 {
-            e.push((h % 64) as u16, 0, h, hdr(0), 64).unwrap();
+            e.push((h % 64) as u16, 0, h, hdr(0), 64, Instant::ZERO)
+                .unwrap();
         }
     }
 
@@ -399,13 +416,14 @@ mod tests {
     fn test_pool_exhaustion() {
         let mut e = Egress::<64>::new();
         for h in 0..QUEUE_SLOTS as u32 {
-            e.push((h % 64) as u16, 0, h, hdr(0), 64).unwrap();
+            e.push((h % 64) as u16, 0, h, hdr(0), 64, Instant::ZERO)
+                .unwrap();
         }
-        assert!(e.push(0, 0, 0, hdr(0), 64).is_err());
+        assert!(e.push(0, 0, 0, hdr(0), 64, Instant::ZERO).is_err());
         assert!(e.pop(3, 0, 0, RESPONSES).is_some());
-        assert!(e.push(0, 0, 0, hdr(0), 64).is_ok());
-        assert!(e.push(64, 0, 0, hdr(0), 64).is_err());
-        assert!(e.push(0, 16, 0, hdr(0), 64).is_err());
+        assert!(e.push(0, 0, 0, hdr(0), 64, Instant::ZERO).is_ok());
+        assert!(e.push(64, 0, 0, hdr(0), 64, Instant::ZERO).is_err());
+        assert!(e.push(0, 16, 0, hdr(0), 64, Instant::ZERO).is_err());
     }
 
     fn req(vc: u8) -> Header {
@@ -423,23 +441,25 @@ mod tests {
         // Requests of every partition, while any has room: never beyond the requests' share.
         let mut n = 0u32;
         while let Some(part) = (0..16u8).find(|&p| e.has_room(&req(0), p)) {
-            e.push((n % 64) as u16, part, n, req(0), 64).unwrap();
+            e.push((n % 64) as u16, part, n, req(0), 64, Instant::ZERO)
+                .unwrap();
             n += 1;
         }
         assert!(
             n <= u32::from(REQUEST_SLOTS) && n > u32::from(REQUEST_SLOTS) - 64,
             "{n}"
         );
-        assert!(e.push(0, 0, 0, req(1), 64).is_err());
+        assert!(e.push(0, 0, 0, req(1), 64, Instant::ZERO).is_err());
         // Responses take everything else: at least the reserve.
         let mut k = 0u32;
         while e.has_room(&hdr(0), 3) {
-            e.push((k % 64) as u16, 3, k, hdr(0), 64).unwrap();
+            e.push((k % 64) as u16, 3, k, hdr(0), 64, Instant::ZERO)
+                .unwrap();
             k += 1;
         }
         assert!(k as usize >= RESPONSE_RESERVE);
         assert_eq!(usize::from(e.used()), QUEUE_SLOTS);
-        assert!(e.push(0, 0, 0, hdr(0), 64).is_err());
+        assert!(e.push(0, 0, 0, hdr(0), 64, Instant::ZERO).is_err());
         // A response leaving makes room for another.
         assert!(e.pop(3, 0, 3, RESPONSES).is_some());
         assert!(e.has_room(&hdr(0), 3));
@@ -456,17 +476,19 @@ mod tests {
         let mut e = Egress::<64>::new();
         let mut n = 0u32;
         while e.has_room(&req(0), 2) {
-            e.push((n % 64) as u16, 2, n, req(0), 64).unwrap();
+            e.push((n % 64) as u16, 2, n, req(0), 64, Instant::ZERO)
+                .unwrap();
             n += 1;
             assert!(n <= u32::from(REQUEST_SLOTS));
         }
         // n < 4 (768 - n) stops at n = 615: four fifths of the requests' share.
         assert_eq!(n, 615);
-        assert!(e.push(0, 2, 0, req(0), 64).is_err());
+        assert!(e.push(0, 2, 0, req(0), 64, Instant::ZERO).is_err());
         let free = u32::from(REQUEST_SLOTS) - n;
         let mut m = 0u32;
         while e.has_room(&req(0), 5) {
-            e.push((m % 64) as u16, 5, 10_000 + m, req(0), 64).unwrap();
+            e.push((m % 64) as u16, 5, 10_000 + m, req(0), 64, Instant::ZERO)
+                .unwrap();
             m += 1;
         }
         assert!(m > 0 && m < free, "{m} of {free}");
@@ -479,9 +501,9 @@ mod tests {
     #[test]
     fn test_response_lane_is_not_behind_requests() {
         let mut e = Egress::<64>::new();
-        e.push(3, 1, 10, req(2), 64).unwrap();
-        e.push(3, 1, 11, hdr(2), 64).unwrap();
-        e.push(3, 1, 12, req(2), 64).unwrap();
+        e.push(3, 1, 10, req(2), 64, Instant::ZERO).unwrap();
+        e.push(3, 1, 11, hdr(2), 64, Instant::ZERO).unwrap();
+        e.push(3, 1, 12, req(2), 64, Instant::ZERO).unwrap();
         assert_eq!(e.depth(3, 2), 3);
         assert_eq!(e.peek(3, 2, 1, RESPONSES).unwrap().handle, 11);
         assert_eq!(e.peek(3, 2, 1, REQUESTS).unwrap().handle, 10);

@@ -35,6 +35,10 @@ pub enum DropReason {
     /// the flow may still be in flight beyond it: sending it another way could overtake them
     /// (`spec-notes/switch.md#ordering-rule`). Dropped until the pin expires.
     PinLost,
+    /// The frame stayed in the switch longer than its residence limit
+    /// ([`crate::Switch::set_max_residence`]): its requester has given up on it, and sending
+    /// it on now could overtake what was sent since (`spec-notes/switch.md#residence-limit`).
+    Expired,
 }
 
 impl fmt::Display for DropReason {
@@ -49,6 +53,7 @@ impl fmt::Display for DropReason {
             DropReason::QueueFull => "egress queues full",
             DropReason::Flushed => "flushed from a failed port",
             DropReason::PinLost => "pinned port lost with the flow in flight",
+            DropReason::Expired => "older than the residence limit",
         })
     }
 }
@@ -143,6 +148,10 @@ pub struct PortCounters {
     pub flushed: u32,
     /// Drops: requests whose pinned port was lost while their flow was in flight.
     pub pin_lost: u32,
+    /// Frames dropped for staying longer than the residence limit: counted on the ingress
+    /// port when a frame is already too old there, on the egress port when it aged in its
+    /// queue.
+    pub expired: u32,
 }
 
 impl PortCounters {
@@ -157,6 +166,7 @@ impl PortCounters {
             DropReason::QueueFull => &mut self.queue_full,
             DropReason::Flushed => &mut self.flushed,
             DropReason::PinLost => &mut self.pin_lost,
+            DropReason::Expired => &mut self.expired,
         };
         *c = c.wrapping_add(1);
     }
@@ -173,6 +183,7 @@ impl PortCounters {
             self.queue_full,
             self.flushed,
             self.pin_lost,
+            self.expired,
         ]
         .iter()
         .fold(0u32, |a, &b| a.wrapping_add(b))
@@ -223,6 +234,7 @@ impl<const PORTS: usize> Counters<PORTS> {
                 queue_full: 0,
                 flushed: 0,
                 pin_lost: 0,
+                expired: 0,
             }; PORTS],
             events_lost: 0,
             commits: 0,
@@ -247,6 +259,7 @@ impl<const PORTS: usize> Counters<PORTS> {
             t.queue_full = t.queue_full.wrapping_add(p.queue_full);
             t.flushed = t.flushed.wrapping_add(p.flushed);
             t.pin_lost = t.pin_lost.wrapping_add(p.pin_lost);
+            t.expired = t.expired.wrapping_add(p.expired);
         }
         t
     }

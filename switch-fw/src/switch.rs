@@ -12,6 +12,8 @@ use crate::tables::{
 };
 use crate::{EVENT_QUEUE, FLOW_BUCKETS, MAX_IDS, MAX_PARTITIONS, MAX_PORTS, NUM_VCS};
 use heapless::Deque;
+#[cfg(feature = "residence-limit")]
+use podlink_protocol::time::Duration;
 use podlink_protocol::time::Instant;
 use podlink_protocol::wire::{AccelId, Vc};
 
@@ -390,6 +392,10 @@ pub struct Switch<const PORTS: usize = MAX_PORTS, P: PortIndex = u8> {
     /// The time of the last frame handed to [`Switch::forward`] (settling is counted from
     /// there: nothing the switch sent can be younger).
     clock: Instant,
+    /// The residence limit: a frame older than this (from its arrival at the switch) is
+    /// dropped instead of forwarded or sent (`None`: no limit).
+    #[cfg(feature = "residence-limit")]
+    max_residence: Option<Duration>,
 }
 
 impl<const PORTS: usize, P: PortIndex> Default for Switch<PORTS, P> {
@@ -485,12 +491,40 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
             diverted: 0,
             settle_until: Instant::ZERO,
             clock: Instant::ZERO,
+            #[cfg(feature = "residence-limit")]
+            max_residence: None,
         }
     }
 
     /// Replace the health policy.
     pub fn set_health_policy(&mut self, p: HealthPolicy) {
         self.policy = p;
+    }
+
+    /// Set the residence limit (`None`, the default: none). A frame that has been in the
+    /// switch longer than `limit`, counted from its arrival ([`Switch::forward_aged`]), is
+    /// dropped when it would move on (into an egress queue or onto its egress link) and
+    /// counted as [`DropReason::Expired`]; a queued one is handed back through
+    /// [`Switch::poll_discarded`]. Its requester has given up on it by then, so delivering it
+    /// late could overtake requests sent since: with the limit, how long a request can stay
+    /// in the fabric is bounded (`spec-notes/switch.md#residence-limit`).
+    #[cfg(feature = "residence-limit")]
+    pub fn set_max_residence(&mut self, limit: Option<Duration>) {
+        self.max_residence = limit;
+    }
+
+    /// The residence limit.
+    #[cfg(feature = "residence-limit")]
+    pub fn max_residence(&self) -> Option<Duration> {
+        self.max_residence
+    }
+
+    /// Whether a frame that arrived at `arrived` is past the residence limit at `now`.
+    #[cfg(feature = "residence-limit")]
+    #[inline(always)]
+    fn expired(&self, arrived: Instant, now: Instant) -> bool {
+        self.max_residence
+            .is_some_and(|l| now.saturating_since(arrived) > l)
     }
 
     /// The tables in force.
@@ -1336,6 +1370,33 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
         true
     }
 
+    /// Drop the frames at the heads of port `p`'s VC `vc` FIFOs (partitions in `mask`) that
+    /// are past the residence limit, onto the discard list; returns the partitions that
+    /// still hold frames. Frames behind a young head wait their turn (a FIFO's frames arrived
+    /// in order). Bounded: each turn removes a frame.
+    #[cfg(feature = "residence-limit")]
+    #[inline(never)]
+    fn expire_heads(&mut self, now: Instant, p: u16, vc: u8, mask: u16) -> u16 {
+        for part in 0..MAX_PARTITIONS as u8 {
+            if mask & (1 << part) == 0 {
+                continue;
+            }
+            for lane in LANES {
+                while let Some(s) = self
+                    .egress
+                    .peek(p, vc, part, lane)
+                    .copied()
+                    .filter(|s| self.expired(s.arrived, now))
+                {
+                    let _ = self.egress.discard_head(p, vc, part, lane);
+                    self.drop_frame(p, DropReason::Expired, &s.header);
+                }
+            }
+        }
+        self.rescore(p, vc);
+        self.egress.part_mask(p, vc)
+    }
+
     fn drop_frame(&mut self, ingress: u16, reason: DropReason, h: &Header) {
         if let Some(c) = self.counters.ports.get_mut(usize::from(ingress)) {
             c.count_drop(reason);
@@ -1396,6 +1457,45 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
         frame: Frame,
         ports: &mut [L],
     ) -> Result<Forwarded, DropReason> {
+        self.forward_at(now, now, ingress, frame, ports)
+    }
+
+    /// [`Switch::forward`] for a frame that reached the switch at `arrived` (and waited in
+    /// its ingress buffer since): the residence limit ([`Switch::set_max_residence`]) counts
+    /// from then. A frame already past it is dropped as [`DropReason::Expired`].
+    ///
+    /// # Errors
+    /// As [`Switch::forward`].
+    #[cfg(feature = "residence-limit")]
+    pub fn forward_aged<L: PortLink>(
+        &mut self,
+        now: Instant,
+        arrived: Instant,
+        ingress: u16,
+        frame: Frame,
+        ports: &mut [L],
+    ) -> Result<Forwarded, DropReason> {
+        if self.expired(arrived, now) {
+            if let Some(c) = self.counters.ports.get_mut(usize::from(ingress)) {
+                c.rx_frames = c.rx_frames.wrapping_add(1);
+            }
+            self.clock = now;
+            self.drop_frame(ingress, DropReason::Expired, &frame.header);
+            return Err(DropReason::Expired);
+        }
+        self.forward_at(now, arrived, ingress, frame, ports)
+    }
+
+    /// The body of [`Switch::forward`]; a queued frame keeps `arrived`.
+    #[inline(always)]
+    fn forward_at<L: PortLink>(
+        &mut self,
+        now: Instant,
+        arrived: Instant,
+        ingress: u16,
+        frame: Frame,
+        ports: &mut [L],
+    ) -> Result<Forwarded, DropReason> {
         if let Some(c) = self.counters.ports.get_mut(usize::from(ingress)) {
             c.rx_frames = c.rx_frames.wrapping_add(1);
         }
@@ -1447,7 +1547,7 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
         }
         if self
             .egress
-            .push(port, part, frame.handle, h, frame.bytes)
+            .push(port, part, frame.handle, h, frame.bytes, arrived)
             .is_err()
         {
             self.drop_frame(ingress, DropReason::QueueFull, &h);
@@ -1520,9 +1620,14 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
         let mut vc_mask = 0u32;
         let mut part_masks = [0u32; NUM_VCS];
         for (vc, pm) in (0..NUM_VCS as u8).zip(part_masks.iter_mut()) {
-            let m = self.egress.part_mask(p, vc);
+            #[cfg_attr(not(feature = "residence-limit"), allow(unused_mut))]
+            let mut m = self.egress.part_mask(p, vc);
             if m == 0 || link.tx_credits(Vc::from_bits_truncate(vc)) == 0 {
                 continue;
+            }
+            #[cfg(feature = "residence-limit")]
+            if self.max_residence.is_some() {
+                m = self.expire_heads(now, p, vc, m);
             }
             let mut el = 0u32;
             for part in 0..MAX_PARTITIONS as u8 {

@@ -204,6 +204,10 @@ pub struct SwitchParams {
     pub buffer_flits_per_vc: u32,
     /// Adaptive choice among allowed egress ports (false: deterministic hashing).
     pub adaptive: bool,
+    /// Residence limit, µs: a frame that has been in a switch longer than this is dropped
+    /// instead of sent on (`spec-notes/switch.md#residence-limit`). Unset: the accelerators'
+    /// request timeout (a frame that old belongs to a request its requester has given up).
+    pub max_residence_us: Option<f64>,
 }
 
 impl Default for SwitchParams {
@@ -219,6 +223,7 @@ impl Default for SwitchParams {
             cut_through: true,
             buffer_flits_per_vc: 256,
             adaptive: true,
+            max_residence_us: None,
         }
     }
 }
@@ -424,6 +429,16 @@ fn offset_to_line(text: &str, off: usize) -> usize {
 pub const MAX_POD_FILE: u64 = 1 << 20;
 
 impl PodFile {
+    /// The switches' residence limit, ps (`switch.max_residence_us`, else the request
+    /// timeout).
+    pub fn max_residence_ps(&self) -> u64 {
+        let us = self
+            .switch
+            .max_residence_us
+            .unwrap_or(self.accelerator.timeout_us);
+        (us * 1e6).round() as u64
+    }
+
     /// Parse pod-file text; `file` names it in errors.
     ///
     /// # Errors
@@ -702,6 +717,14 @@ impl PodFile {
                 format!("{}: must be 1..=4096", s.buffer_flits_per_vc),
             );
         }
+        if let Some(r) = s.max_residence_us {
+            if !(r.is_finite() && r > 0.0 && r <= 1e6) {
+                return e(
+                    "switch.max_residence_us",
+                    format!("{r}: must be in (0, 1e6]"),
+                );
+            }
+        }
         let mut seen = vec![None::<u16>; n as usize];
         for (i, p) in self.partitions.iter().enumerate() {
             let f = |k: &str| format!("partitions.{i}.{k}");
@@ -899,6 +922,28 @@ mod tests {
         let text = format!("{GOOD}[link]\ncredit_return_ns = -1\n");
         let e = PodFile::parse(&text, "p").unwrap_err();
         assert_eq!(e.field.as_deref(), Some("link.credit_return_ns"), "{e}");
+    }
+
+    /// The residence limit is the request timeout unless set; a set one must be positive.
+    #[test]
+    fn residence_limit_defaults_to_the_request_timeout() {
+        let p = PodFile::parse(GOOD, "p").unwrap();
+        assert_eq!(p.switch.max_residence_us, None);
+        assert_eq!(
+            p.max_residence_ps(),
+            (p.accelerator.timeout_us * 1e6) as u64
+        );
+        let text = format!("{GOOD}[switch]\nmax_residence_us = 2.5\n");
+        assert_eq!(
+            PodFile::parse(&text, "p").unwrap().max_residence_ps(),
+            2_500_000
+        );
+        for bad in ["0", "-1", "2e6", "nan"] {
+            let text = format!("{GOOD}[switch]\nmax_residence_us = {bad}\n");
+            let e = PodFile::parse(&text, "p").unwrap_err();
+            assert_eq!(e.field.as_deref(), Some("switch.max_residence_us"), "{e}");
+            assert_eq!(e.line, Some(6), "{e}");
+        }
     }
 
     #[test]

@@ -590,11 +590,14 @@ impl Sim {
     /// Piece `piece` completed (`ok`), an atomic returning `old`.
     pub(crate) fn piece_done(&mut self, piece: u32, ok: bool, old: Option<u64>, now: u64) {
         let (op, k) = (piece / MAX_PIECES, piece % MAX_PIECES);
-        // Only a piece given up holds its region (worked out only then: this runs per piece).
-        let hold_until = if ok {
-            0
-        } else {
-            now.saturating_add(self.request_timeout().as_ps())
+        // Only a piece given up holds its region (worked out only then: this runs per piece):
+        // the request may still be in its source port's link (a link down for less than a
+        // request timeout replays it on coming up) and then in the fabric beyond.
+        let hold_until = match self.accels.ops.get(op as usize) {
+            Some(o) if !ok => now
+                .saturating_add(self.request_timeout().as_ps())
+                .saturating_add(self.fabric_residence_ps(o.src, o.dst)),
+            _ => 0,
         };
         let Some(o) = self.accels.ops.get_mut(op as usize) else {
             self.reference.found.duplicates += 1;
@@ -711,6 +714,30 @@ mod tests {
     use crate::sim::Options;
     use crate::workload::OpSpec;
 
+    /// How long a given-up request may stay in the fabric: a residence limit and a request
+    /// timeout for every switch on its path (one in a multi-plane pod, three between leaves
+    /// of a leaf/spine pod, one within a leaf), the limit being the request timeout unless
+    /// the pod sets `switch.max_residence_us`.
+    #[test]
+    fn fabric_residence_counts_every_switch_on_the_path() {
+        let us = 1_000_000u64;
+        let planes = presets::load("ualink-64x4").unwrap();
+        let t = (planes.accelerator.timeout_us * 1e6) as u64;
+        let sim = Sim::new(&planes, &Options::default()).unwrap();
+        assert_eq!(sim.fabric_residence_ps(0, 63), 2 * t);
+        let mut short = planes.clone();
+        short.switch.max_residence_us = Some(3.0);
+        let sim = Sim::new(&short, &Options::default()).unwrap();
+        assert_eq!(sim.fabric_residence_ps(5, 9), t + 3 * us);
+        let mut tiers = presets::load("two-tier-384").unwrap();
+        tiers.accelerator.timeout_us = 10.0;
+        let sim = Sim::new(&tiers, &Options::default()).unwrap();
+        assert_eq!(sim.fabric.hops(0, 383), Some(3));
+        assert_eq!(sim.fabric_residence_ps(0, 383), 3 * 20 * us);
+        assert_eq!(sim.fabric.hops(0, 1), Some(1));
+        assert_eq!(sim.fabric_residence_ps(0, 1), 20 * us);
+    }
+
     /// A region that must wait (held on a port declared down, with no other way into its
     /// switch) stays in its accelerator's queue; a request to another region issued after
     /// it goes out at once, without waiting for anything to complete.
@@ -755,7 +782,7 @@ mod tests {
                 }
             }
             f.pin(src, dst, held, port, start);
-            f.hold(src, port, start + 5_000_000);
+            f.hold(src, port, start, |_| start + 5_000_000);
             f.unpin(src, dst, held);
         }
         // As `Sim::declare` does with a hold.

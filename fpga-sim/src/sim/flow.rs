@@ -374,8 +374,23 @@ impl Sim {
                 break;
             }
         }
+        // Frames past the residence limit were dropped instead of pulled.
+        if self.switches[s as usize].fwd.discarded() > 0 {
+            self.reap_expired(s, now);
+            pulled = true;
+        }
         if pulled {
             self.wake_blocked(s, now);
+        }
+    }
+
+    /// Free the frames switch `s` dropped from its queues for staying past the residence
+    /// limit (their credits go back to their senders).
+    fn reap_expired(&mut self, s: u32, now: u64) {
+        while let Some(h) = self.switches[s as usize].fwd.switch().poll_discarded() {
+            self.stats.note_drop(podlink_switch::DropReason::Expired);
+            self.release_frame(h, now);
+            self.frames.free(h);
         }
     }
 
@@ -694,7 +709,7 @@ impl Sim {
             };
             let rx = &mut self.rxs[ri];
             let q = if lane == 0 { &mut rx.rsp } else { &mut rx.fifo };
-            let Some(&(_, h)) = q.front() else {
+            let Some(&(due, h)) = q.front() else {
                 break;
             };
             let Some(f) = self.frames.get(h) else {
@@ -715,9 +730,14 @@ impl Sim {
                 t.mark(now, Mark::PipeOut(r));
             }
             let range = sw.base as usize..(sw.base + sw.n) as usize;
-            let res = sw
-                .fwd
-                .forward(Instant::from_ps(now), p, h, f, &mut self.ports[range]);
+            let res = sw.fwd.forward(
+                Instant::from_ps(now),
+                Instant::from_ps(due.saturating_sub(self.t.pipeline)),
+                p,
+                h,
+                f,
+                &mut self.ports[range],
+            );
             let base = sw.base;
             if self.fault.is_some() {
                 self.switch_events(s, now);

@@ -649,6 +649,23 @@ impl Sim {
         ns(self.pod.accelerator.timeout_us * 1000.0)
     }
 
+    /// How long a request from `src` to `dst` that has left its source port's link may
+    /// still be in the fabric, ps (`spec-notes/validation.md#fault-plans`): in each switch on
+    /// its path at most the residence limit (then the switch drops it), and on each link
+    /// after a switch at most a request timeout (a link down that long is retrained on
+    /// coming up, its replay buffer emptied, and one declared down is reset).
+    pub(crate) fn fabric_residence_ps(&self, src: u32, dst: u32) -> u64 {
+        let hops = self
+            .fabric
+            .hops(src, dst)
+            .unwrap_or(self.fabric.switches.len() as u32);
+        let per_hop = self
+            .pod
+            .max_residence_ps()
+            .saturating_add(self.request_timeout().as_ps());
+        u64::from(hops).saturating_mul(per_hop)
+    }
+
     pub fn next_event(&self) -> Option<u64> {
         self.sched.peek_time().map(Instant::as_ps)
     }

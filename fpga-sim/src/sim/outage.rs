@@ -376,16 +376,26 @@ impl Sim {
                 // retrained before it carries anything again): nothing queued there can go
                 // out later, after its successors were steered to other ports. What it sent
                 // before the link went down may still be in the fabric: those regions are
-                // held until the requests would have timed out (`FaultState::hold`).
-                let timeout = self.request_timeout().as_ps();
-                if let (Some(f), Owner::Accel { a: src, .. }) =
-                    (self.fault.as_mut(), self.owner[e as usize])
-                {
-                    let last_up = f.down_at[a as usize].unwrap_or(now);
-                    let until = last_up.saturating_add(timeout);
-                    let port = e - f.end_of[src as usize];
-                    if until > now && f.hold(src, port, until) > 0 {
-                        self.schedule(until, Ev::Held(src));
+                // held until it can no longer be there (`FaultState::hold`): the link's last
+                // time up + how long a request may stay in the fabric beyond its source's
+                // link (`Sim::fabric_residence_ps`).
+                if let (Some(last_up), Owner::Accel { a: src, .. }) = (
+                    self.fault
+                        .as_ref()
+                        .map(|f| f.down_at[a as usize].unwrap_or(now)),
+                    self.owner[e as usize],
+                ) {
+                    let until: Vec<u64> = (0..self.fabric.accels)
+                        .map(|dst| last_up.saturating_add(self.fabric_residence_ps(src, dst)))
+                        .collect();
+                    let ends = self.fault.as_mut().map_or_else(Vec::new, |f| {
+                        let port = e - f.end_of[src as usize];
+                        f.hold(src, port, now, |dst| {
+                            until.get(dst as usize).copied().unwrap_or(u64::MAX)
+                        })
+                    });
+                    for t in ends {
+                        self.schedule(t, Ev::Held(src));
                     }
                 }
                 if !self.ep_abort(e, now) {

@@ -341,6 +341,7 @@ impl FaultState {
             .unwrap_or(true);
         let e = self.pins.entry(pin_key(src, dst, addr)).or_insert(Pin {
             src,
+            dst,
             port,
             inflight: 0,
             held_until: 0,
@@ -393,20 +394,30 @@ impl FaultState {
     /// up everything open on it. What it sent may still be in the fabric: taken by the
     /// switch before the link went down, it waits in an egress queue (or is further on) and
     /// will still be executed. Each region with requests in flight there stays held on the
-    /// port until `until`, the time by which those requests would have timed out (the
-    /// link's last time up + the request timeout), as if they had not been given up early:
+    /// port until `until(destination)`, the time by which those requests can no longer be in
+    /// the fabric (the link's last time up + [`Sim::fabric_residence_ps`](super::Sim)):
     /// before then, the region may move only into the same switch ([`FaultState::choose`]).
-    /// Returns how many regions it holds.
-    pub fn hold(&mut self, src: u32, port: u32, until: u64) -> u64 {
+    /// A region whose time is not after `now` is not held. Returns the distinct times at
+    /// which holds end, in order.
+    pub fn hold(&mut self, src: u32, port: u32, now: u64, until: impl Fn(u32) -> u64) -> Vec<u64> {
         let mut n = 0;
+        let mut ends = Vec::new();
         for pin in self.pins.values_mut() {
             if pin.src == src && pin.port == port && pin.inflight > 0 {
-                pin.held_until = pin.held_until.max(until);
+                let t = until(pin.dst);
+                if t <= now {
+                    continue;
+                }
+                pin.held_until = pin.held_until.max(t);
                 n += 1;
+                if !ends.contains(&t) {
+                    ends.push(t);
+                }
             }
         }
+        ends.sort_unstable();
         self.report.regions_held += n;
-        n
+        ends
     }
 
     /// Whether a rogue requester on end `e` has requests waiting.
@@ -427,13 +438,16 @@ impl FaultState {
 pub struct Pin {
     /// The source accelerator.
     pub src: u32,
+    /// The destination accelerator.
+    pub dst: u32,
     /// The source's port.
     pub port: u32,
     /// Requests of the region in flight (answered or failed ones no longer count).
     pub inflight: u32,
-    /// Requests of the region that were given up when `port`'s link was declared down may
-    /// still be in the fabric (in the switch's egress queues, or beyond) until this time
-    /// (ps, 0: none); see [`FaultState::hold`].
+    /// Requests of the region that were given up (by timeout, or when `port`'s link was
+    /// declared down) may still be in the fabric (in a switch's queues, or beyond) until
+    /// this time (ps, 0: none); see [`FaultState::hold`] and
+    /// [`FaultState::unpin_given_up`].
     pub held_until: u64,
     /// A request of the region went out of `port` while its link was declared down (no
     /// other way was usable). The link may have come back before the accelerator was told,
@@ -737,8 +751,8 @@ mod tests {
         f.pin(0, 1, 0x300, 1, 1_000_000);
         let i = end(&f, 0, 1);
         f.local_ok[i] = false;
-        f.hold(0, 1, 9_000_000);
-        f.hold(0, 2, 9_000_000); // another port's hold does not touch the region
+        f.hold(0, 1, 5_000_000, |_| 9_000_000);
+        f.hold(0, 2, 5_000_000, |_| 9_000_000); // another port's hold does not touch the region
         f.unpin(0, 1, 0x300);
         // Only port 0 is healthy enough to stay in switch 0: there it goes, whatever the
         // fault-free choice, while the hold lasts.

@@ -8,7 +8,7 @@ use podlink_switch::DropReason;
 use serde::Serialize;
 
 /// Drop reasons in report order.
-pub const DROP_REASONS: [&str; 9] = [
+pub const DROP_REASONS: [&str; 10] = [
     "link-local",
     "bad-ingress",
     "spoofed",
@@ -18,6 +18,7 @@ pub const DROP_REASONS: [&str; 9] = [
     "queue-full",
     "flushed",
     "pin-lost",
+    "expired",
 ];
 
 /// Model-level counters.
@@ -28,7 +29,7 @@ pub struct Counters {
     /// Times a switch pipeline stopped because the switch buffer was full.
     pub ingress_blocked: u64,
     /// Frames dropped by switches, per [`DROP_REASONS`].
-    pub drops: [u64; 9],
+    pub drops: [u64; 10],
 }
 
 impl Counters {
@@ -44,6 +45,7 @@ impl Counters {
             DropReason::QueueFull => 6,
             DropReason::Flushed => 7,
             DropReason::PinLost => 8,
+            DropReason::Expired => 9,
         };
         self.drops[i] += 1;
     }

@@ -51,6 +51,22 @@ pub trait SwitchOps {
         frame: podlink_switch::Frame,
         ports: &mut [PortState],
     ) -> Result<Forwarded, DropReason>;
+    /// [`Switch::forward_aged`].
+    ///
+    /// # Errors
+    /// Why the frame was dropped.
+    fn forward_aged(
+        &mut self,
+        now: Instant,
+        arrived: Instant,
+        ingress: u16,
+        frame: podlink_switch::Frame,
+        ports: &mut [PortState],
+    ) -> Result<Forwarded, DropReason>;
+    /// [`Switch::set_max_residence`].
+    fn set_max_residence(&mut self, limit: Option<Duration>);
+    /// [`Switch::discarded_frames`].
+    fn discarded_frames(&self) -> u16;
     /// [`Switch::poll_transmit_port`].
     fn poll_transmit_port(
         &mut self,
@@ -103,6 +119,22 @@ impl<const PORTS: usize, P: PortIndex> SwitchOps for Switch<PORTS, P> {
         ports: &mut [PortState],
     ) -> Result<Forwarded, DropReason> {
         Switch::forward(self, now, ingress, frame, ports)
+    }
+    fn forward_aged(
+        &mut self,
+        now: Instant,
+        arrived: Instant,
+        ingress: u16,
+        frame: podlink_switch::Frame,
+        ports: &mut [PortState],
+    ) -> Result<Forwarded, DropReason> {
+        Switch::forward_aged(self, now, arrived, ingress, frame, ports)
+    }
+    fn set_max_residence(&mut self, limit: Option<Duration>) {
+        Switch::set_max_residence(self, limit);
+    }
+    fn discarded_frames(&self) -> u16 {
+        Switch::discarded_frames(self)
     }
     fn poll_transmit_port(
         &mut self,
@@ -215,6 +247,7 @@ impl Forwarder {
         };
         let mut f = Forwarder { sw };
         f.sw.set_health_policy(policy(pod, None));
+        f.sw.set_max_residence(Some(Duration::from_ps(pod.max_residence_ps())));
         Ok(f)
     }
 
@@ -236,6 +269,12 @@ impl Forwarder {
     /// The library switch, to read.
     pub fn switch_ref(&self) -> &(dyn SwitchOps + Send) {
         &*self.sw
+    }
+
+    /// Frames dropped from the queues (flushed, or past the residence limit) whose handles
+    /// have not been taken back yet.
+    pub fn discarded(&self) -> u16 {
+        self.sw.discarded_frames()
     }
 
     /// Frames buffered.
@@ -264,13 +303,15 @@ impl Forwarder {
         }
     }
 
-    /// Decide and queue a frame that arrived on `ingress`; returns the egress port.
+    /// Decide and queue a frame that arrived on `ingress` at `arrived`; returns the egress
+    /// port.
     ///
     /// # Errors
     /// Why the frame was dropped.
     pub fn forward(
         &mut self,
         now: Instant,
+        arrived: Instant,
         ingress: u32,
         handle: u32,
         f: &Frame,
@@ -283,7 +324,7 @@ impl Forwarder {
         };
         let ingress = u16::try_from(ingress).map_err(|_| DropReason::BadIngress)?;
         self.sw
-            .forward(now, ingress, frame, ports)
+            .forward_aged(now, arrived, ingress, frame, ports)
             .map(|r| u32::from(r.port()))
     }
 
@@ -312,6 +353,7 @@ impl Forwarder {
             ("queue-full", u64::from(t.queue_full)),
             ("flushed", u64::from(t.flushed)),
             ("pin-lost", u64::from(t.pin_lost)),
+            ("expired", u64::from(t.expired)),
         ]
     }
 }

@@ -290,3 +290,55 @@ fn test_requests_cannot_fill_the_switch() {
     assert!(k as usize >= podlink_switch::RESPONSE_RESERVE);
     assert_eq!(sw.queued_frames() as usize, QUEUE_SLOTS);
 }
+
+/// The residence limit: a queued frame that waits past it (here behind a VC with no credit)
+/// is dropped when its turn comes instead of being sent, handed back through
+/// `poll_discarded` and counted on its egress port; frames younger than the limit behind it
+/// still go. A frame that reaches `forward_aged` already past the limit (it waited in the
+/// ingress buffer) is dropped there, counted on its ingress. Without a limit nothing expires.
+/// (Feature `residence-limit`: on in the workspace's test run, which builds the simulator.)
+#[cfg(feature = "residence-limit")]
+#[test]
+fn test_residence_limit_drops_frames_that_waited_too_long() {
+    use podlink_protocol::time::Duration;
+    for limit in [Some(Duration::from_ns(1000)), None] {
+        let (mut sw, mut ports) = new_switch(small_pod, 0);
+        sw.set_max_residence(limit);
+        assert_eq!(sw.max_residence(), limit);
+        // Two writes from 0 to 1 on VC 2, queued for lack of credit at 100 ns and 900 ns.
+        let h = Header::request(aid(0), aid(1), vc(2), 0);
+        for (handle, at) in [(1, 100), (2, 900)] {
+            let f = sw.forward(t(at), 0, frame(handle, h), &mut ports).unwrap();
+            assert_eq!(f, Forwarded::Queued { port: 1 });
+        }
+        // Credits come back at 1,500 ns: the first waited 1,400 ns, the second 600 ns.
+        ports[1].grant(vc(2), 4);
+        let sent: Vec<u32> = core::iter::from_fn(|| sw.poll_transmit(t(1500), &mut ports))
+            .map(|x| x.handle)
+            .collect();
+        let discarded: Vec<u32> = core::iter::from_fn(|| sw.poll_discarded()).collect();
+        let drops: Vec<(u16, DropReason)> = core::iter::from_fn(|| sw.poll_event())
+            .filter_map(|e| match e {
+                Event::Dropped { port, reason, .. } => Some((port, reason)),
+                _ => None,
+            })
+            .collect();
+        // A frame that arrived at 100 ns and is forwarded at 1,500 ns (it waited at ingress).
+        let late = sw.forward_aged(t(1500), t(100), 0, frame(3, h), &mut ports);
+        if limit.is_some() {
+            assert_eq!(sent, [2]);
+            assert_eq!(discarded, [1]);
+            assert_eq!(drops, [(1, DropReason::Expired)]);
+            assert_eq!(sw.counters().ports[1].expired, 1);
+            assert_eq!(late, Err(DropReason::Expired));
+            assert_eq!(sw.counters().ports[0].expired, 1);
+            assert_eq!(sw.counters().total().expired, 2);
+        } else {
+            assert_eq!(sent, [1, 2]);
+            assert!(discarded.is_empty() && drops.is_empty());
+            assert_eq!(late, Ok(Forwarded::CutThrough { port: 1 }));
+            assert_eq!(sw.counters().total().expired, 0);
+        }
+        assert_eq!(sw.queued_frames(), 0);
+    }
+}
