@@ -1377,10 +1377,11 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
     #[cfg(feature = "residence-limit")]
     #[inline(never)]
     fn expire_heads(&mut self, now: Instant, p: u16, vc: u8, mask: u16) -> u16 {
-        for part in 0..MAX_PARTITIONS as u8 {
-            if mask & (1 << part) == 0 {
-                continue;
-            }
+        let mut expired = false;
+        let mut parts = mask;
+        while parts != 0 {
+            let part = parts.trailing_zeros() as u8;
+            parts &= parts - 1;
             for lane in LANES {
                 while let Some(s) = self
                     .egress
@@ -1390,8 +1391,12 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
                 {
                     let _ = self.egress.discard_head(p, vc, part, lane);
                     self.drop_frame(p, DropReason::Expired, &s.header);
+                    expired = true;
                 }
             }
+        }
+        if !expired {
+            return mask;
         }
         self.rescore(p, vc);
         self.egress.part_mask(p, vc)
