@@ -268,6 +268,10 @@ pub struct FaultReport {
     /// Times a region stayed on its port after one of its requests was given up (timed out
     /// or aborted) while it may still be in the fabric (`FaultState::unpin_given_up`).
     pub regions_held_after_give_up: u64,
+    /// Link outages that went on across an up too brief for the link to replay what it held
+    /// from before the outage (a flit sent before it still unacknowledged at the next
+    /// down): the outage is counted from its first down (`Sim::phy_down`).
+    pub outages_carried: u64,
     /// Link-down and link-up transitions of the protocol's link ends (summed).
     pub link_downs: u64,
     /// Link ups (bring-ups started), summed over link ends.

@@ -179,11 +179,30 @@ impl Sim {
             }
             lost += self.wires[x as usize].flight.lose_all();
         }
+        // The outage goes on if a flit sent before it began is still unacknowledged at either
+        // end (the link came up too briefly to replay it); otherwise a new one starts now.
+        let next = [a, b].map(|x| self.link_of(x as usize).retry().next_submit_seq());
+        let held = [a, b].map(|x| self.link_of(x as usize).retry().buffered());
         let Some(f) = self.fault.as_mut() else {
             return;
         };
         f.report.flits_lost += lost;
         f.down_at[a as usize] = Some(now);
+        let carried = f.outage[a as usize].is_some_and(|(_, marks)| {
+            (0..2).any(|k| {
+                // Steps from the oldest flit held to the outage's mark: a flit from before
+                // the mark is still held.
+                let space = podlink_protocol::wire::SeqNum::SPACE;
+                let oldest = next[k].add(space - held[k] % space);
+                let before = marks[k].distance_from(oldest);
+                held[k] > 0 && before > 0 && before <= held[k]
+            })
+        });
+        if carried {
+            f.report.outages_carried += 1;
+        } else {
+            f.outage[a as usize] = Some((now, next));
+        }
         let at = now.saturating_add(f.plan.holdoff_ps);
         self.schedule(at, Ev::Holdoff(a));
     }
@@ -200,10 +219,15 @@ impl Sim {
         if f.failed[a as usize] {
             return;
         }
-        let down_for = f.down_at[a as usize].map_or(0, |t| now.saturating_sub(t));
+        // Counted from the start of the outage, which may span ups too brief to replay.
+        let down_for = f.outage[a as usize]
+            .map(|(t, _)| t)
+            .or(f.down_at[a as usize])
+            .map_or(0, |t| now.saturating_sub(t));
         f.down_at[a as usize] = None;
         let declared = f.declared[a as usize];
         if declared || down_for >= timeout {
+            f.outage[a as usize] = None;
             for x in [a, b] {
                 self.retrain(x, now);
             }

@@ -59,6 +59,10 @@ pub(crate) struct FaultState {
     pub accel_base: u32,
     /// Per link end: the PHY went down at this time (None: up).
     pub down_at: Vec<Option<u64>>,
+    /// Per link (by its switch end): when its current outage began, and each end's next
+    /// sequence number then (its flits before it were sent before the outage). An outage
+    /// goes on across an up too short to replay them (`Sim::phy_down`).
+    pub outage: Vec<Option<(u64, [podlink_protocol::wire::SeqNum; 2])>>,
     /// Per link end: reported down to its switch / endpoint.
     pub declared: Vec<bool>,
     /// Per link end: failed for good (never comes up).
@@ -206,6 +210,7 @@ impl FaultState {
             plan,
             accel_base,
             down_at: vec![None; n],
+            outage: vec![None; n],
             declared: vec![false; n],
             failed: vec![false; n],
             local_ok: vec![true; na],
