@@ -725,7 +725,10 @@ fn write_waiting_for_a_link_is_not_overtaken_plan_37073() {
     let r = run(&pod, &mix_options(37073, faults), |_, _| {}).expect("runs");
     let s = &r.summary;
     let i = &s.integrity;
-    assert!(s.drained && i.lines_audited > 0, "{i:?}");
+    assert!(
+        s.drained && s.conservation.ok && i.lines_audited > 0,
+        "{i:?}"
+    );
     assert_eq!(
         (i.mismatches, i.memory_mismatches, i.duplicates, i.lost),
         (0, 0, 0, 0),
@@ -765,7 +768,10 @@ fn an_outage_goes_on_across_ups_too_brief_to_replay() {
     let r = run(&pod, &mix_options(1, faults), |_, _| {}).expect("runs");
     let s = &r.summary;
     let i = &s.integrity;
-    assert!(s.drained && i.lines_audited > 0, "{i:?}");
+    assert!(
+        s.drained && s.conservation.ok && i.lines_audited > 0,
+        "{i:?}"
+    );
     assert_eq!(
         (i.mismatches, i.memory_mismatches, i.duplicates, i.lost),
         (0, 0, 0, 0),
