@@ -40,17 +40,6 @@ pub trait SwitchOps {
     fn queue_depth(&self, port: u16, vc: Vc) -> u16;
     /// [`Switch::refresh_port`].
     fn refresh_port(&mut self, port: u16, link: &PortState);
-    /// [`Switch::forward`].
-    ///
-    /// # Errors
-    /// Why the frame was dropped.
-    fn forward(
-        &mut self,
-        now: Instant,
-        ingress: u16,
-        frame: podlink_switch::Frame,
-        ports: &mut [PortState],
-    ) -> Result<Forwarded, DropReason>;
     /// [`Switch::forward_aged`].
     ///
     /// # Errors
@@ -110,15 +99,6 @@ impl<const PORTS: usize, P: PortIndex> SwitchOps for Switch<PORTS, P> {
     }
     fn refresh_port(&mut self, port: u16, link: &PortState) {
         Switch::refresh_port(self, port, link);
-    }
-    fn forward(
-        &mut self,
-        now: Instant,
-        ingress: u16,
-        frame: podlink_switch::Frame,
-        ports: &mut [PortState],
-    ) -> Result<Forwarded, DropReason> {
-        Switch::forward(self, now, ingress, frame, ports)
     }
     fn forward_aged(
         &mut self,
