@@ -393,9 +393,9 @@ pub struct Switch<const PORTS: usize = MAX_PORTS, P: PortIndex = u8> {
     /// there: nothing the switch sent can be younger).
     clock: Instant,
     /// The residence limit: a frame older than this (from its arrival at the switch) is
-    /// dropped instead of forwarded or sent (`None`: no limit).
+    /// dropped instead of forwarded or sent ([`Duration::MAX`]: no limit).
     #[cfg(feature = "residence-limit")]
-    max_residence: Option<Duration>,
+    max_residence: Duration,
 }
 
 impl<const PORTS: usize, P: PortIndex> Default for Switch<PORTS, P> {
@@ -492,7 +492,7 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
             settle_until: Instant::ZERO,
             clock: Instant::ZERO,
             #[cfg(feature = "residence-limit")]
-            max_residence: None,
+            max_residence: Duration::MAX,
         }
     }
 
@@ -510,21 +510,20 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
     /// in the fabric is bounded (`spec-notes/switch.md#residence-limit`).
     #[cfg(feature = "residence-limit")]
     pub fn set_max_residence(&mut self, limit: Option<Duration>) {
-        self.max_residence = limit;
+        self.max_residence = limit.unwrap_or(Duration::MAX);
     }
 
     /// The residence limit.
     #[cfg(feature = "residence-limit")]
     pub fn max_residence(&self) -> Option<Duration> {
-        self.max_residence
+        (self.max_residence != Duration::MAX).then_some(self.max_residence)
     }
 
     /// Whether a frame that arrived at `arrived` is past the residence limit at `now`.
     #[cfg(feature = "residence-limit")]
     #[inline(always)]
     fn expired(&self, arrived: Instant, now: Instant) -> bool {
-        self.max_residence
-            .is_some_and(|l| now.saturating_since(arrived) > l)
+        now.saturating_since(arrived) > self.max_residence
     }
 
     /// The tables in force.
@@ -1631,7 +1630,7 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
                 continue;
             }
             #[cfg(feature = "residence-limit")]
-            if self.max_residence.is_some() {
+            if self.max_residence != Duration::MAX {
                 m = self.expire_heads(now, p, vc, m);
             }
             let mut el = 0u32;
