@@ -169,6 +169,45 @@ fn sweep_writes_latency_versus_load() {
 /// what they cost, operations reported failed do not fail the run (reads and completions are
 /// still checked), the same pod and seed give the same bytes, and a bad event is refused with
 /// its line and field.
+/// A pod without faults whose operations time out under overload passes (exit 0) and says
+/// where every timed-out request went; `--json` carries the same account.
+#[test]
+fn timeouts_under_overload_exit_0_and_are_accounted() {
+    let pod = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/pods/overload-short-timeout.toml"
+    );
+    let out = bin()
+        .args(["run", pod, "--duration", "4us"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("OK (operations timed out, every timed-out request accounted for)"),
+        "{text}"
+    );
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("timeouts:"))
+        .unwrap_or_else(|| panic!("no timeouts line: {text}"));
+    let n: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert!(n.len() == 4 && n[0] > 0 && n[0] == n[1] + n[2], "{line}");
+    let out = bin()
+        .args(["run", pod, "--duration", "4us", "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let i = &v["integrity"];
+    assert_eq!(i["requests_timed_out"].as_u64(), Some(n[0]), "{i}");
+    assert_eq!(i["late_responses"].as_u64(), Some(n[1]), "{i}");
+    assert_eq!(i["switch_drops"].as_u64(), Some(n[2]), "{i}");
+    assert_eq!(i["failed_not_timed_out"].as_u64(), Some(0), "{i}");
+}
+
 #[test]
 fn pod_file_faults_are_applied() {
     let dir = tmp("faults");

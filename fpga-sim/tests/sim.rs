@@ -461,3 +461,46 @@ fn workloads_on_several_vcs_are_checked_exactly() {
         }
     }
 }
+
+/// A pod without faults whose request timeout (1 µs) is far shorter than the queueing of
+/// its incast: operations time out, and the run still passes because every failure is a
+/// timeout and every timed-out request is accounted for (answered late, or dropped by a
+/// switch at its residence limit), with nothing read or left in memory wrong.
+#[test]
+fn timeouts_under_overload_are_accounted_for() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/pods/overload-short-timeout.toml"
+    );
+    let pod = PodFile::load(std::path::Path::new(path)).unwrap();
+    for pod in both(pod) {
+        let m = pod.accelerator.model;
+        let s = run(&pod, &short(4000), |_, _| {}).unwrap().summary;
+        let i = &s.integrity;
+        assert!(s.drained && s.conservation.ok, "{m:?}: {s:?}");
+        assert!(!s.had_faults(), "{m:?}");
+        assert!(i.failed > 100, "{m:?}: operations time out: {i:?}");
+        assert_eq!(i.failed_not_timed_out, 0, "{m:?}: {i:?}");
+        assert!(
+            i.requests_timed_out > 100 && i.queue_timeouts > 100,
+            "{m:?}: sent and queued requests time out: {i:?}"
+        );
+        assert!(
+            i.late_responses > 0 && i.switch_drops > 0,
+            "{m:?}: both traces occur: {i:?}"
+        );
+        assert_eq!(
+            i.requests_timed_out,
+            i.late_responses + i.switch_drops,
+            "{m:?}: every timed-out request left one trace"
+        );
+        let expired = s.drops.iter().find(|d| d.0 == "expired").map(|d| d.1);
+        assert_eq!(expired, Some(i.switch_drops), "{m:?}: {:?}", s.drops);
+        assert!(
+            i.sound_but_failed() && i.lines_checked > 100 && i.lines_audited > 1000,
+            "{m:?}: {i:?}"
+        );
+        assert!(!i.ok(), "{m:?}: operations failed");
+        assert!(s.integrity_ok() && s.sound(), "{m:?}: {i:?}");
+    }
+}

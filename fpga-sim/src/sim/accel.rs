@@ -14,7 +14,7 @@ use crate::report::OpClass;
 use podlink_protocol::time::Instant;
 use podlink_protocol::txn::{
     Atomic, AtomicOp, AtomicSize, Completer, CompleterConfig, Flow, Operation, PartitionTable,
-    Request, Requester, RequesterConfig, SubmitError,
+    Request, Requester, RequesterConfig, RequesterStats, SubmitError, TxnError,
 };
 use podlink_protocol::wire::PartitionId;
 use podlink_protocol::wire::{AccelId, TlItem, TlPushError, Vc};
@@ -69,6 +69,28 @@ pub(crate) struct Op {
     /// Reads: the write ID each 64 B line must return. Writes: the write ID each line held
     /// before (what a failed write may have left).
     pub expect: [u32; 64],
+}
+
+/// How a piece's request ended at its requester.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PieceEnd {
+    /// Answered, successfully.
+    Ok,
+    /// Failed by a request or queue timeout (which congestion alone may cause).
+    TimedOut,
+    /// Failed otherwise (an error status, poisoned data, refused).
+    Failed,
+}
+
+impl PieceEnd {
+    /// The end of a requester completion's result, and the atomic's old value.
+    pub(crate) fn of(result: Result<Option<u64>, TxnError>) -> (Self, Option<u64>) {
+        match result {
+            Ok(old) => (PieceEnd::Ok, old),
+            Err(TxnError::Timeout) => (PieceEnd::TimedOut, None),
+            Err(_) => (PieceEnd::Failed, None),
+        }
+    }
 }
 
 /// Every accelerator.
@@ -180,6 +202,24 @@ impl Accels {
 
     pub fn port_mut(&mut self, e: u32) -> Option<&mut AccelPort> {
         self.ports.get_mut(e.checked_sub(self.base)? as usize)
+    }
+
+    /// Every requester's counters, summed (both accelerator models).
+    pub fn requester_stats(&self) -> RequesterStats {
+        let mut t = RequesterStats::default();
+        let each = self
+            .ports
+            .iter()
+            .map(|p| p.req.stats())
+            .chain(self.eps.iter().map(|e| e.requester().stats()));
+        for s in each {
+            t.request_timeouts += s.request_timeouts;
+            t.queue_timeouts += s.queue_timeouts;
+            t.dropped_late += s.dropped_late;
+            t.dropped_unknown_tag += s.dropped_unknown_tag;
+            t.responses_dropped += s.responses_dropped;
+        }
+        t
     }
 
     /// Operations open.
@@ -335,7 +375,7 @@ impl Sim {
             Err(SubmitError::OpTableFull | SubmitError::QueueFull { .. }) => Sent::Full,
             Err(_) => {
                 self.stats.invalid_frames += 1;
-                self.piece_done(piece, false, None, now);
+                self.piece_done(piece, PieceEnd::Failed, None, now);
                 Sent::Yes
             }
         }
@@ -512,11 +552,8 @@ impl Sim {
                 break;
             };
             let piece = ap.piece_of.remove(&u64::from(c.id.0)).unwrap_or(u32::MAX);
-            let (ok, old) = match c.result {
-                Ok(old) => (true, old),
-                Err(_) => (false, None),
-            };
-            self.piece_done(piece, ok, old, now);
+            let (end, old) = PieceEnd::of(c.result);
+            self.piece_done(piece, end, old, now);
         }
         if let Owner::Accel { a, .. } = self.owner[r as usize] {
             self.drain_backlog(a, now);
@@ -587,8 +624,12 @@ impl Sim {
         }
     }
 
-    /// Piece `piece` completed (`ok`), an atomic returning `old`.
-    pub(crate) fn piece_done(&mut self, piece: u32, ok: bool, old: Option<u64>, now: u64) {
+    /// Piece `piece` completed (`end`), an atomic returning `old`.
+    pub(crate) fn piece_done(&mut self, piece: u32, end: PieceEnd, old: Option<u64>, now: u64) {
+        let ok = end == PieceEnd::Ok;
+        if end == PieceEnd::Failed {
+            self.reference.found.failed_not_timed_out += 1;
+        }
         let (op, k) = (piece / MAX_PIECES, piece % MAX_PIECES);
         // Only a piece given up holds its region (worked out only then: this runs per piece):
         // the request may still be in its source port's link (a link down for less than a

@@ -226,14 +226,35 @@ pub struct Integrity {
     pub memory_mismatches: u64,
     /// Audited lines that held what a chain of writes reported failed may have left (allowed).
     pub memory_excused: u64,
+    /// Pieces (requests) of failed operations that failed for another reason than a timeout
+    /// (an error status, poisoned data, a request refused).
+    pub failed_not_timed_out: u64,
+    /// Requests their requesters stopped waiting for (`RequesterStats::request_timeouts`).
+    pub requests_timed_out: u64,
+    /// Operations that timed out before all their requests were sent.
+    pub queue_timeouts: u64,
+    /// Responses dropped by their requesters as late or of a tag not in flight.
+    pub late_responses: u64,
+    /// Frames the switches dropped, every reason (`expired` among them).
+    pub switch_drops: u64,
     /// The first problems, described.
     pub first_problems: Vec<String>,
 }
 
 impl Integrity {
-    /// No problem found.
+    /// No problem found, and no operation reported failed.
     pub fn ok(&self) -> bool {
         self.sound_but_failed() && self.failed == 0
+    }
+
+    /// Every failure was a timeout, and every request that timed out left a trace: its
+    /// response came back late (dropped by its requester) or a switch dropped its request or
+    /// its response. In a pod without faults, a request timeout shorter than the queueing
+    /// of an overloaded fabric fails operations this way, and nothing else may: a request or
+    /// response lost without being counted breaks the balance.
+    pub fn timeouts_accounted(&self) -> bool {
+        self.failed_not_timed_out == 0
+            && self.requests_timed_out == self.late_responses + self.switch_drops
     }
 
     /// No problem found except operations reported failed (which faults may cause): nothing
@@ -537,6 +558,38 @@ impl Reference {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timeouts_are_accounted_only_when_every_one_left_a_trace() {
+        let i = Integrity {
+            failed: 7,
+            requests_timed_out: 5,
+            queue_timeouts: 2,
+            late_responses: 3,
+            switch_drops: 2,
+            ..Integrity::default()
+        };
+        assert!(i.timeouts_accounted() && i.sound_but_failed() && !i.ok());
+        // A timed-out request with no trace (lost without being counted).
+        let lost = Integrity {
+            late_responses: 2,
+            ..i.clone()
+        };
+        assert!(!lost.timeouts_accounted());
+        // More traces than timeouts (a late response counted twice, or a drop of a request
+        // still awaited).
+        let extra = Integrity {
+            switch_drops: 3,
+            ..i.clone()
+        };
+        assert!(!extra.timeouts_accounted());
+        // A failure that is not a timeout.
+        let other = Integrity {
+            failed_not_timed_out: 1,
+            ..i
+        };
+        assert!(!other.timeouts_accounted());
+    }
 
     /// The pattern as first written (one call per word, a short last word cut): the fast
     /// version must give the same bytes for every length.

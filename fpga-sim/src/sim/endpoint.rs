@@ -371,12 +371,9 @@ impl Sim {
                 .piece_of
                 .remove(&u64::from(c.id.0))
                 .unwrap_or(u32::MAX);
-            let (ok, old) = match c.result {
-                Ok(old) => (true, old),
-                Err(_) => (false, None),
-            };
+            let (end, old) = super::accel::PieceEnd::of(c.result);
             completed = true;
-            self.piece_done(piece, ok, old, now);
+            self.piece_done(piece, end, old, now);
         }
         while self.accels.eps[i].poll_event().is_some() {}
         if completed {

@@ -116,14 +116,22 @@ pub fn summary_text(s: &Summary) -> String {
         i.duplicates,
         i.failed,
         i.atomic_errors,
-        match (s.integrity_ok(), i.failed > 0) {
-            (true, true) => "OK (operations may fail under the pod's faults)",
-            (true, false) => "OK",
-            (false, _) => "FAILED",
+        match (s.integrity_ok(), i.failed > 0, s.had_faults()) {
+            (true, true, true) => "OK (operations may fail under the pod's faults)",
+            (true, true, false) => "OK (operations timed out, every timed-out request accounted for)",
+            (true, false, _) => "OK",
+            (false, _, _) => "FAILED",
         }
     );
     for p in &i.first_problems {
         let _ = writeln!(o, "    {p}");
+    }
+    if i.requests_timed_out + i.queue_timeouts > 0 {
+        let _ = writeln!(
+            o,
+            "  timeouts: {} requests timed out, {} answered late and {} frames dropped in switches; {} requests timed out before they were sent",
+            i.requests_timed_out, i.late_responses, i.switch_drops, i.queue_timeouts
+        );
     }
     if let Some(f) = s.faults.as_ref().filter(|_| s.had_faults()) {
         let drops: Vec<String> = f

@@ -299,7 +299,7 @@ impl Sim {
                 .filter(|(_, &n)| n > 0)
                 .map(|(r, &n)| (r.to_string(), n))
                 .collect(),
-            integrity: self.reference.found.clone(),
+            integrity: self.integrity(),
             conservation: c,
             breakdown: stages
                 .iter()
@@ -326,6 +326,22 @@ impl Sim {
 }
 
 impl Sim {
+    /// What the checker found, with the requesters' and switches' account of timeouts.
+    fn integrity(&self) -> super::check::Integrity {
+        let mut i = self.reference.found.clone();
+        let r = self.accels.requester_stats();
+        i.requests_timed_out = r.request_timeouts;
+        i.queue_timeouts = r.queue_timeouts;
+        i.late_responses = r.dropped_late + r.dropped_unknown_tag;
+        i.switch_drops = self
+            .switches
+            .iter()
+            .flat_map(|s| s.fwd.drops())
+            .map(|(_, n)| n)
+            .sum();
+        i
+    }
+
     /// The fault report, completed with the switches' drop counters and the links' states.
     fn fault_report(&mut self) -> Option<super::fault::FaultReport> {
         let mut r = std::mem::take(&mut self.fault.as_mut()?.report);
