@@ -29,21 +29,8 @@ use podlink_sim::sim::fault::{Fault, FaultKind, FaultPlan, PortRef};
 use podlink_sim::sim::results::run;
 use podlink_sim::sim::Options;
 
-/// SplitMix64: plan generation needs no more.
-struct Gen(u64);
-
-impl Gen {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
+mod common;
+use common::Gen;
 
 const US: u64 = 1_000_000;
 /// Injection time of every run.

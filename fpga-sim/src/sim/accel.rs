@@ -78,8 +78,11 @@ pub(crate) enum PieceEnd {
     Ok,
     /// Failed by a request or queue timeout (which congestion alone may cause).
     TimedOut,
-    /// Failed otherwise (an error status, poisoned data, refused).
+    /// Failed otherwise (an error status, poisoned data).
     Failed,
+    /// Failed at the source without being sent (no usable port, or refused by its
+    /// requester): nothing of it is in the fabric, and its region's pin is not its.
+    Unsent,
 }
 
 impl PieceEnd {
@@ -303,7 +306,15 @@ impl Sim {
         let len = (o.bytes - k * 256).min(256);
         let vc = Vc::from_bits_truncate(o.vc);
         let fallback = pick_port(o.dst, addr, self.accels.nports[o.src as usize]);
-        let port = match &self.fault {
+        let port = match self.fault.as_mut() {
+            // Every port of the source failed or was declared down: the request fails here,
+            // unsent, as a driver refuses a request it has no way to send, instead of
+            // waiting in a queue for its timeout. (Nothing of it can overtake anything.)
+            Some(f) if !f.any_port(o.src) => {
+                f.report.failed_at_source += 1;
+                self.piece_done(piece, PieceEnd::Unsent, None, now);
+                return Sent::Yes;
+            }
             Some(f) => match f.choose(o.src, o.dst, addr, fallback, now) {
                 Some(p) => p,
                 // Its region waits for requests in flight on a port gone unusable.
@@ -375,7 +386,7 @@ impl Sim {
             Err(SubmitError::OpTableFull | SubmitError::QueueFull { .. }) => Sent::Full,
             Err(_) => {
                 self.stats.invalid_frames += 1;
-                self.piece_done(piece, PieceEnd::Failed, None, now);
+                self.piece_done(piece, PieceEnd::Unsent, None, now);
                 Sent::Yes
             }
         }
@@ -627,7 +638,7 @@ impl Sim {
     /// Piece `piece` completed (`end`), an atomic returning `old`.
     pub(crate) fn piece_done(&mut self, piece: u32, end: PieceEnd, old: Option<u64>, now: u64) {
         let ok = end == PieceEnd::Ok;
-        if end == PieceEnd::Failed {
+        if matches!(end, PieceEnd::Failed | PieceEnd::Unsent) {
             self.reference.found.failed_not_timed_out += 1;
         }
         let (op, k) = (piece / MAX_PIECES, piece % MAX_PIECES);
@@ -655,7 +666,7 @@ impl Sim {
         o.left &= !bit;
         let piece_addr = o.addr + u64::from(k) * 256;
         let mut held = false;
-        if let Some(f) = self.fault.as_mut() {
+        if let Some(f) = self.fault.as_mut().filter(|_| end != PieceEnd::Unsent) {
             if ok {
                 f.unpin(o.src, o.dst, piece_addr);
             } else {

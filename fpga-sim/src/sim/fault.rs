@@ -268,6 +268,9 @@ pub struct FaultReport {
     /// Times a region stayed on its port after one of its requests was given up (timed out
     /// or aborted) while it may still be in the fabric (`FaultState::unpin_given_up`).
     pub regions_held_after_give_up: u64,
+    /// Requests failed at their source without being sent: every port of the source had
+    /// failed or been declared down (as far as the source was told).
+    pub failed_at_source: u64,
     /// Link outages that went on across an up too brief for the link to replay what it held
     /// from before the outage (a flit sent before it still unacknowledged at the next
     /// down): the outage is counted from its first down (`Sim::phy_down`).

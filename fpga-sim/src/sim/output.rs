@@ -142,7 +142,7 @@ pub fn summary_text(s: &Summary) -> String {
             .collect();
         let _ = writeln!(
             o,
-            "  faults: {} applied; {} DL flits lost on wires, {} link ends retrained, {} frames discarded at retrains, {} at ports declared down; {} regions held on ports declared down, {} after a request given up; switch drops: {}",
+            "  faults: {} applied; {} DL flits lost on wires, {} link ends retrained, {} frames discarded at retrains, {} at ports declared down; {} regions held on ports declared down, {} after a request given up; {} requests failed unsent (every port of their source down); switch drops: {}",
             f.open_at_fault.len(),
             f.flits_lost,
             f.retrains,
@@ -150,6 +150,7 @@ pub fn summary_text(s: &Summary) -> String {
             f.ingress_discarded,
             f.regions_held,
             f.regions_held_after_give_up,
+            f.failed_at_source,
             if drops.is_empty() { "none".to_string() } else { drops.join(", ") }
         );
     }

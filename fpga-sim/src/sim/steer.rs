@@ -229,6 +229,17 @@ impl FaultState {
         e.saturating_sub(self.accel_base) as usize
     }
 
+    /// Whether `src` has a port it may send out of at all (as far as it was told: not
+    /// failed, not declared down).
+    pub(crate) fn any_port(&self, src: u32) -> bool {
+        let first = self.end_of[src as usize];
+        (0..self.nports[src as usize]).any(|k| {
+            let i = self.ai(first + k);
+            self.local_ok.get(i).copied().unwrap_or(false)
+                && self.known.get(i).is_some_and(|&k| k != Known::Down)
+        })
+    }
+
     /// Whether `src` may send to `dst` out of its port `k`, and whether that way is healthy.
     fn way(&self, src: u32, dst: u32, k: u32) -> (bool, bool) {
         let e = self.end_of[src as usize] + k;

@@ -1,0 +1,395 @@
+//! Random pod files: topology, links, switches, accelerators, two partitions and their
+//! workloads drawn at random, edges included (request timeouts shorter than the queueing,
+//! residence limits shorter than a hop, bit error rates up to 1e-5 on every link without a
+//! fault, x1 links, 100 m cables, 4-flit buffers, 4 KB messages), half of them with fault
+//! events in the pod file (links down and up, up without a down, error rates up to 0.0099,
+//! failed ports and planes, transceiver errors, credits withheld and never released, rogue
+//! writes). Each pod goes through `PodFile::parse` and `PodFile::fault_plan` as
+//! `podlink-sim run POD.toml` takes it, and every run must be sound: drained, every
+//! operation completed exactly once, nothing read or left in memory wrong, the conservation
+//! balances holding, and any failure explained (by the pod's faults, or without faults by
+//! timeouts that each left a trace: `spec-notes/simulator.md#integrity`). The first plan is
+//! run twice and must give the same summary.
+//!
+//! `POD_MIX_PLANS=N` runs N pods instead of the default few (pod k is drawn from seed k);
+//! `POD_MIX_FROM=K` starts at pod K. A failing pod's file is printed whole, ready to run.
+
+use podlink_sim::pod::config::PodFile;
+use podlink_sim::sim::results::run;
+use podlink_sim::sim::Options;
+use std::fmt::Write;
+
+mod common;
+use common::Gen;
+
+/// Draws for pods.
+trait Draw {
+    fn pick<T: Copy>(&mut self, xs: &[T]) -> T;
+    fn chance(&mut self, percent: u64) -> bool;
+    fn time_us(&mut self, us: u64) -> f64;
+}
+
+impl Draw for Gen {
+    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+        xs[self.below(xs.len() as u64) as usize]
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+    /// A time in [0, us) µs, to the nanosecond.
+    fn time_us(&mut self, us: u64) -> f64 {
+        self.below(us * 1000) as f64 / 1000.0
+    }
+}
+
+/// A random pod file (TOML) and its injection time, µs.
+fn pod_text(seed: u64) -> (String, u64) {
+    let mut g = Gen(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ 0x90d);
+    let mut t = format!("name = \"pod mix {seed}\"\n[topology]\n");
+    // (switch, port) of every link, accelerators, switches.
+    let (links, n, switches): (Vec<(u64, u64)>, u64, u64) = match g.below(3) {
+        0 => {
+            let (n, ppa) = (g.pick(&[4, 8, 16]), g.pick(&[1, 2, 3]));
+            let _ = writeln!(
+                t,
+                "kind = \"single-switch\"\naccelerators = {n}\nports_per_accel = {ppa}"
+            );
+            ((0..n * ppa).map(|p| (0, p)).collect(), n, 1)
+        }
+        1 => {
+            let (n, planes, ppp) = (g.pick(&[4, 8, 12]), g.pick(&[1, 2, 4]), g.pick(&[1, 2]));
+            let _ = writeln!(
+                t,
+                "kind = \"multi-plane\"\naccelerators = {n}\nplanes = {planes}\nports_per_plane = {ppp}"
+            );
+            let links = (0..planes)
+                .flat_map(|s| (0..n * ppp).map(move |p| (s, p)))
+                .collect();
+            (links, n, planes)
+        }
+        _ => {
+            let (l, s, a, u) = (
+                g.pick(&[2, 3]),
+                g.pick(&[1, 2]),
+                g.pick(&[2, 4]),
+                g.pick(&[1, 2]),
+            );
+            let _ = writeln!(
+                t,
+                "kind = \"leaf-spine\"\nleaves = {l}\nspines = {s}\naccels_per_leaf = {a}\nuplinks_per_spine = {u}"
+            );
+            let leaf = (0..l).flat_map(|x| (0..a + s * u).map(move |p| (x, p)));
+            let spine = (0..s).flat_map(|x| (0..l * u).map(move |p| (l + x, p)));
+            (leaf.chain(spine).collect(), l * a, l + s)
+        }
+    };
+    let timeout = g.pick(&[2, 4, 10, 30]);
+    let model = g.pick(&["endpoint", "composed"]);
+    let _ = writeln!(
+        t,
+        "[accelerator]\ntimeout_us = {timeout}\nmodel = \"{model}\""
+    );
+    if g.chance(60) {
+        let residence = g.pick(&[0.05, 0.2, 1.0, timeout as f64, 3.0 * timeout as f64]);
+        let _ = writeln!(
+            t,
+            "[switch]\nmax_residence_us = {residence}\nadaptive = {}\ncut_through = {}\nbuffer_flits_per_vc = {}\ndatapath_bytes = {}",
+            g.chance(70),
+            g.chance(70),
+            g.pick(&[4, 16, 64, 256]),
+            g.pick(&[16, 64, 128])
+        );
+    }
+    if g.chance(60) {
+        let _ = writeln!(
+            t,
+            "[link]\ncredit_return_threshold = {}\nack_delay_ns = {}\nlanes = {}\nfec_interleave = {}\ncable_m = {}\nber = {}",
+            g.pick(&[1, 4, 64]),
+            g.pick(&[10, 200, 5000]),
+            g.pick(&[1, 2, 4]),
+            g.pick(&[1, 2, 4]),
+            g.pick(&[0.5, 2.0, 10.0, 100.0]),
+            g.pick(&[0.0, 0.0, 1e-7, 1e-5])
+        );
+    }
+    let h = n / 2;
+    let _ = writeln!(
+        t,
+        "[[partitions]]\nid = 1\naccelerators = \"0-{}\"\nweight = {}",
+        h - 1,
+        g.pick(&[1, 2, 4])
+    );
+    if g.chance(50) {
+        let _ = writeln!(t, "rate_cap_gbps = {}", g.pick(&[50, 200, 800]));
+    }
+    let _ = writeln!(
+        t,
+        "[[partitions]]\nid = 2\naccelerators = \"{h}-{}\"\nweight = {}",
+        n - 1,
+        g.pick(&[1, 2, 4])
+    );
+    for w in 0..2 {
+        let pattern = g.pick(&[
+            "uniform",
+            "permutation",
+            "hotspot",
+            "all-to-all",
+            "ring-allreduce",
+        ]);
+        let (read, write, atomic) = g.pick(&[
+            (0.5, 0.5, 0.0),
+            (1.0, 0.0, 0.0),
+            (0.0, 1.0, 0.0),
+            (0.0, 0.0, 1.0),
+            (0.25, 0.5, 0.25),
+        ]);
+        let _ = writeln!(
+            t,
+            "[[workloads]]\npartition = {}\npattern = \"{pattern}\"\nmessage_bytes = {}\noffered_load = {}\nread = {read}\nwrite = {write}\natomic = {atomic}\nvc = {}",
+            w + 1,
+            g.pick(&[64, 128, 256, 1024, 4096]),
+            g.pick(&[0.05, 0.3, 0.7, 1.0]),
+            g.below(4)
+        );
+        if pattern == "hotspot" {
+            let _ = writeln!(t, "target = {}", w * h + g.below(h));
+        }
+    }
+    let duration = g.pick(&[3, 5, 8]);
+    if g.chance(50) {
+        faults(&mut g, &mut t, &links, n, switches, duration, timeout);
+    }
+    (t, duration)
+}
+
+/// A `[faults]` section with 1 to 24 events.
+fn faults(
+    g: &mut Gen,
+    t: &mut String,
+    links: &[(u64, u64)],
+    n: u64,
+    switches: u64,
+    duration: u64,
+    timeout: u64,
+) {
+    let health = g.chance(50);
+    let _ = writeln!(
+        t,
+        "[faults]\nholdoff_us = {}\nnotify_us = {}",
+        g.pick(&[0.0, 0.1, 1.0, 5.0, 10.0, 25.0]),
+        g.pick(&[0.0, 0.01, 1.0, 3.0])
+    );
+    if health {
+        let _ = writeln!(t, "health_window_us = {}", g.pick(&[0.01, 0.1, 1.0]));
+    }
+    for _ in 0..1 + g.below(24) {
+        let at = g.time_us(duration);
+        let (s, p) = g.pick(links);
+        let ev = |t: &mut String, at: f64, kind: &str, rest: &str| {
+            let _ = writeln!(
+                t,
+                "[[faults.events]]\nat_us = {at}\nkind = \"{kind}\"\n{rest}"
+            );
+        };
+        let port = format!("switch = {s}\nport = {p}");
+        match g.below(10) {
+            0 | 1 => {
+                ev(t, at, "link-down", &port);
+                if g.chance(80) {
+                    let down =
+                        g.pick(&[0.0005, 0.05, 0.5, 2.0, timeout as f64, 2.0 * timeout as f64]);
+                    ev(t, at + down, "link-up", &port);
+                }
+            }
+            2 => ev(t, at, "link-up", &port),
+            3 => {
+                let ber = g.pick(&[1e-9, 1e-5, 1e-4, 1e-3, 5e-3, 0.0099, 0.0]);
+                ev(t, at, "set-ber", &format!("{port}\nber = {ber}"));
+            }
+            4 => ev(t, at, "port-fail", &port),
+            5 if g.chance(40) => ev(
+                t,
+                at,
+                "plane-fail",
+                &format!("switch = {}", g.below(switches)),
+            ),
+            6 if health => {
+                let k = g.pick(&[0, 1, 15, 16, 100, 4095, 4096, 100_000]);
+                ev(t, at, "module-errors", &format!("{port}\nper_window = {k}"));
+            }
+            7 | 8 => {
+                let who = format!("accel = {}\nvc = {}", g.below(n), g.below(4));
+                ev(t, at, "withhold", &who);
+                if g.chance(60) {
+                    ev(t, at + g.time_us(3 * timeout), "release", &who);
+                }
+            }
+            9 => {
+                let from = g.below(n);
+                let rest = format!(
+                    "from = {from}\nport = 0\nclaim = {}\ndst = {}\naddr = {}\ncount = {}\ngap_ns = {}",
+                    (from + 1 + g.below(n - 1)) % n,
+                    g.below(n),
+                    g.pick(&[0u64, 4096, 1 << 26, 1 << 40]),
+                    g.pick(&[1, 16, 64]),
+                    g.pick(&[1, 2, 100])
+                );
+                ev(t, at, "inject", &rest);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Run pod `k` as `podlink-sim run POD.toml --duration D --seed k` does; the summary's JSON.
+fn run_pod(k: u64) -> String {
+    let (text, duration) = pod_text(k);
+    let pod = PodFile::parse(&text, "mix.toml")
+        .unwrap_or_else(|e| panic!("pod {k} refused: {e}\n{text}"));
+    let duration_ps = duration * 1_000_000;
+    let opts = Options {
+        seed: k,
+        duration_ps,
+        warmup_ps: duration_ps / 10,
+        faults: pod.fault_plan(),
+        ..Options::default()
+    };
+    let s = run(&pod, &opts, |_, _| {})
+        .unwrap_or_else(|e| panic!("pod {k}: {e}\n{text}"))
+        .summary;
+    assert!(
+        s.drained && s.sound(),
+        "pod {k} (--duration {duration}us --seed {k}): drained {}, integrity {:?}, conservation {:?}\n{text}",
+        s.drained,
+        s.integrity,
+        s.conservation
+    );
+    serde_json::to_string(&s).unwrap()
+}
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+#[test]
+fn random_pod_files_run_sound() {
+    let from = env("POD_MIX_FROM", 1);
+    let plans = env("POD_MIX_PLANS", 24);
+    for k in from..from + plans {
+        let a = run_pod(k);
+        if k == from {
+            assert_eq!(
+                a,
+                run_pod(k),
+                "pod {k}: the same pod and seed, the same summary"
+            );
+        }
+    }
+}
+
+/// The pod that found the run ending with timed-out requests still in the fabric: bit
+/// errors at 1e-5 on every link (no fault events) and a 2 µs request timeout on a 3 × 2
+/// leaf/spine pod (session 25, found by the adversarial pods this test replays).
+#[test]
+fn bit_errors_and_a_short_timeout_without_faults() {
+    let text = r#"name = "bit errors, short timeout"
+[topology]
+kind = "leaf-spine"
+leaves = 3
+spines = 2
+accels_per_leaf = 4
+uplinks_per_spine = 2
+[accelerator]
+timeout_us = 2
+[link]
+credit_return_threshold = 64
+ack_delay_ns = 10
+fec_interleave = 4
+ber = 1e-05
+[[workloads]]
+pattern = "all-to-all"
+message_bytes = 256
+offered_load = 0.3
+read = 0.5
+write = 0.25
+atomic = 0.25
+vc = 3
+"#;
+    let pod = PodFile::parse(text, "t.toml").unwrap();
+    let opts = Options {
+        seed: 1279,
+        duration_ps: 5_000_000,
+        warmup_ps: 500_000,
+        ..Options::default()
+    };
+    let s = run(&pod, &opts, |_, _| {}).unwrap().summary;
+    let i = &s.integrity;
+    assert!(!s.had_faults() && s.links.crc_errors > 0, "{:?}", s.links);
+    assert!(i.requests_timed_out > 1000, "{i:?}");
+    assert_eq!(
+        i.requests_timed_out,
+        i.late_responses + i.switch_drops,
+        "{i:?}"
+    );
+    assert!(s.drained && s.sound(), "{i:?} {:?}", s.conservation);
+}
+
+/// Every accelerator loses its only switch (a plane failure on a one-switch pod) while the
+/// workloads go on offering full load: each request fails at its source, unsent, instead of
+/// queueing for its 30 µs timeout. Waiting, the 184,229 operations of the pod that found
+/// this (pod 1427 of the session-25 adversarial pods, 20 µs) took longer to fail than the
+/// 20 ms drain limit and the run ended undrained.
+#[test]
+fn requests_fail_at_once_when_every_port_of_their_source_is_down() {
+    let text = r#"name = "the only switch fails"
+[topology]
+kind = "single-switch"
+accelerators = 3
+[accelerator]
+timeout_us = 30
+[switch]
+buffer_flits_per_vc = 16
+[[workloads]]
+pattern = "uniform"
+message_bytes = 64
+offered_load = 1.0
+read = 0
+write = 1
+atomic = 0
+[faults]
+holdoff_us = 1
+notify_us = 0.01
+[[faults.events]]
+at_us = 1.9
+kind = "plane-fail"
+switch = 0
+"#;
+    let pod = PodFile::parse(text, "t.toml").unwrap();
+    let duration_ps = 10_000_000;
+    let opts = Options {
+        seed: 1,
+        duration_ps,
+        warmup_ps: duration_ps / 10,
+        faults: pod.fault_plan(),
+        ..Options::default()
+    };
+    let s = run(&pod, &opts, |_, _| {}).unwrap().summary;
+    let f = s.faults.as_ref().unwrap();
+    assert!(
+        s.drained && s.sound(),
+        "{:?} {:?}",
+        s.integrity,
+        s.conservation
+    );
+    assert!(
+        f.failed_at_source > 10_000 && s.integrity.failed >= f.failed_at_source,
+        "{} failed at source, {:?}",
+        f.failed_at_source,
+        s.integrity
+    );
+    // Those still queued at the failure time out once (30 µs); then nothing waits.
+    assert!(s.end_ns < 80_000.0, "ended at {} ns", s.end_ns);
+}
