@@ -207,7 +207,8 @@ impl Accels {
         self.ports.get_mut(e.checked_sub(self.base)? as usize)
     }
 
-    /// Every requester's counters, summed (both accelerator models).
+    /// The requesters' timeout and dropped-response counters, summed over both accelerator
+    /// models (the other fields stay 0).
     pub fn requester_stats(&self) -> RequesterStats {
         let mut t = RequesterStats::default();
         let each = self
