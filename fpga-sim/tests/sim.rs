@@ -480,17 +480,18 @@ fn timeouts_under_overload_are_accounted_for() {
         let mut pod = pod.clone();
         pod.workloads[0].offered_load = load;
         for pod in both(pod) {
-            timeouts_accounted(
-                &pod,
-                ns,
-                &format!("{:?} load {load}", pod.accelerator.model),
-            );
+            let m = format!("{:?} load {load}", pod.accelerator.model);
+            timeouts_accounted(&pod, &short(ns), &m);
+            // Health monitors running make a fault plan, but not a fault.
+            let mut opts = short(ns);
+            opts.faults.health_window_ps = Some(1_000_000);
+            timeouts_accounted(&pod, &opts, &format!("{m}, health monitors"));
         }
     }
 }
 
-fn timeouts_accounted(pod: &PodFile, ns: u64, m: &str) {
-    let s = run(pod, &short(ns), |_, _| {}).unwrap().summary;
+fn timeouts_accounted(pod: &PodFile, opts: &Options, m: &str) {
+    let s = run(pod, opts, |_, _| {}).unwrap().summary;
     let i = &s.integrity;
     assert!(s.drained && s.conservation.ok, "{m}: {s:?}");
     assert!(!s.had_faults(), "{m}");

@@ -78,7 +78,7 @@ pub(crate) fn run_then(
     // trace (answered late, or dropped by a switch), so that the memory audit sees each late
     // write land and the timeouts balance (`Integrity::timeouts_accounted`). A frame lost
     // without a trace keeps this going to the drain limit, and the balance fails the run.
-    if sim.fault.is_none() {
+    if !sim.fault_events_planned() {
         while sim.untraced_timeouts() > 0 {
             match sim.next_event() {
                 Some(t) if t <= limit => sim.run_to(t.max(sim.now() + step).min(limit)),
@@ -348,6 +348,14 @@ impl Sim {
         i.late_responses = r.dropped_late + r.dropped_unknown_tag;
         i.switch_drops = self.switch_drops();
         i
+    }
+
+    /// The run has a fault plan with at least one fault ([`Summary::had_faults`]; a plan
+    /// may be active for its health monitors alone).
+    pub(crate) fn fault_events_planned(&self) -> bool {
+        self.fault
+            .as_ref()
+            .is_some_and(|f| !f.report.open_at_fault.is_empty())
     }
 
     /// Frames the switches dropped, every reason.
