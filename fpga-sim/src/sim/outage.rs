@@ -518,24 +518,33 @@ impl Sim {
             h.flaps = rs.link_downs as u32;
         }
         let mut readings = Vec::new();
+        let w = self
+            .fault
+            .as_ref()
+            .and_then(|f| f.plan.health_window_ps)
+            .unwrap_or(1)
+            .max(1);
         if let Some(f) = self.fault.as_mut() {
-            let w = f.plan.health_window_ps.unwrap_or(1);
             for m in &f.module_errors {
                 if (base..base + n).contains(&(m.end as usize)) {
                     readings.push((m.end as usize - base, m.counter(now, w)));
                 }
             }
         }
-        let next = {
+        {
             let sw = self.switches[s as usize].fwd.switch();
             for (p, errors) in readings {
                 sw.set_transceiver(p as u16, healthy_module(errors));
             }
             sw.handle_timeout(Instant::from_ps(now), &self.ports[base..base + n]);
-            sw.poll_timeout().as_ps().max(now + 1)
-        };
+        }
         self.switch_events(s, now);
-        self.schedule(next, Ev::Health(s));
+        // The next window's end. (Not `Switch::poll_timeout`, which also names the times at
+        // which rate-capped partitions conform again, for a firmware loop to transmit then:
+        // the model's transmitters keep their own time, and a partition that conforms but
+        // waits for credits or a link kept that time in the past, so this event came back
+        // every picosecond: `tests/pod_mix.rs::health_windows_with_a_rate_cap_do_not_spin`.)
+        self.schedule(now + w, Ev::Health(s));
     }
 
     /// Drain switch `s`'s events: free the frames it flushed (their credits go back to the
