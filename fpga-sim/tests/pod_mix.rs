@@ -16,6 +16,7 @@
 
 use podlink_sim::pod::config::PodFile;
 use podlink_sim::sim::results::run;
+use podlink_sim::sim::results::Summary;
 use podlink_sim::sim::Options;
 use std::fmt::Write;
 
@@ -246,17 +247,7 @@ fn run_pod(k: u64) -> String {
     let (text, duration) = pod_text(k);
     let pod = PodFile::parse(&text, "mix.toml")
         .unwrap_or_else(|e| panic!("pod {k} refused: {e}\n{text}"));
-    let duration_ps = duration * 1_000_000;
-    let opts = Options {
-        seed: k,
-        duration_ps,
-        warmup_ps: duration_ps / 10,
-        faults: pod.fault_plan(),
-        ..Options::default()
-    };
-    let s = run(&pod, &opts, |_, _| {})
-        .unwrap_or_else(|e| panic!("pod {k}: {e}\n{text}"))
-        .summary;
+    let s = run_as_cli(&pod, k, duration * 1_000_000, &text);
     assert!(
         s.drained && s.sound(),
         "pod {k} (--duration {duration}us --seed {k}): drained {}, integrity {:?}, conservation {:?}\n{text}",
@@ -265,6 +256,22 @@ fn run_pod(k: u64) -> String {
         s.conservation
     );
     serde_json::to_string(&s).unwrap()
+}
+
+/// `pod` run as `podlink-sim run POD.toml --duration D --seed S` takes it: the first tenth
+/// not measured, the pod file's faults applied, and its summary. Panics, with `text`, when
+/// the run cannot start.
+fn run_as_cli(pod: &PodFile, seed: u64, duration_ps: u64, text: &str) -> Summary {
+    let opts = Options {
+        seed,
+        duration_ps,
+        warmup_ps: duration_ps / 10,
+        faults: pod.fault_plan(),
+        ..Options::default()
+    };
+    run(pod, &opts, |_, _| {})
+        .unwrap_or_else(|e| panic!("{}: {e}\n{text}", pod.name))
+        .summary
 }
 
 fn env(name: &str, default: u64) -> u64 {
@@ -319,13 +326,7 @@ atomic = 0.25
 vc = 3
 "#;
     let pod = PodFile::parse(text, "t.toml").unwrap();
-    let opts = Options {
-        seed: 1279,
-        duration_ps: 5_000_000,
-        warmup_ps: 500_000,
-        ..Options::default()
-    };
-    let s = run(&pod, &opts, |_, _| {}).unwrap().summary;
+    let s = run_as_cli(&pod, 1279, 5_000_000, text);
     let i = &s.integrity;
     assert!(!s.had_faults() && s.links.crc_errors > 0, "{:?}", s.links);
     assert!(i.requests_timed_out > 1000, "{i:?}");
@@ -368,15 +369,7 @@ kind = "plane-fail"
 switch = 0
 "#;
     let pod = PodFile::parse(text, "t.toml").unwrap();
-    let duration_ps = 10_000_000;
-    let opts = Options {
-        seed: 1,
-        duration_ps,
-        warmup_ps: duration_ps / 10,
-        faults: pod.fault_plan(),
-        ..Options::default()
-    };
-    let s = run(&pod, &opts, |_, _| {}).unwrap().summary;
+    let s = run_as_cli(&pod, 1, 10_000_000, text);
     let f = s.faults.as_ref().unwrap();
     assert!(
         s.drained && s.sound(),
@@ -429,14 +422,7 @@ offered_load = 1.0
 health_window_us = 0.01
 "#;
     let pod = PodFile::parse(text, "t.toml").unwrap();
-    let opts = Options {
-        seed: 1,
-        duration_ps: 2_000_000,
-        warmup_ps: 200_000,
-        faults: pod.fault_plan(),
-        ..Options::default()
-    };
-    let s = run(&pod, &opts, |_, _| {}).unwrap().summary;
+    let s = run_as_cli(&pod, 1, 2_000_000, text);
     assert!(s.drained && s.sound(), "{:?}", s.integrity);
     assert!(s.events < 1_000_000, "{} events", s.events);
 }
