@@ -77,8 +77,6 @@ pub trait SwitchOps {
     fn set_transceiver(&mut self, port: u16, r: TransceiverReading);
     /// [`Switch::handle_timeout`].
     fn handle_timeout(&mut self, now: Instant, ports: &[PortState]);
-    /// [`Switch::poll_timeout`].
-    fn poll_timeout(&self) -> Instant;
     /// [`Switch::poll_event`].
     fn poll_event(&mut self) -> Option<Event>;
     /// [`Switch::poll_discarded`].
@@ -144,9 +142,6 @@ impl<const PORTS: usize, P: PortIndex> SwitchOps for Switch<PORTS, P> {
     }
     fn handle_timeout(&mut self, now: Instant, ports: &[PortState]) {
         Switch::handle_timeout(self, now, ports);
-    }
-    fn poll_timeout(&self) -> Instant {
-        Switch::poll_timeout(self)
     }
     fn poll_event(&mut self) -> Option<Event> {
         Switch::poll_event(self)
