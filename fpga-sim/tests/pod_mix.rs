@@ -14,7 +14,7 @@
 //! `POD_MIX_PLANS=N` runs N pods instead of the default few (pod k is drawn from seed k);
 //! `POD_MIX_FROM=K` starts at pod K. A failing pod's file is printed whole, ready to run.
 
-use podlink_sim::pod::config::PodFile;
+use podlink_sim::pod::config::{AccelModel, PodFile};
 use podlink_sim::sim::results::run;
 use podlink_sim::sim::results::Summary;
 use podlink_sim::sim::Options;
@@ -385,6 +385,51 @@ switch = 0
     );
     // Those still queued at the failure time out once (30 µs); then nothing waits.
     assert!(s.end_ns < 80_000.0, "ended at {} ns", s.end_ns);
+}
+
+/// A request timeout longer than the default drain (20 ms) and a destination that dies:
+/// requests to it are dropped in the switch and wait their 50 ms timeout. The run ended at
+/// the 20 ms drain limit with them open, called them lost and failed; the drain now lasts
+/// at least eight request timeouts (`podlink_sim::sim::DRAIN_TIMEOUTS`), and they fail by
+/// timeout as the pod's fault explains.
+#[test]
+fn a_request_timeout_longer_than_the_default_drain_still_drains() {
+    let text = r#"name = "long timeout, dead port"
+[topology]
+kind = "single-switch"
+accelerators = 8
+[accelerator]
+timeout_us = 50000
+[[workloads]]
+pattern = "uniform"
+offered_load = 0.3
+[faults]
+[[faults.events]]
+at_us = 1.5
+kind = "port-fail"
+switch = 0
+port = 1
+"#;
+    let pod = PodFile::parse(text, "t.toml").unwrap();
+    for model in [AccelModel::Endpoint, AccelModel::Composed] {
+        let mut pod = pod.clone();
+        pod.accelerator.model = model;
+        let s = run_as_cli(&pod, 1, 2_000_000, text);
+        let i = &s.integrity;
+        assert!(
+            s.drained && s.sound() && s.integrity_ok() && i.lost == 0,
+            "{model:?}: {i:?} {:?}",
+            s.conservation
+        );
+        // Requests to the dead port timed out after 50 ms (the run went past 20 ms for
+        // them), and nothing drained past eight timeouts.
+        assert!(i.requests_timed_out > 100, "{model:?}: {i:?}");
+        assert!(
+            s.end_ns > 50_000_000.0 && s.end_ns < 8.0 * 50_000_000.0,
+            "{model:?}: ended at {} ns",
+            s.end_ns
+        );
+    }
 }
 
 /// Health monitors with a short window, and a rate-capped partition whose backlog waits

@@ -63,7 +63,9 @@ pub struct Options {
     pub pattern: Option<Pattern>,
     /// Replace every workload's offered load.
     pub load: Option<f64>,
-    /// After injection stops, run until every operation completes (at most this long, ps).
+    /// After injection stops, run until every operation completes: at most this long, ps,
+    /// or [`DRAIN_TIMEOUTS`] request timeouts of the pod if that is longer
+    /// ([`Sim::drain_limit_ps`]).
     pub drain_ps: u64,
     /// Run the pod's workloads (false: an idle pod, for traced single operations).
     pub traffic: bool,
@@ -86,6 +88,15 @@ impl Default for Options {
         }
     }
 }
+
+/// Request timeouts of the pod's accelerators that the drain lasts at least
+/// (`spec-notes/simulator.md#model`): an operation's pieces may each wait up to a queue timeout
+/// to be sent and then a request timeout to be answered (both the pod's
+/// `accelerator.timeout_us`), requesters are swept for timeouts at a tenth of it, a region
+/// given up is held for one more, and pieces waiting behind a full requester or a held region
+/// start that clock late. Eight timeouts cover every one of these with room to spare, so an
+/// operation still open after them is lost, not slow.
+pub const DRAIN_TIMEOUTS: u64 = 8;
 
 /// Simulator events: compact, `Copy`, one `u32` argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -644,6 +655,16 @@ impl Sim {
     }
 
     /// Time of the next event, ps.
+    /// How long the run goes on after injection stops while operations are open, ps: the
+    /// options' `drain_ps`, or [`DRAIN_TIMEOUTS`] request timeouts if that is longer.
+    pub(crate) fn drain_limit_ps(&self, drain_ps: u64) -> u64 {
+        drain_ps.max(
+            self.request_timeout()
+                .as_ps()
+                .saturating_mul(DRAIN_TIMEOUTS),
+        )
+    }
+
     /// The accelerators' request timeout (the pod's `accelerator.timeout_us`).
     pub(crate) fn request_timeout(&self) -> Duration {
         ns(self.pod.accelerator.timeout_us * 1000.0)

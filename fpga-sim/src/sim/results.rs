@@ -65,7 +65,7 @@ pub(crate) fn run_then(
         sim.run_to(t);
         progress(t - start, opts.duration_ps);
     }
-    let limit = end.saturating_add(opts.drain_ps);
+    let limit = end.saturating_add(sim.drain_limit_ps(opts.drain_ps));
     while sim.accels.open() > 0 || sim.fault.as_ref().is_some_and(|f| f.rogues_open()) {
         // Jump over idle time (a lost last flit waits for the link's ack timeout).
         match sim.next_event() {
