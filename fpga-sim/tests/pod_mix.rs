@@ -432,6 +432,47 @@ port = 1
     }
 }
 
+/// An incast at line rate onto a destination that dies, with a 5 ms request timeout: each
+/// source has several thousand writes for it, and only a requester's worth (its tags, then
+/// its queue) wait for their timeout at a time, the rest behind them. They fail a batch
+/// every 5 ms, for more than twenty batches: longer than eight timeouts after injection
+/// ends, so the drain limit moves on with every operation that completes.
+#[test]
+fn operations_failing_batch_after_batch_keep_the_drain_going() {
+    let text = r#"name = "batches behind a dead destination"
+[topology]
+kind = "single-switch"
+accelerators = 4
+[accelerator]
+timeout_us = 5000
+[[workloads]]
+pattern = "hotspot"
+target = 1
+message_bytes = 64
+offered_load = 1.0
+read = 0
+write = 1
+atomic = 0
+[faults]
+[[faults.events]]
+at_us = 0.5
+kind = "port-fail"
+switch = 0
+port = 1
+"#;
+    let pod = PodFile::parse(text, "t.toml").unwrap();
+    let s = run_as_cli(&pod, 1, 6_000_000, text);
+    let i = &s.integrity;
+    assert!(
+        s.drained && s.sound() && s.integrity_ok() && i.lost == 0,
+        "{i:?} {:?}",
+        s.conservation
+    );
+    assert!(i.failed > 20_000, "{i:?}");
+    // Past eight timeouts (40 ms) after injection: the limit moved.
+    assert!(s.end_ns > 80_000_000.0, "ended at {} ns", s.end_ns);
+}
+
 /// Health monitors with a short window, and a rate-capped partition whose backlog waits
 /// for credits: the switches' timer event was rescheduled at `Switch::poll_timeout`, which
 /// names the (past) time the capped partition conforms again, so it came back every

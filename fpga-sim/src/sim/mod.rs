@@ -65,7 +65,8 @@ pub struct Options {
     pub load: Option<f64>,
     /// After injection stops, run until every operation completes: at most this long, ps,
     /// or [`DRAIN_TIMEOUTS`] request timeouts of the pod if that is longer
-    /// ([`Sim::drain_limit_ps`]).
+    /// ([`Sim::drain_limit_ps`]), and that many timeouts after the last operation that
+    /// completed.
     pub drain_ps: u64,
     /// Run the pod's workloads (false: an idle pod, for traced single operations).
     pub traffic: bool,
@@ -95,7 +96,7 @@ impl Default for Options {
 /// `accelerator.timeout_us`), requesters are swept for timeouts at a tenth of it, a region
 /// given up is held for one more, and pieces waiting behind a full requester or a held region
 /// start that clock late. Eight timeouts cover every one of these with room to spare, so an
-/// operation still open after them is lost, not slow.
+/// operation still open eight timeouts after the last one completed is lost, not slow.
 pub const DRAIN_TIMEOUTS: u64 = 8;
 
 /// Simulator events: compact, `Copy`, one `u32` argument.

@@ -65,13 +65,23 @@ pub(crate) fn run_then(
         sim.run_to(t);
         progress(t - start, opts.duration_ps);
     }
-    let limit = end.saturating_add(sim.drain_limit_ps(opts.drain_ps));
-    while sim.accels.open() > 0 || sim.fault.as_ref().is_some_and(|f| f.rogues_open()) {
+    // The drain limit: the options' drain or eight request timeouts, whichever is longer,
+    // and eight timeouts after the last operation that completed (operations waiting behind
+    // a full requester start their timeouts late, a requester's worth at a time).
+    let window = sim.drain_limit_ps(0);
+    let mut limit = end.saturating_add(sim.drain_limit_ps(opts.drain_ps));
+    let mut open = sim.accels.open();
+    while open > 0 || sim.fault.as_ref().is_some_and(|f| f.rogues_open()) {
         // Jump over idle time (a lost last flit waits for the link's ack timeout).
         match sim.next_event() {
             Some(t) if t <= limit => sim.run_to(t.max(sim.now() + step).min(limit)),
             _ => break,
         };
+        let now_open = sim.accels.open();
+        if now_open < open {
+            limit = limit.max(sim.now().saturating_add(window));
+        }
+        open = now_open;
     }
     // Without faults, a request that timed out may still have its request or response in
     // the fabric when the last operation completes: run on until every one has left its
