@@ -414,13 +414,8 @@ port = 1
     for model in [AccelModel::Endpoint, AccelModel::Composed] {
         let mut pod = pod.clone();
         pod.accelerator.model = model;
-        let s = run_as_cli(&pod, 1, 2_000_000, text);
+        let s = drained_and_ok(&pod, 2_000_000, text, &format!("{model:?}"));
         let i = &s.integrity;
-        assert!(
-            s.drained && s.sound() && s.integrity_ok() && i.lost == 0,
-            "{model:?}: {i:?} {:?}",
-            s.conservation
-        );
         // Requests to the dead port timed out after 50 ms (the run went past 20 ms for
         // them), and nothing drained past eight timeouts.
         assert!(i.requests_timed_out > 100, "{model:?}: {i:?}");
@@ -461,13 +456,8 @@ switch = 0
 port = 1
 "#;
     let pod = PodFile::parse(text, "t.toml").unwrap();
-    let s = run_as_cli(&pod, 1, 6_000_000, text);
+    let s = drained_and_ok(&pod, 6_000_000, text, "incast");
     let i = &s.integrity;
-    assert!(
-        s.drained && s.sound() && s.integrity_ok() && i.lost == 0,
-        "{i:?} {:?}",
-        s.conservation
-    );
     assert!(i.failed > 20_000, "{i:?}");
     // Past eight timeouts (40 ms) after injection: the limit moved.
     assert!(s.end_ns > 80_000_000.0, "ended at {} ns", s.end_ns);
@@ -511,4 +501,17 @@ health_window_us = 0.01
     let s = run_as_cli(&pod, 1, 2_000_000, text);
     assert!(s.drained && s.sound(), "{:?}", s.integrity);
     assert!(s.events < 1_000_000, "{} events", s.events);
+}
+
+/// Run `pod` as the CLI does (seed 1) and check that it drained with nothing lost and its
+/// integrity and conservation checks passed.
+fn drained_and_ok(pod: &PodFile, duration_ps: u64, text: &str, m: &str) -> Summary {
+    let s = run_as_cli(pod, 1, duration_ps, text);
+    let i = &s.integrity;
+    assert!(
+        s.drained && s.sound() && s.integrity_ok() && i.lost == 0,
+        "{m}: {i:?} {:?}",
+        s.conservation
+    );
+    s
 }
