@@ -655,7 +655,6 @@ impl Sim {
         self.sched.pending()
     }
 
-    /// Time of the next event, ps.
     /// How long the run goes on after injection stops while operations are open, ps: the
     /// options' `drain_ps`, or [`DRAIN_TIMEOUTS`] request timeouts if that is longer.
     pub(crate) fn drain_limit_ps(&self, drain_ps: u64) -> u64 {
@@ -688,6 +687,7 @@ impl Sim {
         u64::from(hops).saturating_mul(per_hop)
     }
 
+    /// Time of the next event, ps.
     pub fn next_event(&self) -> Option<u64> {
         self.sched.peek_time().map(Instant::as_ps)
     }
