@@ -503,6 +503,11 @@ impl Sim {
         let mut cfg = UaLinkConfig::default();
         cfg.retry.flit_time = Duration::from_ps(t.ser);
         cfg.retry.ack_delay = ns(pod.link.ack_delay_ns);
+        // podlink's own retry timers wait for an answer to come back over this link
+        // (`spec-notes/link.md#timers-and-link-length`).
+        cfg.retry = cfg
+            .retry
+            .for_round_trip(Duration::from_ps(t.link.saturating_mul(2)));
         // Accelerator ends that run an endpoint use its link, TL packer and credits.
         let own_tx = if endpoints { accel_base as usize } else { n };
         let txs = (0..own_tx)

@@ -118,6 +118,33 @@ impl Default for Config {
     }
 }
 
+impl Config {
+    /// These settings for a link whose round trip is `rtt` (a flit out and a flit back, each
+    /// from the start of its transmission to its decoding at the far end). podlink's own
+    /// timers wait long enough for an answer to come back on a long link: the tail-loss
+    /// probe at least `2 × rtt + ack_delay` (an ack may wait out the peer's coalescing
+    /// delay, the same setting at both ends), the Replay Request retry at least `2 × rtt`
+    /// (a replay is sent at once). Their defaults (2 µs, 1 µs) already do for links up to
+    /// about 80 m at the default 1 µs ack delay; the ack timeout (10.24 ms, from the facts)
+    /// is left alone (`spec-notes/link.md#timers-and-link-length`).
+    #[must_use]
+    pub const fn for_round_trip(mut self, rtt: Duration) -> Self {
+        let replay = rtt.saturating_mul(2);
+        let ack = replay.saturating_add(self.ack_delay);
+        if let Some(t) = self.tail_probe {
+            if t.as_ps() < ack.as_ps() {
+                self.tail_probe = Some(ack);
+            }
+        }
+        if let Some(t) = self.replay_request_retry {
+            if t.as_ps() < replay.as_ps() {
+                self.replay_request_retry = Some(replay);
+            }
+        }
+        self
+    }
+}
+
 /// DL link state (protocol-facts §4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LinkState {

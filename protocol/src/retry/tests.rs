@@ -756,3 +756,36 @@ fn tail_probes_back_off_and_leave_faults_to_the_ack_timeout() {
     a.handle_timeout(dl2);
     assert_eq!(a.state(), LinkState::Fault);
 }
+
+/// On a long link (a 5 µs round trip) the tail-loss probe waits twice the round trip plus
+/// the ack delay and the Replay Request retry twice the round trip, so that neither resends
+/// before an answer could come back; on a short link they keep their defaults, and a probe
+/// turned off stays off.
+#[test]
+fn timers_follow_the_round_trip() {
+    let d = Config {
+        ack_delay: Duration::from_us(1),
+        ..Config::default()
+    };
+    assert_eq!(d.for_round_trip(Duration::from_ns(400)), d);
+    let long = d.for_round_trip(Duration::from_us(5));
+    assert_eq!(long.tail_probe, Some(Duration::from_us(11)));
+    assert_eq!(long.replay_request_retry, Some(Duration::from_us(10)));
+    assert_eq!(long.ack_timeout, d.ack_timeout);
+    let off = Config {
+        tail_probe: None,
+        ..d
+    }
+    .for_round_trip(Duration::from_us(5));
+    assert_eq!(off.tail_probe, None);
+    // Armed accordingly: a flit sent at 10 ns is probed 11 µs later, not 2 µs.
+    for (cfg, wait) in [(d, 2), (long, 11)] {
+        let (mut a, _) = up_pair(cfg);
+        submit_range(&mut a, 0..1);
+        out(&mut a, t(10)).unwrap();
+        assert_eq!(
+            a.timer(Timer::TailProbe),
+            Some(t(10).saturating_add(Duration::from_us(wait)))
+        );
+    }
+}
