@@ -515,3 +515,42 @@ fn drained_and_ok(pod: &PodFile, duration_ps: u64, text: &str, m: &str) -> Summa
     );
     s
 }
+
+/// Latency and throughput count the operations that did their work. Accelerator 1's only
+/// port fails before measurement starts: its own operations then fail at once at their
+/// source, and the others' operations to it fail by their 100 µs timeout. Counted as
+/// before, accelerator 1 showed throughput for bytes it never moved, and the latency
+/// maximum was a request timeout.
+#[test]
+fn failed_operations_count_in_neither_latency_nor_throughput() {
+    let text = r#"name = "a port fails before measurement"
+[topology]
+kind = "single-switch"
+accelerators = 4
+[[workloads]]
+pattern = "uniform"
+offered_load = 0.3
+[faults]
+[[faults.events]]
+at_us = 0.1
+kind = "port-fail"
+switch = 0
+port = 1
+"#;
+    let pod = PodFile::parse(text, "t.toml").unwrap();
+    let opts = Options {
+        duration_ps: 2_000_000,
+        warmup_ps: 200_000,
+        faults: pod.fault_plan(),
+        ..Options::default()
+    };
+    let r = run(&pod, &opts, |_, _| {}).unwrap();
+    let s = &r.summary;
+    assert!(s.drained && s.sound(), "{:?}", s.integrity);
+    assert!(s.integrity.failed > 100, "{:?}", s.integrity);
+    assert_eq!(r.per_accel_gbps[1], 0.0, "{:?}", r.per_accel_gbps);
+    assert!(r.per_accel_gbps[0] > 0.0, "{:?}", r.per_accel_gbps);
+    for c in &s.latency {
+        assert!(c.latency.max_ns < 10_000.0, "{}: {:?}", c.class, c.latency);
+    }
+}

@@ -723,7 +723,10 @@ impl Sim {
             });
         }
         self.accels.completed += 1;
-        if o.measured {
+        // Latency and throughput are those of operations that did their work: a failed one
+        // (its time to failure, bytes that were not moved) is counted by the integrity check
+        // instead (`integrity.failed`).
+        if o.measured && !o.failed {
             let lat = now - o.issued;
             self.lat[class_index(o.class)].record(lat);
             let i = self.part_index[o.src as usize] as usize;
