@@ -193,6 +193,35 @@ fn long_error_free_links_resend_nothing() {
     }
 }
 
+/// A zero-load read that fails has no round trip to check against the budget. With a 100 ns
+/// request timeout the traced read timed out after 110 ns, and that was reported as a
+/// 110 ns round trip within the 1 µs budget: a pass. It is now a violation, with no hops.
+#[test]
+fn a_zero_load_read_that_fails_violates_the_budget() {
+    for mut pod in both(presets::load("single-switch-16").unwrap()) {
+        pod.accelerator.timeout_us = 0.1;
+        let m = format!("{:?}", pod.accelerator.model);
+        let s = run(&pod, &short(500), |_, _| {}).unwrap().summary;
+        assert!(!s.read_completed, "{m}");
+        assert_eq!(s.budgets.len(), 1, "{m}: {:?}", s.budgets);
+        assert_eq!(s.budgets[0].verdict, "VIOLATED", "{m}: {:?}", s.budgets);
+        assert!(s.breakdown.is_empty() || s.read_rtt_ns == 0.0, "{m}");
+        // The same pod with its default timeout: the read completes within its budget.
+        pod.accelerator.timeout_us = 100.0;
+        let s = run(&pod, &short(500), |_, _| {}).unwrap().summary;
+        assert!(
+            s.read_completed && s.read_rtt_ns > 200.0,
+            "{m}: {}",
+            s.read_rtt_ns
+        );
+        assert!(
+            s.budgets.iter().all(|v| v.verdict != "VIOLATED"),
+            "{m}: {:?}",
+            s.budgets
+        );
+    }
+}
+
 #[test]
 fn trace_replay_and_tenants() {
     let dir = std::env::temp_dir().join(format!("podlink-sim-trace-{}", std::process::id()));

@@ -91,11 +91,18 @@ pub fn summary_text(s: &Summary) -> String {
             );
         }
     }
-    let _ = writeln!(
-        o,
-        "\n  zero-load 64 B read: {:.3} ns round trip, {} switch hop(s) each way (per-hop breakdown in --out)",
-        s.read_rtt_ns, s.read_hops
-    );
+    if s.read_completed {
+        let _ = writeln!(
+            o,
+            "\n  zero-load 64 B read: {:.3} ns round trip, {} switch hop(s) each way (per-hop breakdown in --out)",
+            s.read_rtt_ns, s.read_hops
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "\n  zero-load 64 B read: did not complete (it failed or took over 1 ms on the idle pod: no breakdown)"
+        );
+    }
     let _ = writeln!(o, "\n  budgets");
     for v in &s.budgets {
         let _ = writeln!(

@@ -290,8 +290,9 @@ impl Sim {
             }
         }
         let faults = self.fault_report();
+        let read_completed = zero.is_some();
         let (stages, rtt, hops) = zero.unwrap_or_default();
-        let budgets = budgets(&self.pod, &stages, rtt, hops, &self.lat);
+        let budgets = budgets(&self.pod, read_completed, &stages, rtt, hops, &self.lat);
         let summary = Summary {
             pod: self.pod.name.clone(),
             seed: self.opts.seed,
@@ -332,6 +333,7 @@ impl Sim {
                     ns: ns_of(s.time.as_ps()),
                 })
                 .collect(),
+            read_completed,
             read_rtt_ns: ns_of(rtt),
             read_hops: hops,
             budgets,
@@ -412,9 +414,11 @@ impl Sim {
 }
 
 /// The verdicts: every switch hop of the zero-load read against the port-to-port budget, the
-/// round trip against the read budget, and (informational) the loaded read p99.
+/// round trip against the read budget, and (informational) the loaded read p99. A zero-load
+/// read that did not complete (`completed` false) violates the read budget and has no hops.
 fn budgets(
     pod: &PodFile,
+    completed: bool,
     stages: &[Stage],
     rtt: u64,
     hops: u32,
@@ -468,12 +472,21 @@ fn budgets(
             ));
         }
     }
-    out.push(v(
-        "64 B read round trip (zero load)".into(),
-        rtt as f64 / 1000.0,
-        b.read_rtt_ns,
-        true,
-    ));
+    if completed {
+        out.push(v(
+            "64 B read round trip (zero load)".into(),
+            rtt as f64 / 1000.0,
+            b.read_rtt_ns,
+            true,
+        ));
+    } else {
+        out.push(Verdict {
+            what: "64 B read round trip (zero load): did not complete".into(),
+            measured_ns: 0.0,
+            budget_ns: b.read_rtt_ns,
+            verdict: "VIOLATED",
+        });
+    }
     let r = lat[0].summary();
     if r.count > 0 {
         out.push(v(

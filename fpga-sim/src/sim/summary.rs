@@ -202,6 +202,9 @@ pub struct Summary {
     pub conservation: Conservation,
     /// Zero-load 64 B read breakdown.
     pub breakdown: Vec<StageNs>,
+    /// The zero-load read completed (false: it failed or did not finish within 1 ms, and
+    /// there is no round trip or breakdown; its budget is VIOLATED).
+    pub read_completed: bool,
     /// Simulated zero-load 64 B read round trip, ns.
     pub read_rtt_ns: f64,
     /// Switch hops each way of that read.

@@ -197,12 +197,14 @@ pub const TRACE_AT: u64 = 5_000_000;
 impl Sim {
     /// Issue one 64 B read from accelerator 0 to the farthest accelerator at `t0` on an idle
     /// pod and run until it completes; returns the breakdown, the simulated round trip (ps)
-    /// and the switch hops each way. Tracing stops when it returns.
+    /// and the switch hops each way, or `None` if the read did not complete within 1 ms or
+    /// failed (a fault, a timeout, an unreachable destination: there is no round trip to
+    /// break down). Tracing stops when it returns.
     pub fn trace_read(&mut self, t0: u64) -> Option<(Vec<Stage>, u64, u32)> {
         let (dst, hops) = farthest_from_zero(self);
         self.trace = Some(Trace::default());
         self.run_to(t0);
-        self.issue(
+        let op = self.issue(
             OpSpec {
                 src: 0,
                 dst,
@@ -225,6 +227,12 @@ impl Sim {
                 _ => break,
             }
         }
+        let done = matches!(
+            self.trace.as_ref().and_then(|t| t.marks.last()),
+            Some((_, Mark::Done))
+        );
+        // Nothing else runs on the idle pod: the operation's slot still holds its outcome.
+        let ok = done && self.accels.ops.get(op as usize).is_some_and(|o| !o.failed);
         let stages = self.breakdown();
         let rtt = self
             .trace
@@ -232,6 +240,9 @@ impl Sim {
             .and_then(|t| t.marks.last())
             .map(|&(t, _)| t - t0);
         self.trace = None;
+        if !ok {
+            return None;
+        }
         Some((stages?, rtt?, hops))
     }
 }
