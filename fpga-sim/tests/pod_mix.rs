@@ -16,7 +16,7 @@
 
 use podlink_sim::pod::config::{AccelModel, PodFile};
 use podlink_sim::sim::results::run;
-use podlink_sim::sim::results::Summary;
+use podlink_sim::sim::results::{Report, Summary};
 use podlink_sim::sim::Options;
 use std::fmt::Write;
 
@@ -262,6 +262,11 @@ fn run_pod(k: u64) -> String {
 /// not measured, the pod file's faults applied, and its summary. Panics, with `text`, when
 /// the run cannot start.
 fn run_as_cli(pod: &PodFile, seed: u64, duration_ps: u64, text: &str) -> Summary {
+    report_as_cli(pod, seed, duration_ps, text).summary
+}
+
+/// [`run_as_cli`], with the whole report (per-accelerator throughput, histograms).
+fn report_as_cli(pod: &PodFile, seed: u64, duration_ps: u64, text: &str) -> Report {
     let opts = Options {
         seed,
         duration_ps,
@@ -269,9 +274,7 @@ fn run_as_cli(pod: &PodFile, seed: u64, duration_ps: u64, text: &str) -> Summary
         faults: pod.fault_plan(),
         ..Options::default()
     };
-    run(pod, &opts, |_, _| {})
-        .unwrap_or_else(|e| panic!("{}: {e}\n{text}", pod.name))
-        .summary
+    run(pod, &opts, |_, _| {}).unwrap_or_else(|e| panic!("{}: {e}\n{text}", pod.name))
 }
 
 fn env(name: &str, default: u64) -> u64 {
@@ -538,13 +541,7 @@ switch = 0
 port = 1
 "#;
     let pod = PodFile::parse(text, "t.toml").unwrap();
-    let opts = Options {
-        duration_ps: 2_000_000,
-        warmup_ps: 200_000,
-        faults: pod.fault_plan(),
-        ..Options::default()
-    };
-    let r = run(&pod, &opts, |_, _| {}).unwrap();
+    let r = report_as_cli(&pod, 1, 2_000_000, text);
     let s = &r.summary;
     assert!(s.drained && s.sound(), "{:?}", s.integrity);
     assert!(s.integrity.failed > 100, "{:?}", s.integrity);
