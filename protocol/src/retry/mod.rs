@@ -124,9 +124,10 @@ impl Config {
     /// timers wait long enough for an answer to come back on a long link: the tail-loss
     /// probe at least `2 × rtt + ack_delay` (an ack may wait out the peer's coalescing
     /// delay, the same setting at both ends), the Replay Request retry at least `2 × rtt`
-    /// (a replay is sent at once). Their defaults (2 µs, 1 µs) already do for links up to
-    /// about 80 m at the default 1 µs ack delay; the ack timeout (10.24 ms, from the facts)
-    /// is left alone (`spec-notes/link.md#timers-and-link-length`).
+    /// (a replay is sent at once). With the simulator's 1 µs ack delay the probe's 2 µs
+    /// default stays for one-way latencies up to 250 ns (about 40 m of cable); the retry's
+    /// 1 µs up to 250 ns too. The ack timeout (10.24 ms, from the facts) is left alone
+    /// (`spec-notes/link.md#timers-and-link-length`).
     #[must_use]
     pub const fn for_round_trip(mut self, rtt: Duration) -> Self {
         let replay = rtt.saturating_mul(2);
