@@ -128,6 +128,10 @@ struct RunArgs {
     /// Report simulated events/s, TL flits/s and peak memory.
     #[arg(long)]
     bench: bool,
+    /// Run every event in global time order instead of window by window (slower; for
+    /// checking the engine: spec-notes/simulator.md#engine).
+    #[arg(long)]
+    sequential: bool,
 }
 
 /// Default injection time of `run` and `sweep`.
@@ -145,6 +149,7 @@ impl Default for RunArgs {
             out: None,
             json: false,
             bench: false,
+            sequential: false,
         }
     }
 }
@@ -209,6 +214,7 @@ fn setup(a: &RunArgs) -> Result<(PodFile, Options), String> {
         pattern,
         load: a.load,
         faults: pod.fault_plan(),
+        sequential: a.sequential,
         ..Options::default()
     };
     Ok((pod, opts))

@@ -72,7 +72,7 @@ impl TlSink for Sink<'_> {
 impl Sim {
     /// Wake end `e`'s transmitter: at once if its wire is free, else when it frees.
     pub(crate) fn kick(&mut self, e: u32, now: u64) {
-        let key = self.sched.current_key();
+        let key = self.current_key();
         let h = &mut self.hot[e as usize];
         if h.pending {
             return;
@@ -103,7 +103,7 @@ impl Sim {
             self.kick(e, now);
             return;
         }
-        let key = self.sched.current_key();
+        let key = self.current_key();
         if self.hot[e as usize].deferred.is_some_and(|d| d > key) {
             return; // a deferred wake-up still ahead: this one merges with it
         }

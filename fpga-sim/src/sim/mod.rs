@@ -25,6 +25,7 @@ mod summary;
 pub mod sweep;
 pub mod switch;
 pub mod trace;
+mod window;
 
 use self::check::{Reference, SparseMem};
 use self::fault::FaultPlan;
@@ -72,6 +73,9 @@ pub struct Options {
     pub traffic: bool,
     /// Timed faults and how the pod reacts to them (default: none).
     pub faults: FaultPlan,
+    /// Run every event in the global (time, sequence) order instead of in windows of one
+    /// link latency, component by component (`spec-notes/simulator.md#engine`).
+    pub sequential: bool,
 }
 
 impl Default for Options {
@@ -86,6 +90,7 @@ impl Default for Options {
             drain_ps: 20_000_000_000,
             traffic: true,
             faults: FaultPlan::default(),
+            sequential: false,
         }
     }
 }
@@ -391,6 +396,7 @@ pub struct Sim {
     pub(crate) trace_ops: Vec<crate::workload::TraceOp>,
     /// Fault schedule state (only when the options' fault plan is active).
     pub(crate) fault: Option<Box<FaultState>>,
+    pub(crate) win: window::Windows,
 }
 
 /// Credits each receiver grants per VC and class.
@@ -578,6 +584,7 @@ impl Sim {
             sweeping: true,
             fabric,
             fault: None,
+            win: window::Windows::default(),
         };
         for s in 0..sim.switches.len() {
             let sw = &mut sim.switches[s];
@@ -598,6 +605,11 @@ impl Sim {
         }
         let sweep = sim.sweep_ps;
         sim.schedule(sweep, Ev::Sweep);
+        if !opts.sequential && !opts.faults.active() {
+            // The lookahead: a flit reaches the next component a link latency after it
+            // leaves, and the sweep comes at least this long after it is scheduled.
+            sim.win.len = t.link.min(sweep);
+        }
         // Bring every link up: NOP flits both ways, then the DL control exchange; each end's
         // initial credit release waits in its TL packer until the link carries TL flits.
         for e in 0..sim.ends() as u32 {
@@ -627,7 +639,12 @@ impl Sim {
 
     /// Events executed so far.
     pub fn events(&self) -> u64 {
-        self.sched.executed()
+        self.sched.executed() + self.win.local
+    }
+
+    /// Windows run so far (0 when the run goes event by event).
+    pub fn windows(&self) -> u64 {
+        self.win.windows
     }
 
     /// Flow-control fields (credit returns) the TL unpackers of all link ends delivered.
@@ -637,14 +654,19 @@ impl Sim {
 
     /// Run until `until` ps (or until nothing is left to do). Returns events executed.
     pub fn run_to(&mut self, until: u64) -> u64 {
-        let start = self.sched.executed();
+        let start = self.events();
         let horizon = Instant::from_ps(until);
+        if self.win.len > 0 {
+            self.run_windows(until);
+            self.sched.advance_to(horizon);
+            return self.events() - start;
+        }
         while let Some(ev) = self.sched.pop_until(horizon) {
             let now = self.sched.now().as_ps();
             self.dispatch(ev, now);
         }
         self.sched.advance_to(horizon);
-        self.sched.executed() - start
+        self.events() - start
     }
 
     /// The link of end `e`: the model's, or an accelerator end's endpoint's.
@@ -698,12 +720,23 @@ impl Sim {
     }
 
     pub(crate) fn schedule(&mut self, at: u64, ev: Ev) {
+        if self.win.on && at < self.win.end {
+            let seq = self.sched.reserve_seq();
+            if self.window_take(at, seq, ev) {
+                return;
+            }
+            self.sched.at_seq(Instant::from_ps(at), seq, ev);
+            return;
+        }
         self.sched.at(Instant::from_ps(at), ev);
     }
 
     /// Schedule `ev` at `at` in the place of sequence number `seq` (from
     /// [`Calendar::reserve_seq`]).
     pub(crate) fn schedule_in_place(&mut self, at: u64, seq: u64, ev: Ev) {
+        if self.window_take(at, seq, ev) {
+            return;
+        }
         self.sched.at_seq(Instant::from_ps(at), seq, ev);
     }
 }

@@ -162,11 +162,18 @@ pub fn summary_text(s: &Summary) -> String {
         );
     }
     let c = &s.conservation;
-    let discarded = if c.tl_discarded > 0 {
+    let mut discarded = if c.tl_discarded > 0 {
         format!(" + {} discarded at link retrains", c.tl_discarded)
     } else {
         String::new()
     };
+    if c.events_out_of_window > 0 {
+        let _ = write!(
+            discarded,
+            " ({} events scheduled out of their window)",
+            c.events_out_of_window
+        );
+    }
     let _ = writeln!(
         o,
         "  conservation: {} TL flits injected = {} delivered + {} in flight{}; {} operations = {} completed + {} open: {}",

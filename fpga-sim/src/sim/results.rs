@@ -48,10 +48,19 @@ pub fn run(
 pub(crate) fn run_then(
     pod: &PodFile,
     opts: &Options,
+    progress: impl FnMut(u64, u64),
+    before_report: impl FnOnce(&mut Sim),
+) -> Result<Report, SimError> {
+    run_built(Sim::new(pod, opts)?, opts, progress, before_report)
+}
+
+/// [`run_then`] on a pod model already built from `opts`.
+pub(crate) fn run_built(
+    mut sim: Sim,
+    opts: &Options,
     mut progress: impl FnMut(u64, u64),
     before_report: impl FnOnce(&mut Sim),
 ) -> Result<Report, SimError> {
-    let mut sim = Sim::new(pod, opts)?;
     // First the zero-load read on the idle pod, then the workloads from the next microsecond.
     let zero = sim.trace_read(TRACE_AT);
     let start = (sim.now() / 1_000_000 + 1) * 1_000_000;
@@ -214,6 +223,8 @@ impl Sim {
             .sum();
         ok &= c.frames_held == c.frames_queued;
         ok &= self.stats.invalid_frames == 0;
+        c.events_out_of_window = self.win.late;
+        ok &= c.events_out_of_window == 0;
         // Endpoints: nothing refused, dropped or broken at any port; the only credit
         // releases refused are those of requests its completer held across a retrain
         // (`Sim::ep_retrain`).

@@ -133,6 +133,9 @@ pub struct Conservation {
     pub frames_held: u64,
     /// Frames the model's queues account for.
     pub frames_queued: u64,
+    /// Events scheduled inside a window of the engine for a component that had already run
+    /// its part of it (`spec-notes/simulator.md#engine`): always 0.
+    pub events_out_of_window: u64,
     /// Every balance holds.
     pub ok: bool,
 }
