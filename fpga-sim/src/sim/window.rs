@@ -13,9 +13,33 @@
 
 use super::{Ev, Owner, Sim};
 use podlink_protocol::time::Instant;
+use std::collections::BinaryHeap;
 
-/// One due event: time (ps), sequence number, event.
-type Due = (u64, u64, Ev);
+/// One due event: time (ps), sequence number, event; ordered so that a max-heap pops the
+/// earliest (time, sequence) first.
+#[derive(Clone, Copy)]
+pub(crate) struct Due {
+    at: u64,
+    seq: u64,
+    ev: Ev,
+}
+
+impl PartialEq for Due {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.seq) == (o.at, o.seq)
+    }
+}
+impl Eq for Due {}
+impl PartialOrd for Due {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Due {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (o.at, o.seq).cmp(&(self.at, self.seq))
+    }
+}
 
 /// The state of windowed execution.
 #[derive(Default)]
@@ -30,8 +54,10 @@ pub(crate) struct Windows {
     pub key: (u64, u64),
     /// Component whose events are being run.
     pub cur: u32,
-    /// Each component's events due in the window (sorted descending while it runs).
+    /// Each component's events due in the window, but the running component's.
     pub due: Vec<Vec<Due>>,
+    /// The running component's events due in the window.
+    pub running: BinaryHeap<Due>,
     /// Windows run.
     pub windows: u64,
     /// Events scheduled in a window for a time in it (never through the calendar).
@@ -96,13 +122,11 @@ impl Sim {
             w.late += 1;
             return false;
         }
-        let due = &mut w.due[c as usize];
+        let due = Due { at, seq, ev };
         if c == w.cur {
-            // The running component's list is sorted descending (the next event last).
-            let pos = due.partition_point(|x| (x.0, x.1) > (at, seq));
-            due.insert(pos, (at, seq, ev));
+            w.running.push(due);
         } else {
-            due.push((at, seq, ev));
+            w.due[c as usize].push(due);
         }
         w.local += 1;
         true
@@ -123,7 +147,7 @@ impl Sim {
             while let Some(ev) = self.sched.pop_until(Instant::from_ps(end - 1)) {
                 let (at, seq) = self.sched.current_key();
                 match self.component(ev) {
-                    Some(c) => self.win.due[c as usize].push((at, seq, ev)),
+                    Some(c) => self.win.due[c as usize].push(Due { at, seq, ev }),
                     None => {
                         // Everything before it runs first; it then runs alone.
                         barrier = Some((at, ev));
@@ -140,11 +164,14 @@ impl Sim {
                     continue;
                 }
                 self.win.cur = c as u32;
-                self.win.due[c].sort_unstable_by_key(|x| std::cmp::Reverse((x.0, x.1)));
-                while let Some((at, seq, ev)) = self.win.due[c].pop() {
+                // The list's storage becomes the heap's and goes back afterwards.
+                let list = std::mem::take(&mut self.win.due[c]);
+                self.win.running = BinaryHeap::from(list);
+                while let Some(Due { at, seq, ev }) = self.win.running.pop() {
                     self.win.key = (at, seq);
                     self.dispatch(ev, at);
                 }
+                self.win.due[c] = std::mem::take(&mut self.win.running).into_vec();
             }
             self.win.on = false;
             if let Some((at, ev)) = barrier {
