@@ -55,9 +55,12 @@ pub(crate) struct Windows {
     pub key: (u64, u64),
     /// Component whose events are being run.
     pub cur: u32,
-    /// Each component's events due in the window, but the running component's.
+    /// Each component's events due in the window, but the running component's: earliest
+    /// first, as the calendar hands them out (unless the component is in `unsorted`).
     pub due: Vec<Vec<Due>>,
-    /// The running component's events due in the window.
+    /// Components whose `due` list got an event out of order (from another component).
+    pub unsorted: Vec<u32>,
+    /// Events the running component scheduled for itself in the window.
     pub running: BinaryHeap<Due>,
     /// Components with events due in the window that have not run yet, smallest first (a
     /// window costs what its events do, however many components the pod has).
@@ -76,8 +79,11 @@ impl Windows {
     /// Component `c`'s event `due` waits for the component to run.
     fn wait(&mut self, c: u32, due: Due) {
         let list = &mut self.due[c as usize];
-        if list.is_empty() {
-            self.waiting.push(Reverse(c));
+        match list.last() {
+            None => self.waiting.push(Reverse(c)),
+            // `due` sorts before the last one (a max-heap order: greater is earlier).
+            Some(last) if due > *last => self.unsorted.push(c),
+            Some(_) => {}
         }
         list.push(due);
     }
@@ -175,16 +181,36 @@ impl Sim {
             self.win.end = end;
             self.win.windows += 1;
             while let Some(Reverse(c)) = self.win.waiting.pop() {
-                let c = c as usize;
-                self.win.cur = c as u32;
-                // The list's storage becomes the heap's and goes back afterwards.
-                let list = std::mem::take(&mut self.win.due[c]);
-                self.win.running = BinaryHeap::from(list);
-                while let Some(Due { at, seq, ev }) = self.win.running.pop() {
-                    self.win.key = (at, seq);
-                    self.dispatch(ev, at);
+                self.win.cur = c;
+                let mut list = std::mem::take(&mut self.win.due[c as usize]);
+                if self.win.unsorted.contains(&c) {
+                    self.win.unsorted.retain(|&u| u != c);
+                    list.sort_unstable_by(|x, y| y.cmp(x));
                 }
-                self.win.due[c] = std::mem::take(&mut self.win.running).into_vec();
+                // Merge the list (earliest first) with what the component schedules for
+                // itself as it runs.
+                let mut next = 0;
+                loop {
+                    let from_list = match (list.get(next), self.win.running.peek()) {
+                        (Some(l), Some(r)) => l > r,
+                        (Some(_), None) => true,
+                        (None, Some(_)) => false,
+                        (None, None) => break,
+                    };
+                    let due = if from_list {
+                        next += 1;
+                        list[next - 1]
+                    } else {
+                        match self.win.running.pop() {
+                            Some(d) => d,
+                            None => break,
+                        }
+                    };
+                    self.win.key = (due.at, due.seq);
+                    self.dispatch(due.ev, due.at);
+                }
+                list.clear();
+                self.win.due[c as usize] = list;
             }
             self.win.on = false;
             if let Some((at, ev)) = barrier {
