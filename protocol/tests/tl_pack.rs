@@ -369,6 +369,28 @@ impl Checker {
 
 /// Pack `items` (polling a flit whenever the packer is full), check every flit, unpack.
 fn round_trip<const H: usize>(items: &[Owned]) -> (Vec<Owned>, usize) {
+    let flits = pack::<H>(items);
+    let mut checker = Checker::default();
+    let mut unpacker = TlUnpacker::new();
+    let mut out = Vec::new();
+    for f in &flits {
+        checker.check(f);
+        unpacker
+            .unpack_flit(f, |i| out.push(Owned::from_item(i)))
+            .expect("unpack");
+    }
+    assert_eq!(checker.owed, 0, "stream ends owing data");
+    assert!(!unpacker.in_transfer());
+    (out, flits.len())
+}
+
+/// The flits of `items`, packed with the default packer.
+fn pack_stream(items: &[Owned]) -> Vec<[u8; FLIT_LEN]> {
+    pack::<64>(items)
+}
+
+/// Pack `items`, polling a flit whenever the packer is full.
+fn pack<const H: usize>(items: &[Owned]) -> Vec<[u8; FLIT_LEN]> {
     let mut packer = TlPacker::<H>::new();
     let mut flits: Vec<[u8; FLIT_LEN]> = Vec::new();
     let mut poll = |p: &mut TlPacker<H>| {
@@ -390,18 +412,7 @@ fn round_trip<const H: usize>(items: &[Owned]) -> (Vec<Owned>, usize) {
     }
     while poll(&mut packer) {}
     assert!(packer.is_idle());
-    let mut checker = Checker::default();
-    let mut unpacker = TlUnpacker::new();
-    let mut out = Vec::new();
-    for f in &flits {
-        checker.check(f);
-        unpacker
-            .unpack_flit(f, |i| out.push(Owned::from_item(i)))
-            .expect("unpack");
-    }
-    assert_eq!(checker.owed, 0, "stream ends owing data");
-    assert!(!unpacker.in_transfer());
-    (out, flits.len())
+    flits
 }
 
 proptest! {
@@ -430,6 +441,50 @@ proptest! {
             if u.unpack_flit(&f, |i| { let _ = format!("{i}"); }).is_err() {
                 prop_assert!(u.failed().is_some());
             }
+        }
+    }
+
+    /// `unpack_flit` (the callback path the endpoint uses) hands out exactly the items, and
+    /// stops at exactly the error, that a loop over `poll_item` does.
+    #[test]
+    fn unpack_flit_agrees_with_poll_item(
+        flits in prop::collection::vec(any::<[u8; 64]>(), 1..8),
+        leads in prop::collection::vec(any::<u8>(), 8),
+        seeds in prop::collection::vec(seed(), 0..12),
+    ) {
+        let items: Vec<Owned> = seeds.into_iter().map(build).collect();
+        let mut stream = pack_stream(&items);
+        for (i, mut f) in flits.into_iter().enumerate() {
+            f[0] = (f[0] & 0x0f) | ([0, 1, 2, 3, 4, 5, 0xf][leads[i] as usize % 7] << 4);
+            stream.push(f);
+        }
+        let (mut a, mut b) = (TlUnpacker::new(), TlUnpacker::new());
+        for f in &stream {
+            let mut by_callback = Vec::new();
+            let ra = a.unpack_flit(f, |i| by_callback.push(Owned::from_item(i)));
+            let mut by_poll = Vec::new();
+            let mut rb = Ok(());
+            loop {
+                match b.poll_item() {
+                    Ok(Some(i)) => by_poll.push(Owned::from_item(i)),
+                    Ok(None) => break,
+                    Err(e) => { rb = Err(e); break; }
+                }
+            }
+            if rb.is_ok() {
+                let _ = b.handle_flit(f);
+                loop {
+                    match b.poll_item() {
+                        Ok(Some(i)) => by_poll.push(Owned::from_item(i)),
+                        Ok(None) => break,
+                        Err(e) => { rb = Err(e); break; }
+                    }
+                }
+            }
+            prop_assert_eq!(&by_callback, &by_poll);
+            prop_assert_eq!(ra, rb);
+            prop_assert_eq!(a.failed(), b.failed());
+            prop_assert_eq!(a.kinds(), b.kinds());
         }
     }
 

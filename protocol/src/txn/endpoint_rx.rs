@@ -119,10 +119,9 @@ where
             TlItem::Message(_) => {}
             TlItem::Transfer(t) => {
                 let (request, vc, pool) = classify(&t.field);
-                let beats = t
-                    .check()
-                    .map_or(t.data.len().div_ceil(BEAT_LEN), |s| s.beats)
-                    .min(MAX_BEATS) as u8;
+                // The unpacker checked the transfer's shape: its data is `beats` whole or
+                // partial beats (`DataShape::of`), so the shape is not worked out again.
+                let beats = t.data.len().div_ceil(BEAT_LEN).min(MAX_BEATS) as u8;
                 let flow = if request {
                     Flow::Request
                 } else {

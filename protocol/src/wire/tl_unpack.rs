@@ -239,14 +239,41 @@ impl TlUnpacker {
         flit: &[u8; FLIT_LEN],
         mut sink: impl FnMut(Item<'_>),
     ) -> Result<()> {
-        while let Some(item) = self.poll_item()? {
-            sink(item);
-        }
+        self.drain_into(&mut sink)?;
         let _ = self.handle_flit(flit);
-        while let Some(item) = self.poll_item()? {
-            sink(item);
+        self.drain_into(&mut sink)
+    }
+
+    /// Pass every item still to come from the current flit to `sink`: what a loop over
+    /// [`poll_item`](Self::poll_item) does, without building a `Result<Option<Item>>` for
+    /// each item (the simulator's hottest receive path).
+    fn drain_into(&mut self, sink: &mut impl FnMut(Item<'_>)) -> Result<()> {
+        if let Some(e) = self.failed {
+            return Err(e);
         }
-        Ok(())
+        loop {
+            if self.delivered {
+                self.delivered = false;
+                self.pending.active = false;
+            }
+            match self.step() {
+                Err(e) => {
+                    self.failed = Some(e);
+                    return Err(e);
+                }
+                Ok(Step::Drained) => {
+                    self.drained = true;
+                    return Ok(());
+                }
+                Ok(Step::Field(field)) => sink(Item::Transfer(Transfer::new(field, &[]))),
+                Ok(Step::Credits(fc)) => sink(Item::Credits(fc)),
+                Ok(Step::Message(m)) => sink(Item::Message(m)),
+                Ok(Step::Transfer) => {
+                    self.delivered = true;
+                    sink(self.pending.item());
+                }
+            }
+        }
     }
 
     /// Advance until an item is ready or the flit is used up. Bounded: each turn of the loop
@@ -319,8 +346,11 @@ impl TlUnpacker {
 
     /// Check a whole control half-flit before using it (so no item of a bad one escapes).
     fn load_control(&mut self, bytes: &[u8; HALF_LEN]) -> Result<()> {
+        // Parsed in place: nothing of the half-flit is taken until `ctrl_len` covers it, and
+        // an error stops the unpacker for good.
+        self.ctrl_next = 0;
+        self.ctrl_len = 0;
         let mut fc = None;
-        let mut parsed = [None; MAX_FIELDS];
         let mut n = 0;
         for field in ControlFields::new(bytes) {
             let field = field?;
@@ -332,13 +362,11 @@ impl TlUnpacker {
                 other => Some(DataShape::of(&other)?),
             };
             // At most one field per sector: `n` stays below MAX_FIELDS.
-            if let Some(slot) = parsed.get_mut(n) {
+            if let Some(slot) = self.ctrl.get_mut(n) {
                 *slot = Some((field, shape));
                 n += 1;
             }
         }
-        self.ctrl = parsed;
-        self.ctrl_next = 0;
         self.ctrl_len = n;
         self.ctrl_fc = fc;
         Ok(())
