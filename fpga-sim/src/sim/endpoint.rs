@@ -291,6 +291,7 @@ impl Sim {
         self.rxs[r as usize].tl_delivered = ep.stats().tl_flits_received;
         wire.flight.pop(&mut self.flits);
         if let Some(n) = wire.flight.front() {
+            self.flits.prefetch(n.slot);
             self.schedule(n.at, super::Ev::Arrive(e));
         }
         self.ep_outputs(r, now, before);

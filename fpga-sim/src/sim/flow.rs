@@ -607,7 +607,10 @@ impl Sim {
             while link.poll_event().is_some() {}
         }
         wire.flight.pop(&mut self.flits);
-        let next = wire.flight.front().map(|n| n.at);
+        let next = wire.flight.front().map(|n| {
+            self.flits.prefetch(n.slot);
+            n.at
+        });
         rx.tl_delivered += sink.tl;
         rx.tl_errors += sink.errors;
         let credited = sink.fields > 0;

@@ -49,6 +49,19 @@ impl FlitPool {
         &mut self.slots[i as usize]
     }
 
+    /// Ask for the cache lines of slot `i` ahead of its arrival (the receiver reads the CRC
+    /// at the end first, then every byte).
+    #[inline(always)]
+    pub fn prefetch(&self, i: u32) {
+        if let Some(bytes) = self.slots.get(i as usize) {
+            let p = bytes.as_ptr();
+            super::window::prefetch(p.wrapping_add(FLIT_LEN - 1));
+            for line in (0..FLIT_LEN - 1).step_by(64) {
+                super::window::prefetch(p.wrapping_add(line));
+            }
+        }
+    }
+
     /// Slots in use.
     pub fn in_use(&self) -> usize {
         self.slots.len() - self.free.len()

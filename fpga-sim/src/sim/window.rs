@@ -89,7 +89,45 @@ impl Windows {
     }
 }
 
+/// How many of a component's listed events ahead the arrivals' state is asked for.
+const PREFETCH_AHEAD: usize = 8;
+
+/// Ask for the cache line at `p` (a hint: nothing is read).
+#[inline(always)]
+pub(crate) fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint: it reads nothing into the program and cannot fault,
+    // whatever the address; SSE is part of every x86_64 target.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 impl Sim {
+    /// For an arrival some events ahead: the wire's record of flits in flight and the
+    /// receiving link's retry state (addresses known without reading anything).
+    #[inline(always)]
+    fn prefetch_far(&self, ev: Ev) {
+        if let Ev::Arrive(e) = ev {
+            if let Some(w) = self.wires.get(e as usize) {
+                prefetch(w);
+            }
+        }
+    }
+
+    /// For an arrival a few events ahead: the first and last cache lines of the DL flit
+    /// at the front of the wire (its CRC is read first).
+    #[inline(always)]
+    fn prefetch_near(&self, ev: Ev) {
+        if let Ev::Arrive(e) = ev {
+            if let Some(f) = self.wires.get(e as usize).and_then(|w| w.flight.front()) {
+                self.flits.prefetch(f.slot);
+            }
+        }
+    }
+
     /// The component that runs event `ev`: switch `s` is component `s`, accelerator `a`
     /// (with its ports) is component `switches + a`; `None` for events of the whole pod.
     fn component(&self, ev: Ev) -> Option<u32> {
@@ -198,6 +236,12 @@ impl Sim {
                         (None, None) => break,
                     };
                     let due = if from_list {
+                        if let Some(d) = list.get(next + PREFETCH_AHEAD) {
+                            self.prefetch_far(d.ev);
+                        }
+                        if let Some(d) = list.get(next + PREFETCH_AHEAD / 2) {
+                            self.prefetch_near(d.ev);
+                        }
                         next += 1;
                         list[next - 1]
                     } else {
