@@ -54,11 +54,7 @@ impl FlitPool {
     #[inline(always)]
     pub fn prefetch(&self, i: u32) {
         if let Some(bytes) = self.slots.get(i as usize) {
-            let p = bytes.as_ptr();
-            super::window::prefetch(p.wrapping_add(FLIT_LEN - 1));
-            for line in (0..FLIT_LEN - 1).step_by(64) {
-                super::window::prefetch(p.wrapping_add(line));
-            }
+            super::window::prefetch_flit(bytes);
         }
     }
 

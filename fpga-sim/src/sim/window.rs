@@ -105,6 +105,16 @@ pub(crate) fn prefetch<T>(p: *const T) {
     let _ = p;
 }
 
+/// Ask for every cache line of a DL flit, the last (its CRC, read first) first.
+#[inline(always)]
+pub(crate) fn prefetch_flit(bytes: &[u8; podlink_protocol::wire::dl_flit::FLIT_LEN]) {
+    let p = bytes.as_ptr();
+    prefetch(p.wrapping_add(bytes.len() - 1));
+    for line in (0..bytes.len() - 1).step_by(64) {
+        prefetch(p.wrapping_add(line));
+    }
+}
+
 impl Sim {
     /// For an arrival some events ahead: the wire's record of flits in flight and the
     /// receiving link's retry state (addresses known without reading anything).

@@ -65,6 +65,13 @@ impl<const CAP: usize> LinkRetry<CAP> {
     pub fn can_submit(&self) -> bool {
         self.state != LinkState::Fault && self.tx.has_room()
     }
+    /// The replay-buffer slot the next submitted flit will be written into, with whatever
+    /// it holds now; `None` when the buffer is full. Nothing reads it: it lets a caller
+    /// that keeps many links have that memory brought into cache (a prefetch) before the
+    /// flit is packed.
+    pub fn next_submit_slot(&self) -> Option<&[u8; FLIT_LEN]> {
+        self.tx.next_slot()
+    }
     /// The sequence number the next submitted flit gets.
     pub fn next_submit_seq(&self) -> SeqNum {
         self.tx.next_submit_seq()

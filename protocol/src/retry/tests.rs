@@ -789,3 +789,29 @@ fn timers_follow_the_round_trip() {
         );
     }
 }
+
+/// `next_submit_slot` names the replay slot the next submission fills, across the ring's
+/// wrap, and nothing once the buffer is full.
+#[test]
+fn next_submit_slot_is_where_the_next_flit_goes() {
+    let (mut a, mut b) = up_pair(Config::default());
+    let (mut now, mut ga, mut gb) = (t(10), Vec::new(), Vec::new());
+    for round in 0..3u16 {
+        for i in 0..64 {
+            let id = round * 64 + i;
+            let before = a.next_submit_slot().map(|s| s as *const Flit);
+            assert!(before.is_some(), "room for flit {id}");
+            let mut filled = None;
+            a.submit_with(|slot| {
+                filled = Some(slot as *const Flit);
+                *slot = body(id);
+            })
+            .unwrap();
+            assert_eq!(filled, before, "flit {id}");
+        }
+        assert_eq!(a.next_submit_slot(), None, "full after round {round}");
+        run(&mut a, &mut b, &mut now, &mut ga, &mut gb, |_, _, _| true);
+        assert_eq!(a.buffered(), 0);
+    }
+    assert_eq!(gb.len(), 3 * 64);
+}

@@ -161,6 +161,14 @@ impl<const CAP: usize> Tx<CAP> {
         self.ignore_left > 0
     }
 
+    /// The slot the next submitted flit is written into (its old contents), if there is room.
+    pub(crate) fn next_slot(&self) -> Option<&Flit> {
+        if !self.has_room() {
+            return None;
+        }
+        self.slots.get(self.slot(self.len))
+    }
+
     /// Store a new flit written by `fill`; `None` when the buffer is full.
     pub(crate) fn submit_with(&mut self, fill: impl FnOnce(&mut Flit)) -> Option<SeqNum> {
         if !self.has_room() {
