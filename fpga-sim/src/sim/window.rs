@@ -116,8 +116,8 @@ pub(crate) fn prefetch_flit(bytes: &[u8; podlink_protocol::wire::dl_flit::FLIT_L
 }
 
 impl Sim {
-    /// For an arrival some events ahead: the wire's record of flits in flight and the
-    /// receiving link's retry state (addresses known without reading anything).
+    /// For an arrival some events ahead: the wire's record of flits in flight (its address
+    /// is known without reading anything).
     #[inline(always)]
     fn prefetch_far(&self, ev: Ev) {
         if let Ev::Arrive(e) = ev {
@@ -127,8 +127,7 @@ impl Sim {
         }
     }
 
-    /// For an arrival a few events ahead: the first and last cache lines of the DL flit
-    /// at the front of the wire (its CRC is read first).
+    /// For an arrival a few events ahead: the DL flit at the front of the wire.
     #[inline(always)]
     fn prefetch_near(&self, ev: Ev) {
         if let Ev::Arrive(e) = ev {
