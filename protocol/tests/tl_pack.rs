@@ -384,11 +384,6 @@ fn round_trip<const H: usize>(items: &[Owned]) -> (Vec<Owned>, usize) {
     (out, flits.len())
 }
 
-/// The flits of `items`, packed with the default packer.
-fn pack_stream(items: &[Owned]) -> Vec<[u8; FLIT_LEN]> {
-    pack::<64>(items)
-}
-
 /// Pack `items`, polling a flit whenever the packer is full.
 fn pack<const H: usize>(items: &[Owned]) -> Vec<[u8; FLIT_LEN]> {
     let mut packer = TlPacker::<H>::new();
@@ -453,7 +448,7 @@ proptest! {
         seeds in prop::collection::vec(seed(), 0..12),
     ) {
         let items: Vec<Owned> = seeds.into_iter().map(build).collect();
-        let mut stream = pack_stream(&items);
+        let mut stream = pack::<64>(&items);
         for (i, mut f) in flits.into_iter().enumerate() {
             f[0] = (f[0] & 0x0f) | ([0, 1, 2, 3, 4, 5, 0xf][leads[i] as usize % 7] << 4);
             stream.push(f);
@@ -463,24 +458,17 @@ proptest! {
             let mut by_callback = Vec::new();
             let ra = a.unpack_flit(f, |i| by_callback.push(Owned::from_item(i)));
             let mut by_poll = Vec::new();
-            let mut rb = Ok(());
-            loop {
-                match b.poll_item() {
+            let mut poll_all = |u: &mut TlUnpacker| loop {
+                match u.poll_item() {
                     Ok(Some(i)) => by_poll.push(Owned::from_item(i)),
-                    Ok(None) => break,
-                    Err(e) => { rb = Err(e); break; }
+                    Ok(None) => break Ok(()),
+                    Err(e) => break Err(e),
                 }
-            }
-            if rb.is_ok() {
+            };
+            let rb = poll_all(&mut b).and_then(|()| {
                 let _ = b.handle_flit(f);
-                loop {
-                    match b.poll_item() {
-                        Ok(Some(i)) => by_poll.push(Owned::from_item(i)),
-                        Ok(None) => break,
-                        Err(e) => { rb = Err(e); break; }
-                    }
-                }
-            }
+                poll_all(&mut b)
+            });
             prop_assert_eq!(&by_callback, &by_poll);
             prop_assert_eq!(ra, rb);
             prop_assert_eq!(a.failed(), b.failed());
