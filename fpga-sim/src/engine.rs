@@ -5,6 +5,7 @@
 //! the order they were scheduled, so a run is deterministic. The heap and its storage are reused,
 //! so a run in steady state allocates nothing per event.
 
+pub mod bucket;
 mod calendar;
 
 pub use self::calendar::Calendar;

@@ -12,6 +12,7 @@
 //! runs alone. Runs with a fault plan run event by event.
 
 use super::{Ev, Owner, Sim};
+use crate::engine::bucket::{BucketQueue, Item};
 use podlink_protocol::time::Instant;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -61,7 +62,7 @@ pub(crate) struct Windows {
     /// Components whose `due` list got an event out of order (from another component).
     pub unsorted: Vec<u32>,
     /// Events the running component scheduled for itself in the window.
-    pub running: BinaryHeap<Due>,
+    pub running: BucketQueue<Ev>,
     /// Components with events due in the window that have not run yet, smallest first (a
     /// window costs what its events do, however many components the pod has).
     pub waiting: BinaryHeap<Reverse<u32>>,
@@ -192,7 +193,7 @@ impl Sim {
         }
         let due = Due { at, seq, ev };
         if c == w.cur {
-            w.running.push(due);
+            w.running.push(Item { at, seq, ev });
         } else {
             w.wait(c, due);
         }
@@ -226,9 +227,11 @@ impl Sim {
             }
             self.win.on = true;
             self.win.end = end;
+            let start = t0;
             self.win.windows += 1;
             while let Some(Reverse(c)) = self.win.waiting.pop() {
                 self.win.cur = c;
+                self.win.running.begin(start, end);
                 let mut list = std::mem::take(&mut self.win.due[c as usize]);
                 if self.win.unsorted.contains(&c) {
                     self.win.unsorted.retain(|&u| u != c);
@@ -238,25 +241,25 @@ impl Sim {
                 // itself as it runs.
                 let mut next = 0;
                 loop {
-                    let from_list = match (list.get(next), self.win.running.peek()) {
-                        (Some(l), Some(r)) => l > r,
-                        (Some(_), None) => true,
-                        (None, Some(_)) => false,
-                        (None, None) => break,
-                    };
-                    let due = if from_list {
-                        if let Some(d) = list.get(next + PREFETCH_AHEAD) {
-                            self.prefetch_far(d.ev);
-                        }
-                        if let Some(d) = list.get(next + PREFETCH_AHEAD / 2) {
-                            self.prefetch_near(d.ev);
-                        }
-                        next += 1;
-                        list[next - 1]
-                    } else {
-                        match self.win.running.pop() {
-                            Some(d) => d,
-                            None => break,
+                    let head = list.get(next).map(|d| (d.at, d.seq));
+                    let due = match self.win.running.pop_before(head) {
+                        Some(i) => Due {
+                            at: i.at,
+                            seq: i.seq,
+                            ev: i.ev,
+                        },
+                        None => {
+                            let Some(&d) = list.get(next) else {
+                                break;
+                            };
+                            if let Some(f) = list.get(next + PREFETCH_AHEAD) {
+                                self.prefetch_far(f.ev);
+                            }
+                            if let Some(f) = list.get(next + PREFETCH_AHEAD / 2) {
+                                self.prefetch_near(f.ev);
+                            }
+                            next += 1;
+                            d
                         }
                     };
                     self.win.key = (due.at, due.seq);
