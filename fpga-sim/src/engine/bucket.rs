@@ -173,7 +173,8 @@ impl<E: Copy> BucketQueue<E> {
                 if let Some(list) = self.buckets.get_mut(b) {
                     std::mem::swap(&mut self.now, list);
                 }
-                self.now.sort_unstable_by_key(|x| std::cmp::Reverse(x.key()));
+                self.now
+                    .sort_unstable_by_key(|x| std::cmp::Reverse(x.key()));
                 return;
             }
             w += 1;
