@@ -177,19 +177,33 @@ impl MemoryTarget for AccelMem<'_> {
             let n = (BLOCK as usize - off).min(data.len() - pos);
             let blocks = &mut self.mem.blocks;
             let acc = self.a;
+            let src = &data[pos..pos + n];
+            let mut filled = false;
             let i = *self
                 .mem
                 .index
                 .entry(block_key(self.a, a))
                 .or_insert_with(|| {
-                    blocks.push(initial_block(acc, a - off as u64));
+                    // A new block written whole, every byte enabled: its initial content
+                    // is not needed.
+                    match <[u8; BLOCK as usize]>::try_from(src) {
+                        Ok(b) if all => {
+                            blocks.push(b);
+                            filled = true;
+                        }
+                        _ => blocks.push(initial_block(acc, a - off as u64)),
+                    }
                     (blocks.len() - 1) as u32
                 });
+            if filled {
+                pos += n;
+                continue;
+            }
             let block = &mut self.mem.blocks[i as usize][off..off + n];
             if all {
-                block.copy_from_slice(&data[pos..pos + n]);
+                block.copy_from_slice(src);
             } else {
-                for (k, (d, s)) in block.iter_mut().zip(&data[pos..pos + n]).enumerate() {
+                for (k, (d, s)) in block.iter_mut().zip(src).enumerate() {
                     if enables.get(pos + k) {
                         *d = *s;
                     }
@@ -356,38 +370,31 @@ impl Reference {
 
     /// Record a write of `bytes` at `addr` of `dst` issued now; returns its write ID.
     pub fn write(&mut self, dst: u32, addr: u64, bytes: u32) -> u32 {
-        self.next_wid = self.next_wid.wrapping_add(1).max(1);
-        let mut l = 0;
-        let lines = u64::from(bytes).div_ceil(64);
-        while l < lines {
-            let a = addr + l * 64;
-            let block = self.blocks.entry(block_key(dst, a)).or_insert([0; 4]);
-            // The lines of this write in this block.
-            while l < lines && block_key(dst, addr + l * 64) == block_key(dst, a) {
-                if let Some(w) = block.get_mut(line_in_block(addr + l * 64)) {
-                    *w = self.next_wid;
-                }
-                l += 1;
-            }
-        }
-        self.next_wid
+        self.write_prev(dst, addr, bytes, &mut [])
     }
 
     /// Record a write like [`Reference::write`], and put the write ID each line held before
     /// in `prev`.
     pub fn write_prev(&mut self, dst: u32, addr: u64, bytes: u32, prev: &mut [u32]) -> u32 {
         self.next_wid = self.next_wid.wrapping_add(1).max(1);
-        for l in 0..u64::from(bytes).div_ceil(64) {
-            let a = addr + l * 64;
-            let block = self.blocks.entry(block_key(dst, a)).or_insert([0; 4]);
-            let old = block
-                .get_mut(line_in_block(a))
-                .map_or(0, |w| std::mem::replace(w, self.next_wid));
-            if let Some(p) = prev.get_mut(l as usize) {
-                *p = old;
+        let wid = self.next_wid;
+        let lines = u64::from(bytes).div_ceil(64);
+        let mut l = 0;
+        // One map lookup per block: the lines of this write in each block in turn.
+        while l < lines {
+            let key = block_key(dst, addr + l * 64);
+            let block = self.blocks.entry(key).or_insert([0; 4]);
+            while l < lines && block_key(dst, addr + l * 64) == key {
+                let old = block
+                    .get_mut(line_in_block(addr + l * 64))
+                    .map_or(0, |w| std::mem::replace(w, wid));
+                if let Some(p) = prev.get_mut(l as usize) {
+                    *p = old;
+                }
+                l += 1;
             }
         }
-        self.next_wid
+        wid
     }
 
     /// Write `wid` to the line at `addr` of `dst` was reported failed; the line held `prev`
@@ -405,13 +412,19 @@ impl Reference {
 
     /// The write ID each line of a read issued now must return.
     pub fn expect(&self, dst: u32, addr: u64, bytes: u32, out: &mut [u32]) {
-        for (l, o) in out.iter_mut().take(bytes.div_ceil(64) as usize).enumerate() {
-            let a = addr + l as u64 * 64;
-            *o = self
-                .blocks
-                .get(&block_key(dst, a))
-                .and_then(|b| b.get(line_in_block(a)).copied())
-                .unwrap_or(0);
+        let lines = (bytes.div_ceil(64) as usize).min(out.len());
+        let mut l = 0;
+        while l < lines {
+            let key = block_key(dst, addr + l as u64 * 64);
+            let block = self.blocks.get(&key);
+            while l < lines && block_key(dst, addr + l as u64 * 64) == key {
+                if let Some(o) = out.get_mut(l) {
+                    *o = block
+                        .and_then(|b| b.get(line_in_block(addr + l as u64 * 64)).copied())
+                        .unwrap_or(0);
+                }
+                l += 1;
+            }
         }
     }
 
@@ -672,6 +685,46 @@ mod tests {
         pattern(0, 3, 1024, &mut want[64..]);
         assert_eq!(d, want[40..110]);
         assert_eq!(m.blocks(), 2);
+    }
+
+    /// A new block written whole takes the data as it is; written whole with some bytes not
+    /// enabled, it keeps its initial content in those; a write spanning blocks at an offset
+    /// keeps the initial content around it.
+    #[test]
+    fn whole_block_writes_into_new_blocks() {
+        let mut m = SparseMem::new(1 << 20);
+        let data: [u8; 512] = core::array::from_fn(|i| (i * 7 + 1) as u8);
+        m.of(2).write(1024, &data, &ByteEnables::ALL).unwrap();
+        let mut back = [0u8; 512];
+        m.of(2).read(1024, &mut back).unwrap();
+        assert_eq!(back, data);
+        let mut init = [0u8; 256];
+        for (l, line) in init.chunks_mut(64).enumerate() {
+            pattern(0, 2, 4096 + l as u64 * 64, line);
+        }
+        let mut some = ByteEnables::ALL;
+        some.set(0, false);
+        some.set(255, false);
+        m.of(2).write(4096, &data[..256], &some).unwrap();
+        let mut got = [0u8; 256];
+        m.of(2).read(4096, &mut got).unwrap();
+        let mut want = data;
+        want[0] = init[0];
+        want[255] = init[255];
+        assert_eq!(got, want[..256]);
+        m.of(2)
+            .write(8192 + 64, &data[..256], &ByteEnables::ALL)
+            .unwrap();
+        let mut around = [0u8; 384];
+        m.of(2).read(8192, &mut around).unwrap();
+        let mut first = [0u8; 64];
+        pattern(0, 2, 8192, &mut first);
+        let mut last = [0u8; 64];
+        pattern(0, 2, 8192 + 320, &mut last);
+        assert_eq!(around[..64], first);
+        assert_eq!(around[64..320], data[..256]);
+        assert_eq!(around[320..], last);
+        assert_eq!(m.blocks(), 5);
     }
 
     #[test]
