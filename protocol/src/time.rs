@@ -87,6 +87,17 @@ impl Instant {
     }
 }
 
+/// The earlier of two optional deadlines (`None`: no deadline), as `[a, b].into_iter()
+/// .flatten().min()` but without the iterator (timers are polled after every event).
+#[inline]
+pub fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(if y < x { y } else { x }),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
 impl Add<Duration> for Instant {
     type Output = Instant;
     fn add(self, d: Duration) -> Instant {
@@ -116,6 +127,17 @@ impl fmt::Display for Instant {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn earliest_of_optional_deadlines() {
+        let (a, b) = (Some(Instant::from_ps(5)), Some(Instant::from_ps(3)));
+        assert_eq!(earliest(a, b), b);
+        assert_eq!(earliest(b, a), b);
+        assert_eq!(earliest(a, None), a);
+        assert_eq!(earliest(None, b), b);
+        assert_eq!(earliest(None, None), None);
+        assert_eq!(earliest(Some(Instant::NEVER), a), a);
+    }
 
     #[test]
     fn arithmetic_saturates() {

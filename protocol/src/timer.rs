@@ -4,7 +4,7 @@
 
 #![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
 
-use crate::time::Instant;
+use crate::time::{earliest, Instant};
 
 /// Deadlines of `N` timers; `None` is a stopped timer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,7 +53,7 @@ impl<const N: usize> TimerTable<N> {
 
     /// The earliest deadline.
     pub(crate) fn next(&self) -> Option<Instant> {
-        self.at.iter().flatten().min().copied()
+        self.at.iter().fold(None, |m, &t| earliest(m, t))
     }
 
     /// If timer `i` has expired at `now`, stop it and return `true`.

@@ -7,7 +7,7 @@ use super::{Ev, Owner, Sim};
 use podlink_protocol::flow::{CreditOutput, CreditSender, CreditTarget};
 use podlink_protocol::link::TlSink;
 use podlink_protocol::retry::LinkState;
-use podlink_protocol::time::Instant;
+use podlink_protocol::time::{earliest, Instant};
 use podlink_protocol::txn::Flow;
 use podlink_protocol::wire::dl_stream::TL_FLIT_LEN;
 use podlink_protocol::wire::{TlItem, TlMessage, TlPushError, TlUnpacker};
@@ -288,10 +288,7 @@ impl Sim {
             Some(ep) => ep.poll_timeout(),
             None => {
                 let tx = &self.txs[e as usize];
-                match (tx.link.poll_timeout(), tx.credit_rx.poll_timeout()) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                }
+                earliest(tx.link.poll_timeout(), tx.credit_rx.poll_timeout())
             }
         };
         if let Some(t) = next {

@@ -13,7 +13,7 @@ use super::eth_tx::{Acked, TxVc};
 use super::TlSink;
 use crate::flow::cbfc::{CbfcConfig, CbfcReceiver, CbfcSender, CbfcUpdate};
 use crate::retry::LinkState;
-use crate::time::{Duration, Instant};
+use crate::time::{earliest, Duration, Instant};
 use crate::timer::TimerTable;
 use crate::wire::dl_stream::TL_FLIT_LEN;
 use crate::wire::eth::{frame_len, Frame, MacScheme, Repr};
@@ -485,7 +485,7 @@ impl<const FRAMES: usize, const MAXF: usize, const TXQ: usize> EthLink<FRAMES, M
         let cbfc = (self.state == LinkState::Up)
             .then(|| self.cbfc_rx.poll_timeout())
             .flatten();
-        [self.timers.next(), cbfc].into_iter().flatten().min()
+        earliest(self.timers.next(), cbfc)
     }
 
     /// The next event, if any.

@@ -10,7 +10,7 @@ use super::control::{
     ChannelCommand, ChannelResponse, Control, ControlConfig, ControlError, ControlEvent,
 };
 use crate::retry::{self, LinkRetry, LinkState, FLIT_LEN};
-use crate::time::Instant;
+use crate::time::{earliest, Instant};
 use crate::wire::dl_flit::DlFlit;
 use crate::wire::dl_msg::DlMessage;
 use crate::wire::dl_stream::{DlPacker, DlUnpacker, PackSource, UnpackSink, TL_FLIT_LEN};
@@ -327,10 +327,7 @@ impl<const CAP: usize, const TXQ: usize> UaLink<CAP, TXQ> {
     /// The earliest timer deadline.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        [self.retry.poll_timeout(), self.control.poll_timeout()]
-            .into_iter()
-            .flatten()
-            .min()
+        earliest(self.retry.poll_timeout(), self.control.poll_timeout())
     }
 
     /// The next event, if any.

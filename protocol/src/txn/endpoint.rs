@@ -31,7 +31,7 @@ use crate::flow::{
 };
 use crate::link::{UaLink, UaLinkConfig, UaLinkEvent};
 use crate::retry::LinkState;
-use crate::time::{Duration, Instant};
+use crate::time::{earliest, Duration, Instant};
 use crate::wire::dl_stream::TL_FLIT_LEN;
 use crate::wire::{TlItem, TlMessage, TlPacker, TlPushError, TlTransfer, TlUnpacker};
 
@@ -439,15 +439,10 @@ impl<
     /// The earliest timer deadline.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        [
-            self.link.poll_timeout(),
-            self.receiver.poll_timeout(),
-            self.requester.poll_timeout(),
-            self.completer.poll_timeout(),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        earliest(
+            earliest(self.link.poll_timeout(), self.receiver.poll_timeout()),
+            earliest(self.requester.poll_timeout(), self.completer.poll_timeout()),
+        )
     }
 
     /// Write the next DL flit into `buf` (at least 640 bytes); one per call.

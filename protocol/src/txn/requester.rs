@@ -12,7 +12,7 @@ use super::requester_types::{
 };
 use super::tags::{TagState, TagTable};
 use super::{CreditGate, Flow, OrderingMode, Pool, Status, TxnError};
-use crate::time::{Duration, Instant};
+use crate::time::{earliest, Duration, Instant};
 use crate::wire::addr_cache::{decode_response, AddrCache};
 use crate::wire::tl_flit::BEAT_LEN as BEAT_BYTES;
 use crate::wire::{AccelId, Opcode, Tag, TlField, TlTransfer, TlUncompressedRequest, Vc};
@@ -606,10 +606,7 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
     /// When [`handle_timeout`](Self::handle_timeout) next has work, if ever.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        match (self.tags.next_deadline(), self.queue_deadline()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        earliest(self.tags.next_deadline(), self.queue_deadline())
     }
 
     /// The next finished operation (each is reported exactly once).

@@ -8,7 +8,7 @@
 //! the earliest deadline is always at a list head (deadlines are `issue time + constant`,
 //! and time never goes backwards).
 
-use crate::time::Instant;
+use crate::time::{earliest, Instant};
 use crate::wire::Tag;
 use heapless::Deque;
 
@@ -121,10 +121,7 @@ impl<const N: usize> TagTable<N> {
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         let a = self.deadline_of(self.in_flight.head);
         let b = self.deadline_of(self.quarantine.head);
-        match (a, b) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        earliest(a, b)
     }
 
     /// Free every quarantined tag whose quarantine ended by `now`; returns how many.

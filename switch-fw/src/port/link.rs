@@ -38,7 +38,7 @@ use podlink_protocol::flow::{
 use podlink_protocol::link::control::ControlConfig;
 use podlink_protocol::link::{TlSink, UaLink, UaLinkConfig, UaLinkEvent};
 use podlink_protocol::retry::LinkState;
-use podlink_protocol::time::Instant;
+use podlink_protocol::time::{earliest, Instant};
 use podlink_protocol::wire::dl_stream::TL_FLIT_LEN;
 use podlink_protocol::wire::tl_flit::{DataShape, TlMessage};
 use podlink_protocol::wire::tl_pack::{Item, TlPacker, Transfer};
@@ -462,10 +462,7 @@ impl<const CAP: usize, const TXQ: usize, const SLOTS: usize> LinkPort<CAP, TXQ, 
     /// The earliest timer deadline.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        [self.link.poll_timeout(), self.rx.poll_timeout()]
-            .into_iter()
-            .flatten()
-            .min()
+        earliest(self.link.poll_timeout(), self.rx.poll_timeout())
     }
 
     /// Write the next DL flit into `buf` (at least 640 B); one per call.
