@@ -4,7 +4,7 @@
 
 #![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
 
-use crate::time::{earliest, Instant};
+use crate::time::Instant;
 
 /// Deadlines of `N` timers; `None` is a stopped timer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,9 +51,16 @@ impl<const N: usize> TimerTable<N> {
         self.at = [None; N];
     }
 
-    /// The earliest deadline.
+    /// The earliest deadline. (Branch-free over the table: machines poll it after every
+    /// event.)
     pub(crate) fn next(&self) -> Option<Instant> {
-        self.at.iter().fold(None, |m, &t| earliest(m, t))
+        let mut any = false;
+        let mut min = u64::MAX;
+        for t in &self.at {
+            any |= t.is_some();
+            min = min.min(t.map_or(u64::MAX, Instant::as_ps));
+        }
+        any.then_some(Instant::from_ps(min))
     }
 
     /// If timer `i` has expired at `now`, stop it and return `true`.
@@ -87,5 +94,10 @@ mod tests {
         t.set(7, Instant::ZERO); // out of range: ignored
         t.stop_all();
         assert_eq!(t.next(), None);
+        // A deadline at the far end of time is still a deadline.
+        t.set(1, Instant::NEVER);
+        assert_eq!(t.next(), Some(Instant::NEVER));
+        t.set(0, Instant::from_ps(7));
+        assert_eq!(t.next(), Some(Instant::from_ps(7)));
     }
 }
