@@ -291,6 +291,12 @@ impl Sim {
                 earliest(tx.link.poll_timeout(), tx.credit_rx.poll_timeout())
             }
         };
+        self.arm_at(e, next, now);
+    }
+
+    /// Schedule a `Timer` event for end `e` at `next` (not before `now`) if that is earlier
+    /// than the one already scheduled.
+    fn arm_at(&mut self, e: u32, next: Option<Instant>, now: u64) {
         if let Some(t) = next {
             let t = t.as_ps().max(now);
             let h = &mut self.hot[e as usize];
@@ -449,7 +455,11 @@ impl Sim {
             f.beats(),
         );
         self.ports[r as usize].free_buffers(flow, vc, beats);
-        self.note_owed(r, now);
+        // Only the ingress end's credit receiver changes here, not its link: the link's
+        // deadline was armed by whatever changed it last.
+        if self.credit_policy(r, now, false) {
+            self.kick(r, now);
+        }
     }
 
     /// End `r` freed buffers or its withheld VCs changed: apply the return policy
@@ -470,6 +480,12 @@ impl Sim {
     /// end's next `Tx` event packs. Records and returns whether the end owes credits it may
     /// send now (`EndHot::owes`). Does not kick.
     pub(crate) fn apply_credit_policy(&mut self, r: u32, now: u64) -> bool {
+        self.credit_policy(r, now, true)
+    }
+
+    /// [`Sim::apply_credit_policy`]; with `link` false, only the credit receiver's deadline
+    /// is armed (the caller changed nothing else of the end).
+    fn credit_policy(&mut self, r: u32, now: u64, link: bool) -> bool {
         let ri = r as usize;
         let freed = std::mem::take(&mut self.ports[ri].freed);
         let rx = &mut self.txs[ri].credit_rx;
@@ -495,7 +511,12 @@ impl Sim {
             }
         }
         self.take_due_returns(r);
-        self.arm_timer(r, now);
+        if link || self.ep(r).is_some() {
+            self.arm_timer(r, now);
+        } else {
+            let t = self.txs[ri].credit_rx.poll_timeout();
+            self.arm_at(r, t, now);
+        }
         self.hot[ri].owes
     }
 
