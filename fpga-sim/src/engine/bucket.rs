@@ -17,6 +17,11 @@
 //! short sorted list. Any other event (scheduled before the current bucket, or outside the
 //! window) is inserted in its place in that list too: the order holds whatever the keys,
 //! only less cheaply.
+//!
+//! [`Calendar`](super::Calendar) is the same idea over the whole run (a ring of buckets and a
+//! heap beyond it, sequence numbers of its own, a clock); this queue lives for one
+//! component's part of one window, takes the keys it is given, and stops at a key rather than
+//! a time.
 
 /// Most buckets a window is cut into.
 pub const MAX_BUCKETS: usize = 1024;

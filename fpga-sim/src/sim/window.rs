@@ -227,11 +227,10 @@ impl Sim {
             }
             self.win.on = true;
             self.win.end = end;
-            let start = t0;
             self.win.windows += 1;
             while let Some(Reverse(c)) = self.win.waiting.pop() {
                 self.win.cur = c;
-                self.win.running.begin(start, end);
+                self.win.running.begin(t0, end);
                 let mut list = std::mem::take(&mut self.win.due[c as usize]);
                 if self.win.unsorted.contains(&c) {
                     self.win.unsorted.retain(|&u| u != c);
