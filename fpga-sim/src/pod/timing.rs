@@ -1,7 +1,7 @@
 //! Analytic timing of links, switch pipelines and endpoints (`spec-notes/simulator.md#timing`).
 //!
 //! All times are integer picoseconds so that the event-driven model and this analytic sum agree
-//! exactly. Each DL flit (640 B) travels in exactly one RS(544,514) codeword of 680 B [pub].
+//! exactly. Each DL flit (640 B) travels in exactly one RS(544,514) codeword of 680 B \[pub\].
 
 use super::config::{AccelParams, LinkParams, PodFile, SwitchParams};
 use podlink_protocol::time::Duration;

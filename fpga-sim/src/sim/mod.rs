@@ -66,7 +66,7 @@ pub struct Options {
     pub load: Option<f64>,
     /// After injection stops, run until every operation completes: at most this long, ps,
     /// or [`DRAIN_TIMEOUTS`] request timeouts of the pod if that is longer
-    /// ([`Sim::drain_limit_ps`]), and that many timeouts after the last operation that
+    /// (`Sim::drain_limit_ps`), and that many timeouts after the last operation that
     /// completed.
     pub drain_ps: u64,
     /// Run the pod's workloads (false: an idle pod, for traced single operations).
