@@ -92,7 +92,7 @@ impl Instant {
 #[inline]
 pub fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
     match (a, b) {
-        (Some(x), Some(y)) => Some(if y < x { y } else { x }),
+        (Some(x), Some(y)) => Some(x.min(y)),
         (x, None) => x,
         (None, y) => y,
     }

@@ -355,6 +355,27 @@ fn line_in_block(addr: u64) -> usize {
     ((addr % BLOCK) / 64) as usize
 }
 
+/// The `lines` 64 B lines from `addr` of `dst`, block by block: each block's key and the
+/// indices (from 0 at `addr`) of the lines in it, so that a block is looked up once.
+fn lines_by_block(
+    dst: u32,
+    addr: u64,
+    lines: usize,
+) -> impl Iterator<Item = (u64, std::ops::Range<usize>)> {
+    let line = move |l: usize| addr + l as u64 * 64;
+    let mut l = 0;
+    std::iter::from_fn(move || {
+        if l >= lines {
+            return None;
+        }
+        let (key, first) = (block_key(dst, line(l)), l);
+        while l < lines && block_key(dst, line(l)) == key {
+            l += 1;
+        }
+        Some((key, first..l))
+    })
+}
+
 impl Reference {
     /// A reference for `n` accelerators.
     pub fn new(n: u32) -> Self {
@@ -378,20 +399,15 @@ impl Reference {
     pub fn write_prev(&mut self, dst: u32, addr: u64, bytes: u32, prev: &mut [u32]) -> u32 {
         self.next_wid = self.next_wid.wrapping_add(1).max(1);
         let wid = self.next_wid;
-        let lines = u64::from(bytes).div_ceil(64);
-        let mut l = 0;
-        // One map lookup per block: the lines of this write in each block in turn.
-        while l < lines {
-            let key = block_key(dst, addr + l * 64);
+        for (key, ls) in lines_by_block(dst, addr, bytes.div_ceil(64) as usize) {
             let block = self.blocks.entry(key).or_insert([0; 4]);
-            while l < lines && block_key(dst, addr + l * 64) == key {
+            for l in ls {
                 let old = block
-                    .get_mut(line_in_block(addr + l * 64))
+                    .get_mut(line_in_block(addr + l as u64 * 64))
                     .map_or(0, |w| std::mem::replace(w, wid));
-                if let Some(p) = prev.get_mut(l as usize) {
+                if let Some(p) = prev.get_mut(l) {
                     *p = old;
                 }
-                l += 1;
             }
         }
         wid
@@ -413,17 +429,14 @@ impl Reference {
     /// The write ID each line of a read issued now must return.
     pub fn expect(&self, dst: u32, addr: u64, bytes: u32, out: &mut [u32]) {
         let lines = (bytes.div_ceil(64) as usize).min(out.len());
-        let mut l = 0;
-        while l < lines {
-            let key = block_key(dst, addr + l as u64 * 64);
+        for (key, ls) in lines_by_block(dst, addr, lines) {
             let block = self.blocks.get(&key);
-            while l < lines && block_key(dst, addr + l as u64 * 64) == key {
+            for l in ls {
                 if let Some(o) = out.get_mut(l) {
                     *o = block
                         .and_then(|b| b.get(line_in_block(addr + l as u64 * 64)).copied())
                         .unwrap_or(0);
                 }
-                l += 1;
             }
         }
     }
