@@ -348,6 +348,7 @@ impl TlUnpacker {
     }
 
     /// Check a whole control half-flit before using it (so no item of a bad one escapes).
+    #[inline(never)]
     fn load_control(&mut self, bytes: &[u8; HALF_LEN]) -> Result<()> {
         // Parsed in place: nothing of the half-flit is taken until `ctrl_len` covers it, and
         // an error stops the unpacker for good.
