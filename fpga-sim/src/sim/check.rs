@@ -178,27 +178,19 @@ impl MemoryTarget for AccelMem<'_> {
             let blocks = &mut self.mem.blocks;
             let acc = self.a;
             let src = &data[pos..pos + n];
-            let mut filled = false;
             let i = *self
                 .mem
                 .index
                 .entry(block_key(self.a, a))
                 .or_insert_with(|| {
                     // A new block written whole, every byte enabled: its initial content
-                    // is not needed.
+                    // is not needed (the copy below writes the same bytes again).
                     match <[u8; BLOCK as usize]>::try_from(src) {
-                        Ok(b) if all => {
-                            blocks.push(b);
-                            filled = true;
-                        }
+                        Ok(b) if all => blocks.push(b),
                         _ => blocks.push(initial_block(acc, a - off as u64)),
                     }
                     (blocks.len() - 1) as u32
                 });
-            if filled {
-                pos += n;
-                continue;
-            }
             let block = &mut self.mem.blocks[i as usize][off..off + n];
             if all {
                 block.copy_from_slice(src);
