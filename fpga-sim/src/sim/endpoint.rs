@@ -271,8 +271,8 @@ impl Sim {
         self.launch(e, now, slot, packed);
         // The replay slot the next DL flit is packed into has not been touched since the
         // ring last came round: have it in cache by then.
-        if let Some((next, zero_from)) = self.accels.eps[i].link().retry().next_submit_slot() {
-            super::window::prefetch_replay_slot(next, zero_from);
+        if let Some(next) = self.accels.eps[i].link().retry().next_submit_slot() {
+            super::window::prefetch_flit(next);
         }
         if self.wants_tx(e) {
             self.kick_lazily(e, now);

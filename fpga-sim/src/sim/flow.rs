@@ -218,8 +218,8 @@ impl Sim {
         }
         let packed = self.txs[ei].link.stats().tl_packed - packed_before;
         self.launch(e, now, slot, packed);
-        if let Some((next, zero_from)) = self.txs[ei].link.retry().next_submit_slot() {
-            super::window::prefetch_replay_slot(next, zero_from);
+        if let Some(next) = self.txs[ei].link.retry().next_submit_slot() {
+            super::window::prefetch_flit(next);
         }
         // A DL flit that started many TL flits may end inside one, whose rest must follow.
         let maybe_carrying = packed >= 6;

@@ -116,27 +116,6 @@ pub(crate) fn prefetch_flit(bytes: &[u8; podlink_protocol::wire::dl_flit::FLIT_L
     }
 }
 
-/// Bytes of a replay slot that packing the next DL flit into it writes whatever that flit
-/// holds: its headers and about three TL flits (2.5 on average on a loaded `ualink-1024`).
-const REPLAY_SLOT_WRITTEN: usize = 256;
-
-/// Ask for the cache lines of a replay slot that packing the next DL flit writes: those up
-/// to `zero_from` (where its old contents end; the padding after them is already zero and
-/// is not written again) or the first [`REPLAY_SLOT_WRITTEN`] bytes, whichever are more.
-#[inline(always)]
-pub(crate) fn prefetch_replay_slot(
-    bytes: &[u8; podlink_protocol::wire::dl_flit::FLIT_LEN],
-    zero_from: usize,
-) {
-    let p = bytes.as_ptr();
-    let end = zero_from.max(REPLAY_SLOT_WRITTEN).min(bytes.len());
-    let mut line = 0;
-    while line < end {
-        prefetch(p.wrapping_add(line));
-        line += 64;
-    }
-}
-
 impl Sim {
     /// For an arrival some events ahead: the wire's record of flits in flight (its address
     /// is known without reading anything).

@@ -366,15 +366,8 @@ impl<const CAP: usize, const TXQ: usize> UaLink<CAP, TXQ> {
         } = self;
         let mut src = Source { txq, control };
         let mut result = None;
-        let submitted = retry.submit_over(|slot: &mut [u8; FLIT_LEN], zero_from| {
-            let packed = packer.pack_over(
-                &mut src,
-                &mut DlFlit::new_unchecked(&mut slot[..]),
-                zero_from,
-            );
-            let now_zero_from = packed.as_ref().map_or(FLIT_LEN, |&(_, z)| z);
-            result = Some(packed.map(|(stats, _)| stats));
-            now_zero_from
+        let submitted = retry.submit_with(|slot: &mut [u8; FLIT_LEN]| {
+            result = Some(packer.pack(&mut src, &mut DlFlit::new_unchecked(&mut slot[..])));
         });
         if submitted.is_ok() {
             stats.dl_flits_packed = stats.dl_flits_packed.saturating_add(1);

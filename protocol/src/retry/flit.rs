@@ -5,19 +5,16 @@
 
 use crate::wire::crc::DlCrc;
 use crate::wire::dl_flit::{DlFlit, FLIT_LEN};
-use crate::wire::dl_header::HEADER_LEN;
 use crate::wire::{DlFlitHeader, Error, Result};
 
 /// A whole DL flit.
 pub(crate) type Flit = [u8; FLIT_LEN];
 
 /// Write a flit into `buf`: `content` (zeros when `None`) with `header` and the CRC.
-/// `content` comes with the offset from which its bytes are zero: only the bytes before it
-/// are copied, and the CRC runs over the zeros after it without reading them.
 pub(crate) fn emit(
     buf: &mut [u8],
     header: &DlFlitHeader,
-    content: Option<(&Flit, usize)>,
+    content: Option<&Flit>,
     crc_alg: DlCrc,
 ) -> Result<usize> {
     let got = buf.len();
@@ -25,14 +22,13 @@ pub(crate) fn emit(
         needed: FLIT_LEN,
         got,
     })?;
-    let (f, zero_from) = content.unwrap_or((&[0; FLIT_LEN], 0));
-    let zero_from = zero_from.min(FLIT_LEN);
-    let (data, zeros) = out.split_at_mut(zero_from);
-    data.copy_from_slice(f.get(..zero_from).unwrap_or_default());
-    zeros.fill(0);
+    match content {
+        Some(f) => out.copy_from_slice(f),
+        None => out.fill(0),
+    }
     let mut view = DlFlit::new_unchecked(out);
     view.set_flit_header(header)?;
-    view.fill_crc_zero_from(crc_alg, zero_from.max(HEADER_LEN));
+    view.fill_crc(crc_alg);
     Ok(FLIT_LEN)
 }
 
@@ -69,7 +65,7 @@ mod tests {
         content[CRC_COVERED_LEN - 1] = 0x55;
         let mut buf = [0u8; FLIT_LEN];
         assert_eq!(
-            emit(&mut buf, &h, Some((&content, FLIT_LEN)), DlCrc::Bzip2),
+            emit(&mut buf, &h, Some(&content), DlCrc::Bzip2),
             Ok(FLIT_LEN)
         );
         assert_eq!(&buf[..3], &[0x11, 0xff, 0x00]);

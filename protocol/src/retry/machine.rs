@@ -66,10 +66,10 @@ impl<const CAP: usize> LinkRetry<CAP> {
         self.state != LinkState::Fault && self.tx.has_room()
     }
     /// The replay-buffer slot the next submitted flit will be written into, with whatever
-    /// it holds now, and the offset from which its bytes are zero; `None` when the buffer
-    /// is full. Nothing reads it: it lets a caller that keeps many links have that memory
-    /// brought into cache (a prefetch) before the flit is packed.
-    pub fn next_submit_slot(&self) -> Option<(&[u8; FLIT_LEN], usize)> {
+    /// it holds now; `None` when the buffer is full. Nothing reads it: it lets a caller
+    /// that keeps many links have that memory brought into cache (a prefetch) before the
+    /// flit is packed.
+    pub fn next_submit_slot(&self) -> Option<&[u8; FLIT_LEN]> {
         self.tx.next_slot()
     }
     /// The sequence number the next submitted flit gets.
@@ -122,25 +122,6 @@ impl<const CAP: usize> LinkRetry<CAP> {
             return Err(SubmitError::Fault);
         }
         self.tx.submit_with(fill).ok_or(SubmitError::Full)
-    }
-
-    /// Submit a flit written in place over the replay slot's old contents: `fill` gets the
-    /// slot and the offset from which its bytes are zero, and returns that offset for the
-    /// flit it wrote (bytes it did not write and that were not zero must be before it;
-    /// [`FLIT_LEN`] when unknown). A packer that knows it ([`crate::wire::DlPacker::pack_over`])
-    /// then skips rewriting padding that is already zero, and sending the flit copies only
-    /// the bytes before that offset.
-    ///
-    /// # Errors
-    /// As [`LinkRetry::submit`]; `fill` is not called then.
-    pub fn submit_over(
-        &mut self,
-        fill: impl FnOnce(&mut [u8; FLIT_LEN], usize) -> usize,
-    ) -> Result<SeqNum, SubmitError> {
-        if self.state == LinkState::Fault {
-            return Err(SubmitError::Fault);
-        }
-        self.tx.submit_over(fill).ok_or(SubmitError::Full)
     }
 
     /// The PHY is up (trained): `Idle` → `Nop`. Ignored in other states.
@@ -402,7 +383,7 @@ impl<const CAP: usize> LinkRetry<CAP> {
             (Some(c), Some(o)) if cfg.piggyback && !o.explicit => {
                 let h = command_header(c, true, lo3(o.seq));
                 (
-                    flit::emit(buf, &h, Some((o.flit, o.zero_from)), cfg.crc).ok()?,
+                    flit::emit(buf, &h, Some(o.flit), cfg.crc).ok()?,
                     Some(o.resend),
                 )
             }
@@ -422,7 +403,7 @@ impl<const CAP: usize> LinkRetry<CAP> {
                     flit_seq_no: o.seq.get(),
                 });
                 (
-                    flit::emit(buf, &h, Some((o.flit, o.zero_from)), cfg.crc).ok()?,
+                    flit::emit(buf, &h, Some(o.flit), cfg.crc).ok()?,
                     Some(o.resend),
                 )
             }

@@ -15,9 +15,6 @@ use super::flit::Flit;
 use crate::wire::dl_flit::FLIT_LEN;
 use crate::wire::SeqNum;
 
-#[allow(clippy::cast_possible_truncation)]
-const FLIT_LEN16: u16 = FLIT_LEN as u16;
-
 /// What an incoming Ack did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum AckOutcome {
@@ -46,8 +43,6 @@ pub(crate) enum RrOutcome {
 pub(crate) struct Outgoing<'a> {
     pub(crate) seq: SeqNum,
     pub(crate) flit: &'a Flit,
-    /// The flit's bytes from this offset on are zero.
-    pub(crate) zero_from: usize,
     /// Sent before: this is a retransmission.
     pub(crate) resend: bool,
     /// First flit after a rewind: op ReplayStart.
@@ -78,9 +73,6 @@ pub(crate) struct Tx<const CAP: usize> {
     ignore_left: u16,
     /// Replays since the window last moved forward.
     replays_since_progress: u16,
-    /// Per slot: its bytes from this offset on are zero (so packing a shorter flit into it
-    /// need not rewrite its padding, and sending it need not copy the padding).
-    zero_from: [u16; CAP],
     slots: [Flit; CAP],
 }
 
@@ -98,7 +90,6 @@ impl<const CAP: usize> Tx<CAP> {
         let () = Self::CAP_OK;
         Tx {
             slots: [[0; FLIT_LEN]; CAP],
-            zero_from: [0; CAP],
             head: 0,
             len: 0,
             sent: 0,
@@ -170,39 +161,22 @@ impl<const CAP: usize> Tx<CAP> {
         self.ignore_left > 0
     }
 
-    /// The slot the next submitted flit is written into (its old contents) and the offset
-    /// from which its bytes are zero, if there is room.
-    pub(crate) fn next_slot(&self) -> Option<(&Flit, usize)> {
+    /// The slot the next submitted flit is written into (its old contents), if there is room.
+    pub(crate) fn next_slot(&self) -> Option<&Flit> {
         if !self.has_room() {
             return None;
         }
-        let i = self.slot(self.len);
-        let zero_from = self.zero_from.get(i).copied().unwrap_or(FLIT_LEN16);
-        Some((self.slots.get(i)?, usize::from(zero_from)))
+        self.slots.get(self.slot(self.len))
     }
 
     /// Store a new flit written by `fill`; `None` when the buffer is full.
     pub(crate) fn submit_with(&mut self, fill: impl FnOnce(&mut Flit)) -> Option<SeqNum> {
-        self.submit_over(|slot, _| {
-            fill(slot);
-            FLIT_LEN
-        })
-    }
-
-    /// Store a new flit written by `fill` over the slot's old contents: `fill` gets the
-    /// offset from which the slot's bytes are zero and returns that offset for the flit it
-    /// wrote (`FLIT_LEN` when unknown). `None` when the buffer is full.
-    pub(crate) fn submit_over(
-        &mut self,
-        fill: impl FnOnce(&mut Flit, usize) -> usize,
-    ) -> Option<SeqNum> {
         if !self.has_room() {
             return None;
         }
         let i = self.slot(self.len);
-        let (slot, zero_from) = (self.slots.get_mut(i)?, self.zero_from.get_mut(i)?);
-        let z = fill(slot, usize::from(*zero_from)).min(FLIT_LEN);
-        *zero_from = u16::try_from(z).unwrap_or(FLIT_LEN16);
+        let slot = self.slots.get_mut(i)?;
+        fill(slot);
         let seq = self.next_submit_seq();
         self.len = self.len.wrapping_add(1);
         Some(seq)
@@ -213,13 +187,10 @@ impl<const CAP: usize> Tx<CAP> {
         if self.next >= self.len {
             return None;
         }
-        let i = self.slot(self.next);
-        let flit = self.slots.get(i)?;
-        let zero_from = usize::from(self.zero_from.get(i).copied().unwrap_or(FLIT_LEN16));
+        let flit = self.slots.get(self.slot(self.next))?;
         Some(Outgoing {
             seq: self.next_seq(),
             flit,
-            zero_from,
             resend: self.next < self.sent,
             replay_start: self.replay_start,
             // Every resent flit carries its full number, not only the first of a replay: if

@@ -157,18 +157,22 @@ impl DlCrc {
         }
     }
 
-    /// The same value as [`DlCrc::checksum`] for `bytes` whose bytes from `zero_from` on are
-    /// zero (the caller knows it; they are not read): the CRC of the bytes up to the last
-    /// whole [`ZERO_BLOCK`]-byte block of those zeros (blocks counted back from the end),
-    /// then one table step per block.
-    pub fn checksum_zero_from(self, bytes: &[u8], zero_from: usize) -> u32 {
-        let blocks = bytes.len().saturating_sub(zero_from) / ZERO_BLOCK;
+    /// The same value as [`DlCrc::checksum`], computed without reading through the whole
+    /// [`ZERO_BLOCK`]-byte blocks of zeros that end `bytes` (blocks counted back from the
+    /// end): the CRC of the bytes before them, then one table step per block.
+    pub fn checksum_skipping_zeros(self, bytes: &[u8]) -> u32 {
+        let mut end = bytes.len();
+        let mut blocks = 0u32;
+        for block in bytes.rchunks_exact(ZERO_BLOCK) {
+            if block.iter().fold(0u8, |acc, &b| acc | b) != 0 {
+                break;
+            }
+            end -= ZERO_BLOCK;
+            blocks += 1;
+        }
         if blocks == 0 {
             return self.checksum(bytes);
         }
-        let end = bytes
-            .len()
-            .saturating_sub(blocks.saturating_mul(ZERO_BLOCK));
         let shift = match self {
             DlCrc::Bzip2 => &ZERO_SHIFT_BZIP2,
             DlCrc::IsoHdlc => &ZERO_SHIFT_ISO_HDLC,
@@ -179,20 +183,6 @@ impl DlCrc {
             r = shift.apply(r);
         }
         r ^ XOROUT
-    }
-
-    /// The same value as [`DlCrc::checksum`], computed without reading through the whole
-    /// [`ZERO_BLOCK`]-byte blocks of zeros that end `bytes` (blocks counted back from the
-    /// end): the CRC of the bytes before them, then one table step per block.
-    pub fn checksum_skipping_zeros(self, bytes: &[u8]) -> u32 {
-        let mut end = bytes.len();
-        for block in bytes.rchunks_exact(ZERO_BLOCK) {
-            if block.iter().fold(0u8, |acc, &b| acc | b) != 0 {
-                break;
-            }
-            end -= ZERO_BLOCK;
-        }
-        self.checksum_zero_from(bytes, end)
     }
 }
 
@@ -289,48 +279,6 @@ mod tests {
             proptest::prop_assert_eq!(alg.checksum_skipping_zeros(&b), alg.checksum_table(&b));
             proptest::prop_assert_eq!(alg.checksum_skipping_zeros(&b), alg.checksum(&b));
             proptest::prop_assert_eq!(alg.checksum_flit(&b), alg.checksum_table(&b));
-        }
-
-        /// Told where the zeros begin (any bound at or after the last nonzero byte, or past
-        /// the end), equal to the plain CRC without reading them.
-        #[test]
-        fn zero_from_equals_plain_crc(
-            data in proptest::collection::vec(proptest::num::u8::ANY, 0..700),
-            zeros in 0usize..700,
-            slack in 0usize..800,
-            iso in proptest::bool::ANY,
-        ) {
-            let alg = if iso { DlCrc::IsoHdlc } else { DlCrc::Bzip2 };
-            let mut b = data.clone();
-            b.resize(data.len() + zeros, 0);
-            let bound = data.len() + slack;
-            proptest::prop_assert_eq!(alg.checksum_zero_from(&b, bound), alg.checksum_table(&b));
-        }
-    }
-
-    /// A bound of 0 on all zeros, and every bound on a flit with 0..=9 TL flits of data.
-    #[test]
-    fn zero_from_on_flits() {
-        for alg in [DlCrc::Bzip2, DlCrc::IsoHdlc] {
-            let zeros = [0u8; 636];
-            assert_eq!(
-                alg.checksum_zero_from(&zeros, 0),
-                alg.checksum_table(&zeros)
-            );
-            for tl in 0..=9usize {
-                let mut b = [0u8; 636];
-                let end = (8 + 64 * tl).min(636);
-                for (i, x) in b.iter_mut().enumerate().take(end) {
-                    *x = (i as u8).wrapping_mul(31) | 1;
-                }
-                for bound in end..=640 {
-                    assert_eq!(
-                        alg.checksum_zero_from(&b, bound),
-                        alg.checksum_table(&b),
-                        "{alg:?} tl {tl} bound {bound}"
-                    );
-                }
-            }
         }
     }
 }

@@ -170,18 +170,6 @@ impl<T: AsRef<[u8]>> DlFlit<T> {
         )
     }
 
-    /// [`DlFlit::compute_crc`] for a flit whose bytes from `zero_from` on are known to be
-    /// zero: those are not read ([`DlCrc::checksum_zero_from`]; same value).
-    pub fn compute_crc_zero_from(&self, alg: DlCrc, zero_from: usize) -> u32 {
-        alg.checksum_zero_from(
-            self.buffer
-                .as_ref()
-                .get(..CRC_COVERED_LEN)
-                .unwrap_or_default(),
-            zero_from,
-        )
-    }
-
     /// Check the carried CRC.
     ///
     /// # Errors
@@ -269,13 +257,6 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> DlFlit<T> {
     /// Compute the CRC under `alg` and store it.
     pub fn fill_crc(&mut self, alg: DlCrc) {
         let crc = self.compute_crc(alg);
-        self.set_crc(crc);
-    }
-
-    /// [`DlFlit::fill_crc`] for a flit whose bytes from `zero_from` up to the CRC are known to
-    /// be zero ([`DlFlit::compute_crc_zero_from`]).
-    pub fn fill_crc_zero_from(&mut self, alg: DlCrc, zero_from: usize) {
-        let crc = self.compute_crc_zero_from(alg, zero_from);
         self.set_crc(crc);
     }
 }

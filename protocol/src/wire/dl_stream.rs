@@ -21,8 +21,7 @@
 //! alternative sector, whose header gives the offset of the first TL flit start.
 
 use super::dl_flit::{
-    segment_range, DlFlit, CRC_COVERED_LEN, FLIT_LEN, PAYLOAD_LEN, PAYLOAD_OFFSET, SEGMENT_COUNT,
-    SEGMENT_OFFSETS, SEGMENT_SIZES,
+    segment_range, DlFlit, FLIT_LEN, PAYLOAD_LEN, SEGMENT_COUNT, SEGMENT_OFFSETS, SEGMENT_SIZES,
 };
 use super::dl_header::{FlitHeader, SegmentHeader};
 use super::dl_msg::{nom_message, DlMessage, MessageSpace, NomError};
@@ -220,8 +219,7 @@ const fn starts_in(carry: usize, len: usize) -> usize {
 /// Where the packer gets TL flits and DL messages from.
 pub trait PackSource {
     /// Write the next TL flit into `out` and return true, or return false when none is ready
-    /// (the packer then pads with a NOP flit) and leave `out` as it was: the packer may be
-    /// packing over bytes it knows to be zero ([`DlPacker::pack_over`]).
+    /// (the packer then pads with a NOP flit).
     fn next_tl_flit(&mut self, out: &mut [u8; TL_FLIT_LEN]) -> bool;
     /// The next DL message to send, left in place: what it returns changes only through
     /// [`PackSource::pop_message`] (the packer looks once per flit whether any is waiting).
@@ -315,24 +313,6 @@ impl DlPacker {
         src: &mut S,
         flit: &mut DlFlit<T>,
     ) -> Result<PackStats> {
-        self.pack_over(src, flit, FLIT_LEN).map(|(stats, _)| stats)
-    }
-
-    /// [`DlPacker::pack`] into a buffer whose bytes from offset `zero_from` (of the flit) on
-    /// are already zero: padding there is not written again (a replay buffer slot reused
-    /// for a shorter flit is not rewritten end to end). Returns the stats and the offset from
-    /// which the flit's bytes are zero now (at least [`PAYLOAD_OFFSET`]; the flit header
-    /// and the CRC are not written, so they keep what they held). With `zero_from` ≥
-    /// [`FLIT_LEN`] every byte between the header and the CRC is written, as by `pack`.
-    ///
-    /// # Errors
-    /// As [`DlPacker::pack`].
-    pub fn pack_over<S: PackSource + ?Sized, T: AsRef<[u8]> + AsMut<[u8]>>(
-        &mut self,
-        src: &mut S,
-        flit: &mut DlFlit<T>,
-        zero_from: usize,
-    ) -> Result<(PackStats, usize)> {
         if flit.payload().len() < PAYLOAD_LEN {
             return Err(Error::BufferTooSmall {
                 needed: FLIT_LEN,
@@ -340,9 +320,7 @@ impl DlPacker {
             });
         }
         if src.peek_message().is_none() {
-            let zero_from = zero_from.saturating_sub(PAYLOAD_OFFSET);
-            let (stats, end) = self.pack_tl_only(src, flit, zero_from);
-            return Ok((stats, PAYLOAD_OFFSET.saturating_add(end)));
+            return Ok(self.pack_tl_only(src, flit));
         }
         let mut stats = PackStats::default();
         let mut headers = [0u8; SEGMENT_COUNT];
@@ -381,8 +359,7 @@ impl DlPacker {
                 .emit(core::slice::from_mut(hb))?;
         }
         flit.set_segment_header_bytes(headers);
-        // Every payload byte was written (messages, TL data or zero padding).
-        Ok((stats, CRC_COVERED_LEN))
+        Ok(stats)
     }
 
     /// Pack a whole flit into `buf`: header, segment headers, payload and CRC under `alg`.
@@ -410,36 +387,22 @@ impl DlPacker {
     /// (the TL flit in progress, then a TL flit start every 64 bytes), written in one pass,
     /// and each segment header follows from where the starts fall. Same bytes and
     /// [`PackStats`] as the general loop (tested against it).
-    ///
-    /// Payload bytes from `zero_from` on are already zero: padding there is skipped. Returns
-    /// the stats and the payload offset from which the payload is zero now (the end of the
-    /// last TL data written).
     fn pack_tl_only<S: PackSource + ?Sized, T: AsRef<[u8]> + AsMut<[u8]>>(
         &mut self,
         src: &mut S,
         flit: &mut DlFlit<T>,
-        zero_from: usize,
-    ) -> (PackStats, usize) {
+    ) -> PackStats {
         let mut stats = PackStats::default();
         // Offset of the first TL flit start (the carried flit's remaining bytes come first).
         let first = self.remaining;
         let payload = flit.payload_mut();
-        // Zero `area` (at payload offset `at`) unless it is known to be zero already.
-        let pad = |area: &mut [u8], at: usize| {
-            if at < zero_from {
-                area.fill(0);
-            }
-        };
-        // End of the TL data written so far (payload offset).
-        let mut data_end = 0;
         let (carry, rest) = payload.split_at_mut(first.min(payload.len()));
         if !carry.is_empty() {
             let from = TL_FLIT_LEN.saturating_sub(self.remaining);
             if self.cur_is_nop {
-                pad(carry, 0);
+                carry.fill(0);
             } else if let Some(src_bytes) = self.cur.get(from..from.saturating_add(carry.len())) {
                 carry.copy_from_slice(src_bytes);
-                data_end = carry.len();
             }
             self.remaining = self.remaining.saturating_sub(carry.len());
             if self.remaining == 0 && !self.cur_is_nop {
@@ -449,17 +412,12 @@ impl DlPacker {
         // Bit k set: the k-th TL flit start of this flit is a real TL flit.
         let mut real_starts: u16 = 0;
         let mut k = 0u32;
-        let mut at = carry.len();
         let mut chunks = rest.chunks_exact_mut(TL_FLIT_LEN);
         for chunk in &mut chunks {
             let real = match <&mut [u8; TL_FLIT_LEN]>::try_from(chunk) {
                 Ok(whole) => {
-                    // A source returning false leaves `whole` as it was (`PackSource`).
                     let real = src.next_tl_flit(whole);
-                    if real {
-                        data_end = at.saturating_add(TL_FLIT_LEN);
-                    } else if at < zero_from {
-                        // (Whole, so that the fill has a constant length.)
+                    if !real {
                         whole.fill(0);
                     }
                     real
@@ -469,16 +427,14 @@ impl DlPacker {
             self.note_start(real, true, &mut stats);
             real_starts |= u16::from(real) << k;
             k += 1;
-            at = at.saturating_add(TL_FLIT_LEN);
         }
         let tail = chunks.into_remainder();
         if !tail.is_empty() {
             let real = src.next_tl_flit(&mut self.cur);
             if !real {
-                pad(tail, at);
+                tail.fill(0);
             } else if let Some(src_bytes) = self.cur.get(..tail.len()) {
                 tail.copy_from_slice(src_bytes);
-                data_end = at.saturating_add(tail.len());
             }
             self.remaining = TL_FLIT_LEN.saturating_sub(tail.len());
             self.note_start(real, false, &mut stats);
@@ -497,7 +453,7 @@ impl DlPacker {
             *h = tl_segment_header_byte(usize::from(carry), real.count_ones() as usize);
         }
         flit.set_segment_header_bytes(headers);
-        (stats, data_end)
+        stats
     }
 
     /// Count a TL flit start: real or padding, and whether it ends in this DL flit.
@@ -1668,50 +1624,44 @@ mod equivalence_tests {
             .collect()
     }
 
-    /// Two sources with the same random TL stream, the packer and the reference packer.
-    fn twin_packers(r: &mut Rng) -> (Src, Src, DlPacker, RefPacker) {
-        let tl = random_stream(r, 200);
-        let src = |tl| Src {
-            tl,
-            msgs: VecDeque::new(),
-            budget: 0,
-        };
-        let q = RefPacker {
-            cur: [0; TL_FLIT_LEN],
-            remaining: 0,
-            cur_is_nop: false,
-        };
-        (src(tl.clone()), src(tl), DlPacker::new(), q)
-    }
-
-    /// The same random budget (flits the source hands out before it runs dry) and sometimes
-    /// the same DL message, for flit `k` of both sources.
-    fn next_flit_inputs(r: &mut Rng, k: u16, a: &mut Src, b: &mut Src) {
-        let budget = match r.below(4) {
-            0 => 0,
-            1 => r.below(3) as usize,
-            2 => r.below(11) as usize,
-            _ => usize::MAX,
-        };
-        a.budget = budget;
-        b.budget = budget;
-        if r.below(6) == 0 {
-            let m = DlMessage::TlRateNotification(TlRateNotification {
-                rate: k,
-                ack: false,
-            });
-            a.msgs.push_back(m.clone());
-            b.msgs.push_back(m);
-        }
-    }
-
     #[test]
     fn packer_matches_the_reference_packer() {
         let mut r = Rng(0x9e37_79b9_7f4a_7c15);
         for case in 0..300 {
-            let (mut a, mut b, mut p, mut q) = twin_packers(&mut r);
+            let tl = random_stream(&mut r, 200);
+            let mut a = Src {
+                tl: tl.clone(),
+                msgs: VecDeque::new(),
+                budget: 0,
+            };
+            let mut b = Src {
+                tl,
+                msgs: VecDeque::new(),
+                budget: 0,
+            };
+            let mut p = DlPacker::new();
+            let mut q = RefPacker {
+                cur: [0; TL_FLIT_LEN],
+                remaining: 0,
+                cur_is_nop: false,
+            };
             for k in 0..20 {
-                next_flit_inputs(&mut r, k, &mut a, &mut b);
+                let budget = match r.below(4) {
+                    0 => 0,
+                    1 => r.below(3) as usize,
+                    2 => r.below(11) as usize,
+                    _ => usize::MAX,
+                };
+                a.budget = budget;
+                b.budget = budget;
+                if r.below(6) == 0 {
+                    let m = DlMessage::TlRateNotification(TlRateNotification {
+                        rate: k,
+                        ack: false,
+                    });
+                    a.msgs.push_back(m.clone());
+                    b.msgs.push_back(m);
+                }
                 // Slots start with stale bytes (a reused replay slot).
                 let stale = r.next() as u8;
                 let mut fa = [stale; FLIT_LEN];
@@ -1731,65 +1681,6 @@ mod equivalence_tests {
                     (q.remaining, q.remaining > 0 && !q.cur_is_nop)
                 );
             }
-        }
-    }
-
-    /// `pack_over` into reused slots (a ring of four, as a replay buffer reuses its slots)
-    /// whose zeros begin at the bound it returned last time writes the same bytes as the
-    /// reference packer into a stale buffer, and the bound it returns holds.
-    #[test]
-    fn pack_over_matches_the_reference_packer() {
-        let mut r = Rng(0x51_7cc1_b727_220a);
-        for case in 0..300 {
-            let (mut a, mut b, mut p, mut q) = twin_packers(&mut r);
-            // Each slot: stale bytes up to its bound, zeros after it (up to the CRC).
-            let mut slots = [[0u8; FLIT_LEN]; 4];
-            let mut bounds = [0usize; 4];
-            for (slot, bound) in slots.iter_mut().zip(&mut bounds) {
-                *bound = r.below(FLIT_LEN as u64 + 1) as usize;
-                for x in &mut slot[..(*bound).min(CRC_COVERED)] {
-                    *x = r.next() as u8 | 1;
-                }
-                // The CRC bytes are never written by the packer: stale too.
-                slot[CRC_COVERED..].fill(0xa5);
-            }
-            let mut over_hits = 0;
-            for k in 0..24 {
-                next_flit_inputs(&mut r, k, &mut a, &mut b);
-                let i = k as usize % 4;
-                let before = bounds[i];
-                let (sa, bound) = p
-                    .pack_over(
-                        &mut a,
-                        &mut DlFlit::new_unchecked(&mut slots[i][..]),
-                        before,
-                    )
-                    .unwrap();
-                let mut fb = [r.next() as u8; FLIT_LEN];
-                let sb = q.pack(&mut b, &mut fb);
-                assert_eq!(sa, sb, "case {case} flit {k}");
-                assert_eq!(
-                    slots[i][3..CRC_COVERED],
-                    fb[3..CRC_COVERED],
-                    "case {case} flit {k} (bound before {before})"
-                );
-                assert!(
-                    (PAYLOAD_OFFSET..=CRC_COVERED).contains(&bound),
-                    "case {case} flit {k}: bound {bound}"
-                );
-                assert!(
-                    slots[i][bound..CRC_COVERED].iter().all(|&x| x == 0),
-                    "case {case} flit {k}: nonzero after the bound {bound}"
-                );
-                if bound < before.min(CRC_COVERED) {
-                    over_hits += 1;
-                }
-                bounds[i] = bound;
-            }
-            assert!(
-                over_hits > 0,
-                "case {case}: no flit shorter than its slot's old one"
-            );
         }
     }
 
