@@ -300,6 +300,30 @@ fn random_pod_files_run_sound() {
     }
 }
 
+/// Pod 110352, kept as a file: accelerator 11 wrote 1 KB pieces to accelerator 9 over two
+/// ports into plane 1's switch while that switch was settling a port that came back and
+/// source 11 was fenced by an earlier loss. The first request of a flow that went by hash
+/// (its pin slot held by another live flow of the source) was diverted off its joining hash
+/// way by its bucket's level; the next request of the flow, by then marked and fenced, went
+/// back to the hash way and landed first: a write given up (805) overwrote the region's next
+/// write (1174), and the memory audit failed four lines. Both now take the fenced rule's way
+/// (`spec-notes/switch.md#ordering-rule`, fences; the switch-level test is
+/// `test_first_hashed_request_of_a_fenced_source_is_not_overtaken`).
+#[test]
+fn a_diverted_first_request_of_a_fenced_flow_is_not_overtaken() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/pods/pod-mix-110352.toml"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let pod = PodFile::parse(&text, path).unwrap();
+    let s = run_as_cli(&pod, 110_352, 3_000_000, &text);
+    let i = &s.integrity;
+    assert!(s.had_faults() && i.failed > 0, "{i:?}");
+    assert_eq!(i.memory_mismatches, 0, "{i:?}");
+    assert!(s.drained && s.sound(), "{i:?} {:?}", s.conservation);
+}
+
 /// The pod that found the run ending with timed-out requests still in the fabric: bit
 /// errors at 1e-5 on every link (no fault events) and a 2 µs request timeout on a 3 × 2
 /// leaf/spine pod (session 25, found by the adversarial pods this test replays).

@@ -1210,15 +1210,20 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
                         return stick_hash(d.ways(), hash, score).and(Err(DropReason::PinLost));
                     }
                 } else if src.hashed_at(slot) || (!own && self.pin_live(pin)) {
-                    let fenced = || src.hashed_at(slot) && src.fence_holds();
+                    // Fenced whether or not the slot is marked yet: a flow whose first
+                    // request is decided here is marked by it, and its next requests, marked
+                    // and fenced, must find the way this one takes (decided by the same
+                    // level, `settled_hash`), not a way it was diverted from.
+                    let fenced = || src.fence_holds();
                     let way = if self.unsettled() {
                         self.settled_hash(d.ways(), hash, h.vc.get(), fenced(), diverted)
                     } else {
                         stick_hash(d.ways(), hash, score)
                     };
                     return match way {
-                        // Marked (hashed requests of the flow may be in flight) and its hash
-                        // way lost since requests from before the loss were sent: held back.
+                        // Hashed requests of the flow may be in flight (or this one makes it
+                        // marked) and its hash way was lost since requests from before the
+                        // loss were sent: held back.
                         Ok(p) if fenced() => held_if_moved(d.ways(), hash, p),
                         r => r,
                     };
