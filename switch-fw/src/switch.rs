@@ -198,10 +198,11 @@ impl SrcOrder {
     }
 
     /// Count a request forwarded now (after turning the generations over if the previous
-    /// one is answered); returns its generation.
+    /// one is answered); returns its generation. `settling`: some port of the switch is
+    /// joining ([`SrcOrder::settle`]).
     #[inline(never)]
-    fn add(&mut self) -> u16 {
-        self.settle();
+    fn add(&mut self, settling: bool) -> u16 {
+        self.settle(settling);
         let g = self.gen;
         let [even, odd] = &mut self.count;
         let (c, other) = if g & 1 == 0 { (even, odd) } else { (odd, even) };
@@ -231,9 +232,11 @@ impl SrcOrder {
     }
 
     /// After a count changed: turn the generations over while the previous one is fully
-    /// answered and the current one has requests, and recompute `span`.
+    /// answered and the current one has requests, and recompute `span`. A fence that no
+    /// longer holds is cleared, but not while a port is joining (`settling`): see
+    /// [`SrcOrder::fence_holds`].
     #[inline(never)]
-    fn settle(&mut self) {
+    fn settle(&mut self, settling: bool) {
         let prev_odd = self.gen & 1 == 0;
         let [even, odd] = self.count;
         let (prev, cur) = if prev_odd { (odd, even) } else { (even, odd) };
@@ -248,15 +251,20 @@ impl SrcOrder {
         }
         let span = if prev != 0 { 2 } else { u16::from(cur != 0) };
         self.set_span(span);
-        if self.fenced && !self.holds(self.fence) {
+        if self.fenced && !settling && !self.holds(self.fence) {
             self.fenced = false;
         }
     }
 
-    /// Requests of this source from before the last port loss may still be in flight.
+    /// Requests of this source from before the last port loss may still be in flight; or
+    /// the source was fenced and a port is joining (`settling`): then its hashed flows keep
+    /// the fenced rule until every port has joined. Their requests sent under it (on their
+    /// hash ways, which the fenced level may let them take while their bucket's level keeps
+    /// other flows away) may still be in flight when the fence itself expires; under their
+    /// bucket's level the next ones could be diverted and overtake them.
     #[inline(always)]
-    fn fence_holds(&self) -> bool {
-        self.fenced && self.holds(self.fence)
+    fn fence_holds(&self, settling: bool) -> bool {
+        self.fenced && (settling || self.holds(self.fence))
     }
 }
 
@@ -1214,7 +1222,7 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
                     // request is decided here is marked by it, and its next requests, marked
                     // and fenced, must find the way this one takes (decided by the same
                     // level, `settled_hash`), not a way it was diverted from.
-                    let fenced = || src.fence_holds();
+                    let fenced = || src.fence_holds(self.unsettled());
                     let way = if self.unsettled() {
                         self.settled_hash(d.ways(), hash, h.vc.get(), fenced(), diverted)
                     } else {
@@ -1298,6 +1306,7 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
                 let free = pin.key == key || !self.pin_live(&pin);
                 // Tags by the source's home port, where its answers are looked up too.
                 let home = self.home_of(att);
+                let settling = self.settling;
                 let Some(src) = self.srcs.get_mut(usize::from(att)) else {
                     return;
                 };
@@ -1315,7 +1324,7 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
                         src.uncount(**d & bit != 0);
                     }
                 }
-                let epoch = src.add();
+                let epoch = src.add(settling);
                 if let Some((o, d, bit)) = words {
                     *o |= bit;
                     if epoch & 1 != 0 {
@@ -1359,6 +1368,7 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
     /// here (its tag open), uncount it from its generation; `true` if it was.
     fn close_tag(&mut self, src: u16, tag: u16) -> bool {
         let home = self.home_of(src);
+        let settling = self.settling;
         let Some((o, d, bit)) = self.tags.words(home, tag) else {
             return false;
         };
@@ -1369,7 +1379,7 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
         let odd = *d & bit != 0;
         if let Some(s) = self.srcs.get_mut(usize::from(src)) {
             s.uncount(odd);
-            s.settle();
+            s.settle(settling);
         }
         true
     }

@@ -654,32 +654,7 @@ fn test_fenced_flow_is_held_only_in_a_first_window() {
 #[test]
 fn test_first_hashed_request_of_a_fenced_source_is_not_overtaken() {
     let (mut sw, mut ports) = new_switch(small_pod, 4);
-    let settle = settle_time();
-    // Source 0's flow h1 holds a pin slot and stays unanswered (it fences the source below).
-    let h1 = Header::request(aid(0), aid(1), vc(0), 0);
-    sw.forward(t(1), 0, frame(1, h1.with_tag(1)), &mut ports)
-        .unwrap();
-    // A flow of source 0 colliding with it, not sent yet, and its hash way `p`.
-    let h2 = colliding_flow(&sw, &h1);
-    let p = sw.decide(0, &h2).unwrap();
-    assert!(TRUNKS.contains(&p));
-    // A trunk flow of h2's bucket whose hash way is `p` too (diverted in the first window, it
-    // holds the bucket's level for the second); `p` flaps: the flush fences source 0 (h1
-    // unanswered), and `p` is joining.
-    let (bucket, h3) = trunk_flow_of_bucket(&sw, &h2, p);
-    flap(&mut sw, &mut ports, p);
-    let q = sw
-        .forward(t(3), 4, frame(2, h3), &mut ports)
-        .unwrap()
-        .port();
-    assert_ne!(q, p, "first window: the trunk flow is diverted");
-    // Second window: the bucket is held; h2 sends twice, neither answered.
-    let w2 = t(3) + settle;
-    assert_eq!(
-        sw.forward(w2, 4, frame(3, h3), &mut ports).unwrap().port(),
-        q
-    );
-    assert_eq!(sw.settle_bucket(&h2), (bucket, true), "the bucket is held");
+    let (h2, _, w2) = fenced_source_in_a_held_bucket(&mut sw, &mut ports);
     let first = sw.forward(w2, 0, frame(4, h2.with_tag(2)), &mut ports);
     let second = sw.forward(w2, 0, frame(5, h2.with_tag(3)), &mut ports);
     match (first, second) {
@@ -688,6 +663,59 @@ fn test_first_hashed_request_of_a_fenced_source_is_not_overtaken() {
         (_, Err(e)) => assert_eq!(e, DropReason::PinLost),
         (Err(e), Ok(_)) => panic!("the first was dropped ({e:?}) but the second sent"),
     }
+}
+
+/// The fence of a source can expire while a port is joining. Its flows went by the fenced
+/// rule until then, which may put a flow on its joining hash way while the flow's bucket is
+/// held (another flow of the bucket was diverted); under the bucket's level its next request
+/// would be diverted off that way and could overtake the one before. A fenced source keeps
+/// the fenced rule until every port has joined.
+#[test]
+fn test_fence_expiring_while_a_port_joins_does_not_move_a_flow() {
+    let (mut sw, mut ports) = new_switch(small_pod, 4);
+    let (h2, p, w2) = fenced_source_in_a_held_bucket(&mut sw, &mut ports);
+    let first = sw
+        .forward(w2, 0, frame(4, h2.with_tag(2)), &mut ports)
+        .unwrap()
+        .port();
+    assert_eq!(
+        first, p,
+        "fenced: back on its hash way in the second window"
+    );
+    // h1, from before the loss, is answered: the fence itself expires.
+    let resp = Header::response(Some(aid(1)), aid(0), vc(0)).with_tag(1);
+    sw.forward(w2, 1, frame(5, resp), &mut ports).unwrap();
+    let second = sw.forward(w2, 0, frame(6, h2.with_tag(3)), &mut ports);
+    assert_eq!(
+        second.unwrap().port(),
+        first,
+        "the second would overtake the first"
+    );
+}
+
+/// Source 0's flow h1 (to accelerator 1, tag 1) holds a pin slot, unanswered; h2, a flow of
+/// source 0 colliding with it, has sent nothing; its hash way `p` flaps, which fences source
+/// 0 and makes `p` join; a trunk flow of h2's settle bucket whose hash way is `p` too is
+/// diverted in the first window and again at the start of the second, `w2`, so that h2's
+/// bucket is held then. Returns (h2, p, w2).
+fn fenced_source_in_a_held_bucket(
+    sw: &mut Switch,
+    ports: &mut [SimPort],
+) -> (Header, u16, Instant) {
+    let h1 = Header::request(aid(0), aid(1), vc(0), 0);
+    sw.forward(t(1), 0, frame(1, h1.with_tag(1)), ports)
+        .unwrap();
+    let h2 = colliding_flow(sw, &h1);
+    let p = sw.decide(0, &h2).unwrap();
+    assert!(TRUNKS.contains(&p));
+    let (bucket, h3) = trunk_flow_of_bucket(sw, &h2, p);
+    flap(sw, ports, p);
+    let q = sw.forward(t(3), 4, frame(2, h3), ports).unwrap().port();
+    assert_ne!(q, p, "first window: the trunk flow is diverted");
+    let w2 = t(3) + settle_time();
+    assert_eq!(sw.forward(w2, 4, frame(3, h3), ports).unwrap().port(), q);
+    assert_eq!(sw.settle_bucket(&h2), (bucket, true), "the bucket is held");
+    (h2, p, w2)
 }
 
 /// A flow of source 0 to a remote destination whose pin slot is `h1`'s.
