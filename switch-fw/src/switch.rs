@@ -1015,6 +1015,11 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
                 oldest = (j, Ok(p));
             }
         }
+        // A fenced flow in its first window may have diverted requests on any way: none
+        // that is joining is safe for it yet, the one that came back first included.
+        if fenced {
+            return first.and(Err(DropReason::PinLost));
+        }
         if oldest.1 != first {
             *diverted = bucket;
         }

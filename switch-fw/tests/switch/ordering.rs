@@ -145,16 +145,8 @@ proptest! {
                     sw.forward(*now, trunk, frame(handle, resp), &mut ports)
                         .map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
                 }
-                Op::Grant(k, n) => {
-                    let p = TRUNKS[usize::from(k)];
-                    for v in 0..2 { ports[usize::from(p)].grant(vc(v), u32::from(n)); }
-                    sw.refresh_port(p, &ports[usize::from(p)]);
-                }
-                Op::Starve(k) => {
-                    let p = TRUNKS[usize::from(k)];
-                    for v in 0..2 { ports[usize::from(p)].set_credits(vc(v), 0); }
-                    sw.refresh_port(p, &ports[usize::from(p)]);
-                }
+                Op::Grant(k, n) => trunk_credits(&mut sw, &mut ports, k, Some(n)),
+                Op::Starve(k) => trunk_credits(&mut sw, &mut ports, k, None),
                 Op::Drain(n) => {
                     for _ in 0..n {
                         let Some(tx) = sw.poll_transmit(*now, &mut ports) else { break };
@@ -171,6 +163,153 @@ proptest! {
         for src in 0..2u16 {
             let model: u32 = unanswered.iter().filter(|(f, _)| u16::from(src_of(**f)) == src).map(|(_, v)| v.len() as u32).sum();
             prop_assert_eq!(sw.unanswered(aid(src)), model);
+        }
+    }
+}
+
+/// Grant `n` credits on both VCs of trunk `TRUNKS[k]`, or with `None` take them all.
+fn trunk_credits(sw: &mut Switch, ports: &mut [SimPort], k: u8, n: Option<u8>) {
+    let p = TRUNKS[usize::from(k)];
+    for v in 0..2 {
+        match n {
+            Some(n) => ports[usize::from(p)].grant(vc(v), u32::from(n)),
+            None => ports[usize::from(p)].set_credits(vc(v), 0),
+        }
+    }
+    sw.refresh_port(p, &ports[usize::from(p)]);
+}
+
+/// A step of [`prop_ordering_kept_across_flaps`].
+#[derive(Debug, Clone)]
+enum FlapOp {
+    /// Request of flow `f` (0..14).
+    Send(u8),
+    /// The response to an unanswered request of flow `f` that has left the switch (the
+    /// oldest, or with `newest` the newest), entering on trunk `k` if it is up.
+    Answer(u8, u8, bool),
+    /// Grant `n` credits on trunk `k`.
+    Grant(u8, u8),
+    /// Take all credits of trunk `k`.
+    Starve(u8),
+    /// Transmit up to `n` queued frames.
+    Drain(u8),
+    /// Advance time by `ns` (up to one and a half settle times).
+    Wait(u32),
+    /// Trunk `k`'s link goes down if it is up (its queue is flushed), up if it is down.
+    Flap(u8),
+}
+
+fn flap_op() -> impl Strategy<Value = FlapOp> {
+    prop_oneof![
+        6 => (0u8..14).prop_map(FlapOp::Send),
+        3 => (0u8..14, 0u8..4, any::<bool>()).prop_map(|(f, k, n)| FlapOp::Answer(f, k, n)),
+        2 => (0u8..4, 1u8..8).prop_map(|(k, n)| FlapOp::Grant(k, n)),
+        1 => (0u8..4).prop_map(FlapOp::Starve),
+        2 => (1u8..8).prop_map(FlapOp::Drain),
+        2 => prop_oneof![1u32..5_000, 1u32..150_000].prop_map(FlapOp::Wait),
+        1 => (0u8..4).prop_map(FlapOp::Flap),
+    ]
+}
+
+/// Where a request of the flap model is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Where {
+    /// In the switch's egress queue (its handle).
+    Queued(u32),
+    /// Transmitted: beyond the switch until answered.
+    Left,
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(std::env::var("FLAP_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(512)))]
+    /// Attached flows (pinned, and hashed where pin slots collide) under flaps of the ways,
+    /// credit starvation and waits across settling windows: a request never leaves by
+    /// another way than an earlier request of its flow that is still queued here or beyond
+    /// (transmitted and unanswered), unless that one was forwarded a settle time (the
+    /// requesters' timeout) or more before, when its requester has given it up
+    /// (`spec-notes/switch.md#ordering-rule`, `#settling`). Requests flushed by a way going
+    /// down are gone. Requests the switch refuses must be `PinLost` or `Unreachable`.
+    #[test]
+    fn prop_ordering_kept_across_flaps(ops in proptest::collection::vec(flap_op(), 1..240)) {
+        let (mut sw, mut ports) = new_switch(small_pod, 2);
+        let settle = settle_time();
+        let mut now = t(1);
+        let mut handle = 0u32;
+        let mut next_tag = [0u16; 2];
+        // Per flow, its requests in flight: (tag, port, forwarded at, where).
+        let mut flight: HashMap<u8, Vec<(u16, u16, Instant, Where)>> = HashMap::new();
+        let mut handle_flow: HashMap<u32, u8> = HashMap::new();
+        for op in ops {
+            match op {
+                FlapOp::Send(f) => {
+                    handle += 1;
+                    let s = usize::from(src_of(f));
+                    let tag = next_tag[s];
+                    next_tag[s] += 1;
+                    let h = flow(f).with_tag(tag);
+                    let got = match sw.forward(now, src_of(f).into(), frame(handle, h), &mut ports) {
+                        Ok(got) => got,
+                        Err(DropReason::PinLost | DropReason::Unreachable) => continue,
+                        Err(e) => return Err(TestCaseError::fail(format!("{e:?}"))),
+                    };
+                    let reqs = flight.entry(f).or_default();
+                    for &(tag0, port0, at0, _) in reqs.iter() {
+                        prop_assert!(
+                            port0 == got.port() || now >= at0 + settle,
+                            "flow {} left by {} while its tag {} (by {}, {:?} before) may be in flight",
+                            f, got.port(), tag0, port0, now.saturating_since(at0)
+                        );
+                    }
+                    let w = match got {
+                        Forwarded::Queued { .. } => {
+                            handle_flow.insert(handle, f);
+                            Where::Queued(handle)
+                        }
+                        _ => Where::Left,
+                    };
+                    reqs.push((tag, got.port(), now, w));
+                }
+                FlapOp::Answer(f, k, newest) => {
+                    let trunk = TRUNKS[usize::from(k)];
+                    if !ports[usize::from(trunk)].is_up() {
+                        continue;
+                    }
+                    let Some(reqs) = flight.get_mut(&f) else { continue };
+                    let left: Vec<usize> = (0..reqs.len()).filter(|&i| reqs[i].3 == Where::Left).collect();
+                    let (Some(&first), Some(&last)) = (left.first(), left.last()) else { continue };
+                    let (tag, ..) = reqs.remove(if newest { last } else { first });
+                    let req = flow(f);
+                    let resp = Header::response(Some(req.dst), req.src.unwrap(), req.vc).with_tag(tag);
+                    handle += 1;
+                    sw.forward(now, trunk, frame(handle, resp), &mut ports)
+                        .map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
+                }
+                FlapOp::Grant(k, n) => trunk_credits(&mut sw, &mut ports, k, Some(n)),
+                FlapOp::Starve(k) => trunk_credits(&mut sw, &mut ports, k, None),
+                FlapOp::Drain(n) => {
+                    for _ in 0..n {
+                        let Some(tx) = sw.poll_transmit(now, &mut ports) else { break };
+                        let Some(f) = handle_flow.remove(&tx.handle) else { continue };
+                        if let Some(r) = flight.get_mut(&f).and_then(|v| v.iter_mut().find(|r| r.3 == Where::Queued(tx.handle))) {
+                            r.3 = Where::Left;
+                        }
+                    }
+                }
+                FlapOp::Wait(ns) => now += Duration::from_ns(ns.into()),
+                FlapOp::Flap(k) => {
+                    let p = TRUNKS[usize::from(k)];
+                    let up = ports[usize::from(p)].is_up();
+                    ports[usize::from(p)].set_up(!up);
+                    sw.refresh_port(p, &ports[usize::from(p)]);
+                    while sw.poll_event().is_some() {}
+                    while let Some(hd) = sw.poll_discarded() {
+                        let Some(f) = handle_flow.remove(&hd) else { continue };
+                        if let Some(v) = flight.get_mut(&f) {
+                            v.retain(|r| r.3 != Where::Queued(hd));
+                        }
+                    }
+                }
+            }
         }
     }
 }
@@ -716,6 +855,47 @@ fn fenced_source_in_a_held_bucket(
     assert_eq!(sw.forward(w2, 4, frame(3, h3), ports).unwrap().port(), q);
     assert_eq!(sw.settle_bucket(&h2), (bucket, true), "the bucket is held");
     (h2, p, w2)
+}
+
+/// A hashed flow diverted off its joining hash way, whose other ways then all go down: the
+/// flush fences its source and the only usable way left is the joining one. The fenced flow
+/// may have its diverted request beyond a lost way, so it is held back for the first window
+/// instead of taking the way that came back first (found by `prop_ordering_kept_across_flaps`).
+#[test]
+fn test_fenced_flow_waits_when_every_usable_way_is_joining() {
+    let (mut sw, mut ports) = new_switch(small_pod, 2);
+    // Source 1's request holds the pin slot of source 0's flow h2, which goes by hash.
+    let h1 = Header::request(aid(1), aid(0), vc(0), 0);
+    sw.forward(t(1), 1, frame(1, h1.with_tag(1)), &mut ports)
+        .unwrap();
+    let h2 = colliding_flow(&sw, &h1);
+    let p = sw.decide(0, &h2).unwrap();
+    assert!(TRUNKS.contains(&p));
+    // `p` flaps while source 0 has nothing in flight: source 1 is fenced, source 0 is not.
+    flap(&mut sw, &mut ports, p);
+    let q = sw
+        .forward(t(2), 0, frame(2, h2.with_tag(2)), &mut ports)
+        .unwrap()
+        .port();
+    assert_ne!(q, p, "diverted off the joining way");
+    // Every other way goes down: source 0 is fenced, its request beyond `q`.
+    for k in TRUNKS.into_iter().filter(|&k| k != p) {
+        ports[usize::from(k)].set_up(false);
+        sw.refresh_port(k, &ports[usize::from(k)]);
+    }
+    assert_eq!(
+        sw.forward(t(3), 0, frame(3, h2.with_tag(3)), &mut ports),
+        Err(DropReason::PinLost),
+        "it would overtake its request beyond {q}"
+    );
+    // After a whole window that request has been given up: `p` is taken.
+    let later = t(3) + settle_time();
+    assert_eq!(
+        sw.forward(later, 0, frame(4, h2.with_tag(4)), &mut ports)
+            .unwrap()
+            .port(),
+        p
+    );
 }
 
 /// A flow of source 0 to a remote destination whose pin slot is `h1`'s.
