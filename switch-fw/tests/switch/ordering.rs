@@ -4,7 +4,7 @@
 use super::*;
 use podlink_protocol::time::Duration;
 use podlink_switch::port::PortLink;
-use podlink_switch::{DropReason, Forwarded};
+use podlink_switch::{DropReason, Forwarded, Health};
 use proptest::prelude::*;
 use std::collections::HashMap;
 
@@ -197,6 +197,11 @@ enum FlapOp {
     Wait(u32),
     /// Trunk `k`'s link goes down if it is up (its queue is flushed), up if it is down.
     Flap(u8),
+    /// Trunk `k` fails for good (its health forced to Failed, its link down: the simulator's
+    /// port failure).
+    Fail(u8),
+    /// Trunk `k`'s health is forced to Degraded, or back to Healthy if it is Degraded.
+    Degrade(u8),
 }
 
 fn flap_op() -> impl Strategy<Value = FlapOp> {
@@ -208,6 +213,8 @@ fn flap_op() -> impl Strategy<Value = FlapOp> {
         2 => (1u8..8).prop_map(FlapOp::Drain),
         2 => prop_oneof![1u32..5_000, 1u32..150_000].prop_map(FlapOp::Wait),
         1 => (0u8..4).prop_map(FlapOp::Flap),
+        1 => (0u8..4).prop_map(FlapOp::Fail),
+        1 => (0u8..4).prop_map(FlapOp::Degrade),
     ]
 }
 
@@ -239,6 +246,8 @@ proptest! {
         // Per flow, its requests in flight: (tag, port, forwarded at, where).
         let mut flight: HashMap<u8, Vec<(u16, u16, Instant, Where)>> = HashMap::new();
         let mut handle_flow: HashMap<u32, u8> = HashMap::new();
+        let mut failed = [false; 4];
+        let mut degraded = [false; 4];
         for op in ops {
             match op {
                 FlapOp::Send(f) => {
@@ -296,10 +305,26 @@ proptest! {
                     }
                 }
                 FlapOp::Wait(ns) => now += Duration::from_ns(ns.into()),
-                FlapOp::Flap(k) => {
-                    let p = TRUNKS[usize::from(k)];
-                    let up = ports[usize::from(p)].is_up();
-                    ports[usize::from(p)].set_up(!up);
+                FlapOp::Fail(k) | FlapOp::Flap(k) | FlapOp::Degrade(k) => {
+                    let (i, p) = (usize::from(k), TRUNKS[usize::from(k)]);
+                    if failed[i] {
+                        continue;
+                    }
+                    match op {
+                        FlapOp::Fail(_) => {
+                            failed[i] = true;
+                            sw.force_health(p, Health::Failed);
+                            ports[usize::from(p)].set_up(false);
+                        }
+                        FlapOp::Degrade(_) => {
+                            degraded[i] = !degraded[i];
+                            sw.force_health(p, if degraded[i] { Health::Degraded } else { Health::Healthy });
+                        }
+                        _ => {
+                            let up = ports[usize::from(p)].is_up();
+                            ports[usize::from(p)].set_up(!up);
+                        }
+                    }
                     sw.refresh_port(p, &ports[usize::from(p)]);
                     while sw.poll_event().is_some() {}
                     while let Some(hd) = sw.poll_discarded() {
