@@ -311,17 +311,36 @@ fn random_pod_files_run_sound() {
 /// `test_first_hashed_request_of_a_fenced_source_is_not_overtaken`).
 #[test]
 fn a_diverted_first_request_of_a_fenced_flow_is_not_overtaken() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/pods/pod-mix-110352.toml"
-    );
-    let text = std::fs::read_to_string(path).unwrap();
-    let pod = PodFile::parse(&text, path).unwrap();
-    let s = run_as_cli(&pod, 110_352, 3_000_000, &text);
+    let s = kept_pod("pod-mix-110352.toml", 110_352);
     let i = &s.integrity;
     assert!(s.had_faults() && i.failed > 0, "{i:?}");
     assert_eq!(i.memory_mismatches, 0, "{i:?}");
     assert!(s.drained && s.sound(), "{i:?} {:?}", s.conservation);
+}
+
+/// Pod 124556, kept as a file: a leaf/spine pod in hashing mode (`switch.adaptive = false`)
+/// with two links from each spine to each leaf, one of them at a bit error rate of 1e-4.
+/// Its health went between Degraded and Healthy, and the spine's hashing, which probed past
+/// a way that was not healthy, sent a trunk flow's write (2858) by that link and its next
+/// write to the region (2984) by the parallel one; the first spent 21 µs in replays and
+/// landed second. Trunk flows now keep their hash way in hashing mode as in adaptive mode
+/// (`spec-notes/switch.md#ordering-rule`; `test_hash_mode_keeps_trunk_flows_on_a_degraded_way`).
+#[test]
+fn a_trunk_flow_in_hashing_mode_stays_on_a_degraded_way() {
+    let s = kept_pod("pod-mix-124556.toml", 124_556);
+    let i = &s.integrity;
+    assert!(s.had_faults() && i.failed > 0, "{i:?}");
+    assert_eq!(i.memory_mismatches, 0, "{i:?}");
+    assert!(s.drained && s.sound(), "{i:?} {:?}", s.conservation);
+}
+
+/// A pod kept under `tests/data/pods`, run as `podlink-sim run FILE --duration 3us --seed
+/// SEED` runs it.
+fn kept_pod(file: &str, seed: u64) -> Summary {
+    let path = format!("{}/tests/data/pods/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let pod = PodFile::parse(&text, &path).unwrap();
+    run_as_cli(&pod, seed, 3_000_000, &text)
 }
 
 /// The pod that found the run ending with timed-out requests still in the fabric: bit

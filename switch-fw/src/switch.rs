@@ -1241,9 +1241,11 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
                         r => r,
                     };
                 }
-            } else if adaptive {
+            } else {
                 // A trunk: the source's answers need not pass here, so no pin can be proved
-                // free; the flow's hash port keeps its requests in order.
+                // free; the flow's hash port keeps its requests in order. In hashing mode
+                // too: the free choice below moves a flow off a way that is merely Degraded,
+                // ahead of its requests queued there.
                 return if self.unsettled() {
                     self.settled_hash(d.ways(), hash, h.vc.get(), false, diverted)
                 } else {
