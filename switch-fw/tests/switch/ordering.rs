@@ -167,6 +167,14 @@ proptest! {
     }
 }
 
+/// Cases of a property test: `default`, or the environment variable `var` (for soaks).
+fn cases(var: &str, default: u32) -> u32 {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// Grant `n` credits on both VCs of trunk `TRUNKS[k]`, or with `None` take them all.
 fn trunk_credits(sw: &mut Switch, ports: &mut [SimPort], k: u8, n: Option<u8>) {
     let p = TRUNKS[usize::from(k)];
@@ -228,7 +236,7 @@ enum Where {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(std::env::var("FLAP_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(512)))]
+    #![proptest_config(ProptestConfig::with_cases(cases("FLAP_CASES", 512)))]
     /// Attached flows (pinned, and hashed where pin slots collide) under flaps of the ways,
     /// credit starvation and waits across settling windows: a request never leaves by
     /// another way than an earlier request of its flow that is still queued here or beyond
@@ -237,8 +245,11 @@ proptest! {
     /// (`spec-notes/switch.md#ordering-rule`, `#settling`). Requests flushed by a way going
     /// down are gone. Requests the switch refuses must be `PinLost` or `Unreachable`.
     #[test]
-    fn prop_ordering_kept_across_flaps(ops in proptest::collection::vec(flap_op(), 1..240)) {
-        let (mut sw, mut ports) = new_switch(small_pod, 2);
+    fn prop_ordering_kept_across_flaps(
+        ops in proptest::collection::vec(flap_op(), 1..240),
+        adaptive in any::<bool>(),
+    ) {
+        let (mut sw, mut ports) = new_switch(|t| small_pod_with(t, adaptive, None), 2);
         let settle = settle_time();
         let mut now = t(1);
         let mut handle = 0u32;
@@ -966,6 +977,9 @@ enum TrunkOp {
     Send(u8),
     /// Trunk `TRUNKS[k]`'s link goes down if it is up, and up if it is down.
     Flap(u8),
+    /// Trunk `TRUNKS[k]`'s health is forced to Degraded, or back to Healthy if it is
+    /// Degraded (its queues stay).
+    Degrade(u8),
     /// Time passes (ns).
     Wait(u64),
 }
@@ -974,24 +988,28 @@ fn trunk_op() -> impl Strategy<Value = TrunkOp> {
     prop_oneof![
         6 => (0u8..12).prop_map(TrunkOp::Send),
         1 => (0u8..4).prop_map(TrunkOp::Flap),
+        1 => (0u8..4).prop_map(TrunkOp::Degrade),
         2 => (1u64..150_000).prop_map(TrunkOp::Wait),
     ]
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(ProptestConfig::with_cases(cases("TRUNK_CASES", 256)))]
     /// Trunk flows (hashed; the switch sees none of their answers) under random flaps of the
     /// ways: a flow's request never leaves by another way than an earlier request of the
     /// flow while that earlier one may still be queued beyond its way, i.e. less than the
     /// settle time (the requester's timeout) before, on a way that stayed up since. (A way
     /// that went down meanwhile dropped what it held: flushed here, discarded at its far
     /// end.) This is the rule that both settling windows and diverted buckets keep
-    /// (`spec-notes/switch.md#settling`).
+    /// (`spec-notes/switch.md#settling`). A Degraded way keeps its flows. In adaptive and in
+    /// hashing mode.
     #[test]
     fn prop_trunk_flows_settle_before_moving_back(
-        ops in proptest::collection::vec(trunk_op(), 1..200)
+        ops in proptest::collection::vec(trunk_op(), 1..200),
+        adaptive in any::<bool>(),
     ) {
-        let (mut sw, mut ports) = new_switch(small_pod, 64);
+        let (mut sw, mut ports) = new_switch(|t| small_pod_with(t, adaptive, None), 64);
+        let mut degraded = [false; 4];
         let settle = settle_time();
         let mut now = t(1);
         let mut handle = 0u32;
@@ -1038,6 +1056,12 @@ proptest! {
                         went_down.insert(p, now);
                     }
                     while sw.poll_event().is_some() {}
+                }
+                TrunkOp::Degrade(k) => {
+                    let i = usize::from(k);
+                    degraded[i] = !degraded[i];
+                    let h = if degraded[i] { Health::Degraded } else { Health::Healthy };
+                    sw.force_health(TRUNKS[i], h);
                 }
                 TrunkOp::Wait(ns) => now += Duration::from_ns(ns),
             }
