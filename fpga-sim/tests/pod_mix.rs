@@ -334,6 +334,24 @@ fn a_trunk_flow_in_hashing_mode_stays_on_a_degraded_way() {
     assert!(s.drained && s.sound(), "{i:?} {:?}", s.conservation);
 }
 
+/// Pod 128197, kept as a file: the same kind of pod in hashing mode, with a switch residence
+/// limit of 90 µs and a 30 µs request timeout. With trunk flows settling in hashing mode too
+/// (`a_trunk_flow_in_hashing_mode_stays_on_a_degraded_way`), a spine kept a flow off its
+/// revived hash way and sent a write (266) by the parallel link, at a bit error rate of 1e-4,
+/// where it was held up until after its requester gave it up; one settle time (then the
+/// request timeout) later the flow went back to its hash way, and its next write (709)
+/// landed 8 µs before 266. The simulator's switches now settle for the request timeout plus
+/// the residence limit: the time a diverted request may still spend in the switch's queue
+/// and on the link after it (`spec-notes/switch.md#settling`).
+#[test]
+fn a_settling_window_outlasts_the_residence_limit() {
+    let s = kept_pod("pod-mix-128197.toml", 128_197);
+    let i = &s.integrity;
+    assert!(s.had_faults() && i.failed > 0, "{i:?}");
+    assert_eq!(i.memory_mismatches, 0, "{i:?}");
+    assert!(s.drained && s.sound(), "{i:?} {:?}", s.conservation);
+}
+
 /// A pod kept under `tests/data/pods`, run as `podlink-sim run FILE --duration 3us --seed
 /// SEED` runs it.
 fn kept_pod(file: &str, seed: u64) -> Summary {

@@ -155,13 +155,19 @@ impl<const PORTS: usize, P: PortIndex> SwitchOps for Switch<PORTS, P> {
 }
 
 /// The health policy of every switch of `pod`: the library's defaults, closing a health
-/// window every `window_ps` if given, and ports settling for the accelerators' request
-/// timeout after a change (`spec-notes/switch.md#settling`).
+/// window every `window_ps` if given, and ports settling after a change for the
+/// accelerators' request timeout plus the switches' residence limit: a request diverted
+/// while a port joins may wait that long in the switch's queue, and a request timeout on the
+/// link after it (`spec-notes/switch.md#settling`; pod 128197 of `tests/pod_mix.rs`).
 pub(crate) fn policy(pod: &PodFile, window_ps: Option<u64>) -> HealthPolicy {
     let d = HealthPolicy::default();
     HealthPolicy {
         window: window_ps.map_or(d.window, |w| Duration::from_ps(w.max(1))),
-        settle: crate::pod::timing::ns(pod.accelerator.timeout_us * 1000.0),
+        settle: Duration::from_ps(
+            crate::pod::timing::ns(pod.accelerator.timeout_us * 1000.0)
+                .as_ps()
+                .saturating_add(pod.max_residence_ps()),
+        ),
         ..d
     }
 }
