@@ -311,11 +311,7 @@ fn random_pod_files_run_sound() {
 /// `test_first_hashed_request_of_a_fenced_source_is_not_overtaken`).
 #[test]
 fn a_diverted_first_request_of_a_fenced_flow_is_not_overtaken() {
-    let s = kept_pod("pod-mix-110352.toml", 110_352);
-    let i = &s.integrity;
-    assert!(s.had_faults() && i.failed > 0, "{i:?}");
-    assert_eq!(i.memory_mismatches, 0, "{i:?}");
-    assert!(s.drained && s.sound(), "{i:?} {:?}", s.conservation);
+    kept_pod_is_sound("pod-mix-110352.toml", 110_352);
 }
 
 /// Pod 124556, kept as a file: a leaf/spine pod in hashing mode (`switch.adaptive = false`)
@@ -327,11 +323,7 @@ fn a_diverted_first_request_of_a_fenced_flow_is_not_overtaken() {
 /// (`spec-notes/switch.md#ordering-rule`; `test_hash_mode_keeps_trunk_flows_on_a_degraded_way`).
 #[test]
 fn a_trunk_flow_in_hashing_mode_stays_on_a_degraded_way() {
-    let s = kept_pod("pod-mix-124556.toml", 124_556);
-    let i = &s.integrity;
-    assert!(s.had_faults() && i.failed > 0, "{i:?}");
-    assert_eq!(i.memory_mismatches, 0, "{i:?}");
-    assert!(s.drained && s.sound(), "{i:?} {:?}", s.conservation);
+    kept_pod_is_sound("pod-mix-124556.toml", 124_556);
 }
 
 /// Pod 128197, kept as a file: the same kind of pod in hashing mode, with a switch residence
@@ -345,20 +337,21 @@ fn a_trunk_flow_in_hashing_mode_stays_on_a_degraded_way() {
 /// and on the link after it (`spec-notes/switch.md#settling`).
 #[test]
 fn a_settling_window_outlasts_the_residence_limit() {
-    let s = kept_pod("pod-mix-128197.toml", 128_197);
-    let i = &s.integrity;
-    assert!(s.had_faults() && i.failed > 0, "{i:?}");
-    assert_eq!(i.memory_mismatches, 0, "{i:?}");
-    assert!(s.drained && s.sound(), "{i:?} {:?}", s.conservation);
+    kept_pod_is_sound("pod-mix-128197.toml", 128_197);
 }
 
-/// A pod kept under `tests/data/pods`, run as `podlink-sim run FILE --duration 3us --seed
-/// SEED` runs it.
-fn kept_pod(file: &str, seed: u64) -> Summary {
+/// A pod with faults kept under `tests/data/pods`, run as `podlink-sim run FILE --duration
+/// 3us --seed SEED` runs it: some operations fail under its faults, no line of memory is
+/// wrong, and the run is sound.
+fn kept_pod_is_sound(file: &str, seed: u64) {
     let path = format!("{}/tests/data/pods/{file}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap();
     let pod = PodFile::parse(&text, &path).unwrap();
-    run_as_cli(&pod, seed, 3_000_000, &text)
+    let s = run_as_cli(&pod, seed, 3_000_000, &text);
+    let i = &s.integrity;
+    assert!(s.had_faults() && i.failed > 0, "{file}: {i:?}");
+    assert_eq!(i.memory_mismatches, 0, "{file}: {i:?}");
+    assert!(s.drained && s.sound(), "{file}: {i:?} {:?}", s.conservation);
 }
 
 /// The pod that found the run ending with timed-out requests still in the fabric: bit
