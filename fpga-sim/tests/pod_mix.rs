@@ -316,10 +316,9 @@ fn a_diverted_first_request_of_a_fenced_flow_is_not_overtaken() {
 
 /// Pod 124556, kept as a file: a leaf/spine pod in hashing mode (`switch.adaptive = false`)
 /// with two links from each spine to each leaf, one of them at a bit error rate of 1e-4.
-/// Its health went between Degraded and Healthy, and the spine's hashing, which probed past
-/// a way that was not healthy, sent a trunk flow's write (2858) by that link and its next
-/// write to the region (2984) by the parallel one; the first spent 21 µs in replays and
-/// landed second. Trunk flows now keep their hash way in hashing mode as in adaptive mode
+/// The spine's hashing, which probed past a way that was not healthy, sent a trunk flow's
+/// write (2858) by that link and its next write to the region (2984) by the parallel one;
+/// the first took 21 µs to cross and landed second. Trunk flows now keep their hash way in hashing mode as in adaptive mode
 /// (`spec-notes/switch.md#ordering-rule`; `test_hash_mode_keeps_trunk_flows_on_a_degraded_way`).
 #[test]
 fn a_trunk_flow_in_hashing_mode_stays_on_a_degraded_way() {

@@ -40,9 +40,9 @@ fn test_hash_mode_spreads_and_avoids_degraded() {
 /// In hashing mode a trunk flow keeps its hash way while that way is Degraded, as in adaptive
 /// mode: its requests on it may still be queued there or beyond (the switch sees none of
 /// their answers), and moving it to a healthy way lets the next request overtake them
-/// (`podlink-sim` random pod 124556, session 32: a write landed 20 µs late behind replays on
-/// a spine link at a bit error rate of 1e-4, after the flow's next write, which the spine
-/// had sent by the parallel link while the first was Degraded). Fresh flows from attached
+/// (`podlink-sim` random pod 124556, session 32: a write took 21 µs to cross a spine link
+/// at a bit error rate of 1e-4 and landed after the flow's next write, which the spine had
+/// sent by the parallel link). Fresh flows from attached
 /// sources still avoid it (`test_hash_mode_spreads_and_avoids_degraded`).
 #[test]
 fn test_hash_mode_keeps_trunk_flows_on_a_degraded_way() {
