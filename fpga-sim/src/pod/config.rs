@@ -439,6 +439,17 @@ impl PodFile {
         (us * 1e6).round() as u64
     }
 
+    /// How long a request may still be on its way through one switch and the link after it,
+    /// ps: the residence limit in the switch's queues, and a request timeout on the link (a
+    /// link down that long is retrained, its replay buffer emptied). The simulator's bound on
+    /// a given-up request's life in the fabric is this per switch on its path
+    /// (`Sim::fabric_residence_ps`), and its switches settle for it
+    /// (`spec-notes/switch.md#settling`).
+    pub fn hop_residence_ps(&self) -> u64 {
+        let timeout = crate::pod::timing::ns(self.accelerator.timeout_us * 1000.0).as_ps();
+        self.max_residence_ps().saturating_add(timeout)
+    }
+
     /// Parse pod-file text; `file` names it in errors.
     ///
     /// # Errors

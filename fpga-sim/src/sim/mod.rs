@@ -707,11 +707,7 @@ impl Sim {
             .fabric
             .hops(src, dst)
             .unwrap_or(self.fabric.switches.len() as u32);
-        let per_hop = self
-            .pod
-            .max_residence_ps()
-            .saturating_add(self.request_timeout().as_ps());
-        u64::from(hops).saturating_mul(per_hop)
+        u64::from(hops).saturating_mul(self.pod.hop_residence_ps())
     }
 
     /// Time of the next event, ps.

@@ -163,11 +163,7 @@ pub(crate) fn policy(pod: &PodFile, window_ps: Option<u64>) -> HealthPolicy {
     let d = HealthPolicy::default();
     HealthPolicy {
         window: window_ps.map_or(d.window, |w| Duration::from_ps(w.max(1))),
-        settle: Duration::from_ps(
-            crate::pod::timing::ns(pod.accelerator.timeout_us * 1000.0)
-                .as_ps()
-                .saturating_add(pod.max_residence_ps()),
-        ),
+        settle: Duration::from_ps(pod.hop_residence_ps()),
         ..d
     }
 }
