@@ -339,14 +339,54 @@ fn a_settling_window_outlasts_the_residence_limit() {
     kept_pod_is_sound("pod-mix-128197.toml", 128_197);
 }
 
+/// Pod 136435, kept as a file: a link at a bit error rate of 5e-3 (every DL flit corrupted)
+/// stayed up, its replays never giving up, and held accelerator 1's writes to accelerator 2
+/// for 10 µs, long after their 2 µs request timeout; when the rate fell to 1e-4 it delivered
+/// them, one (1882) 140 ns after the region's next write (17903), sent meanwhile by the other
+/// plane: eight lines wrong. A link now holds a TL flit no longer than its hold limit
+/// (`spec-notes/link.md#hold-limit`; 4 µs here, two tail-loss probe times): past it the link
+/// ends in `Fault` and the simulator resets both of its ends, dropping what they held.
+#[test]
+fn a_link_slowed_by_bit_errors_does_not_deliver_a_write_late() {
+    kept_pod_is_sound_for("pod-mix-136435.toml", 136_435, 8_000_000);
+}
+
+/// The same pod with the link jammed for 44 µs instead of 5: longer than the per-hop bound
+/// the regions' holds allow for (`PodFile::hop_residence_ps`, 8.4 µs here), so only the hold
+/// limit keeps the link from delivering given-up writes after their successors. With the
+/// limit off (`UaLinkConfig::hold_limit` = `Duration::MAX`) lines are wrong; with it the
+/// link is reset (both ends retrained) each time it has held a TL flit for 4 µs.
+#[test]
+fn a_jammed_link_is_reset_rather_than_deliver_late() {
+    kept_pod_is_sound_for("jammed-link.toml", 136_435, 30_000_000);
+    let path = format!(
+        "{}/tests/data/pods/jammed-link.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    let pod = PodFile::parse(&text, &path).unwrap();
+    let s = run_as_cli(&pod, 136_435, 30_000_000, &text);
+    let f = s.faults.as_ref().expect("a fault plan");
+    assert!(
+        f.retrains >= 2 && s.links.link_faults > 0,
+        "{f:?} {:?}",
+        s.links
+    );
+}
+
 /// A pod with faults kept under `tests/data/pods`, run as `podlink-sim run FILE --duration
 /// 3us --seed SEED` runs it: some operations fail under its faults, no line of memory is
 /// wrong, and the run is sound.
 fn kept_pod_is_sound(file: &str, seed: u64) {
+    kept_pod_is_sound_for(file, seed, 3_000_000);
+}
+
+/// [`kept_pod_is_sound`] with `--duration` `duration_ps`.
+fn kept_pod_is_sound_for(file: &str, seed: u64, duration_ps: u64) {
     let path = format!("{}/tests/data/pods/{file}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap();
     let pod = PodFile::parse(&text, &path).unwrap();
-    let s = run_as_cli(&pod, seed, 3_000_000, &text);
+    let s = run_as_cli(&pod, seed, duration_ps, &text);
     let i = &s.integrity;
     assert!(s.had_faults() && i.failed > 0, "{file}: {i:?}");
     assert_eq!(i.memory_mismatches, 0, "{file}: {i:?}");

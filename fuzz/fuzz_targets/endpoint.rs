@@ -219,7 +219,7 @@ fuzz_target!(|data: &[u8]| {
             1 => {
                 // A raw TL flit from the peer.
                 let flit: [u8; 64] = inp.bytes();
-                let _ = w.peer.submit_tl_flit(&flit);
+                let _ = w.peer.submit_tl_flit(w.now, &flit);
             }
             2 => {
                 // A TL field with arbitrary data, packed by a TL packer at the peer.
@@ -239,7 +239,7 @@ fuzz_target!(|data: &[u8]| {
                 if packer.push(&TlItem::Transfer(t)).is_ok() {
                     let mut f = [0u8; 64];
                     while packer.poll_flit(&mut f).is_some() {
-                        let _ = w.peer.submit_tl_flit(&f);
+                        let _ = w.peer.submit_tl_flit(w.now, &f);
                     }
                 }
             }

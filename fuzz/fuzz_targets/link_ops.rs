@@ -51,7 +51,7 @@ fuzz_target!(|data: &[u8]| {
             0 | 1 => {
                 let mut f = [0u8; 64];
                 fill_tl(submitted, &mut f);
-                if a.submit_tl_flit(&f).is_ok() {
+                if a.submit_tl_flit(now, &f).is_ok() {
                     submitted += 1;
                 }
             }

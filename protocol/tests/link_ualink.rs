@@ -27,6 +27,7 @@ fn config(id: u16, port: u16) -> UaLinkConfig {
             tl_rate: 800,
             ..ControlConfig::default()
         },
+        ..UaLinkConfig::default()
     }
 }
 
@@ -192,7 +193,7 @@ proptest! {
                 Step::Submit(e, n) => {
                     for _ in 0..n {
                         id = id.wrapping_add(1) | 1;
-                        let _ = ends[e].submit_tl_flit(&[id; 64]);
+                        let _ = ends[e].submit_tl_flit(now, &[id; 64]);
                     }
                 }
                 Step::Wait(t) => now += Duration::from_ps(t),
@@ -223,4 +224,126 @@ proptest! {
             }
         }
     }
+}
+
+/// Two link ends joined by a wire without delay; `cut` drops everything `a` sends.
+struct Hold {
+    a: UaLink<32, 16>,
+    b: UaLink<32, 16>,
+    now: Instant,
+    delivered: u64,
+    sent_by_a: u64,
+}
+
+struct Count(u64);
+impl podlink_protocol::link::TlSink for Count {
+    fn tl_flit(&mut self, _: &[u8; 64]) {
+        self.0 += 1;
+    }
+}
+
+impl Hold {
+    fn new(limit: Duration) -> Hold {
+        let cfg = UaLinkConfig {
+            hold_limit: limit,
+            ..UaLinkConfig::default()
+        };
+        let mut h = Hold {
+            a: UaLink::new(cfg),
+            b: UaLink::new(cfg),
+            now: Instant::ZERO,
+            delivered: 0,
+            sent_by_a: 0,
+        };
+        h.a.handle_link_up(h.now);
+        h.b.handle_link_up(h.now);
+        for _ in 0..100 {
+            h.step(false);
+        }
+        assert_eq!((h.a.state(), h.b.state()), (LinkState::Up, LinkState::Up));
+        h
+    }
+
+    /// 10 ns: timers, then one DL flit each way.
+    fn step(&mut self, cut: bool) {
+        self.now += Duration::from_ns(10);
+        let now = self.now;
+        for l in [&mut self.a, &mut self.b] {
+            if l.poll_timeout().is_some_and(|t| t <= now) {
+                l.handle_timeout(now);
+            }
+        }
+        let mut buf = [0u8; FLIT_LEN];
+        if let Some(n) = self.a.poll_transmit(now, &mut buf) {
+            self.sent_by_a += 1;
+            if !cut {
+                let mut c = Count(0);
+                self.b.handle_flit(now, &buf[..n], &mut c);
+                self.delivered += c.0;
+            }
+        }
+        if let Some(n) = self.b.poll_transmit(now, &mut buf) {
+            self.a.handle_flit(now, &buf[..n], &mut Count(0));
+        }
+    }
+}
+
+/// A link that cannot get a TL flit acknowledged within its hold limit ends in `Fault`
+/// (`Aborted`) at the first step at or after the limit, and sends nothing from then on:
+/// what it held is never delivered late (`spec-notes/link.md#hold-limit`).
+#[test]
+fn hold_limit_ends_a_link_that_holds_a_flit_too_long() {
+    let limit = Duration::from_us(2);
+    let mut h = Hold::new(limit);
+    let t0 = h.now;
+    h.a.submit_tl_flit(t0, &[7; 64]).unwrap();
+    while h.now < t0 + limit {
+        assert_eq!(h.a.state(), LinkState::Up, "at {:?}", h.now);
+        h.step(true);
+    }
+    assert_eq!(h.a.state(), LinkState::Fault);
+    let faults: Vec<_> = core::iter::from_fn(|| h.a.poll_event())
+        .filter_map(|e| match e {
+            podlink_protocol::link::UaLinkEvent::Retry(retry::Event::Fault { reason, .. }) => {
+                Some(reason)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(faults, [retry::FaultReason::Aborted]);
+    let sent = h.sent_by_a;
+    for _ in 0..100 {
+        h.step(false);
+    }
+    assert_eq!(h.sent_by_a, sent, "a faulted link sends nothing");
+    assert_eq!(h.delivered, 0);
+}
+
+/// A link that keeps delivering is never ended by its hold limit, however long it stays
+/// busy: the limit runs per TL flit, from its submission to its acknowledgement. Without a
+/// limit (the default), a link holds a flit as long as retry goes on.
+#[test]
+fn hold_limit_spares_a_busy_link_that_delivers() {
+    let mut h = Hold::new(Duration::from_us(2));
+    let mut submitted = 0u64;
+    for _ in 0..5_000 {
+        // 50 µs of traffic: a TL flit every 10 ns while there is room.
+        if h.a.tx_room() > 0 {
+            h.a.submit_tl_flit(h.now, &[1; 64]).unwrap();
+            submitted += 1;
+        }
+        h.step(false);
+    }
+    assert_eq!(h.a.state(), LinkState::Up);
+    assert!(
+        h.delivered + 16 * 10 >= submitted && submitted > 4_000,
+        "{} of {submitted}",
+        h.delivered
+    );
+    let mut never = Hold::new(Duration::MAX);
+    never.a.submit_tl_flit(never.now, &[7; 64]).unwrap();
+    for _ in 0..2_000 {
+        never.step(true);
+    }
+    assert_eq!(never.a.state(), LinkState::Up);
 }

@@ -1087,10 +1087,15 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
         }
     }
 
-    /// Force port `p`'s health (operator override, and tests).
+    /// Force port `p`'s health (operator override, and tests). A change raises
+    /// [`Event::HealthChanged`] as a health window's would; a port forced out of `Failed`
+    /// rejoins as a returning link does (hashed flows settle before they use it again:
+    /// frames they sent elsewhere meanwhile may still be queued).
     pub fn force_health(&mut self, p: u16, state: Health) {
         let policy = self.policy;
+        let mut change = None;
         if let Some(m) = self.health.get_mut(usize::from(p)) {
+            let from = m.state();
             let grade = match state {
                 Health::Healthy => crate::health::Grade::Good,
                 _ => crate::health::Grade::Critical,
@@ -1108,6 +1113,16 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
                     grade
                 };
                 m.step(&policy, g);
+            }
+            let to = m.state();
+            if to != from {
+                change = Some((from, to));
+            }
+        }
+        if let Some((from, to)) = change {
+            self.raise(Event::HealthChanged { port: p, from, to });
+            if from == Health::Failed {
+                self.unsettle(p);
             }
         }
         if state == Health::Failed {

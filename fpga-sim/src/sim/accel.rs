@@ -766,19 +766,24 @@ mod tests {
     use super::*;
     use crate::pod::config::{AccelModel, Topology};
     use crate::pod::presets;
+    use crate::pod::timing::LinkTiming;
     use crate::sim::fault::FaultPlan;
     use crate::sim::Options;
     use crate::workload::OpSpec;
 
-    /// How long a given-up request may stay in the fabric: a residence limit and a request
-    /// timeout for every switch on its path (one in a multi-plane pod, three between leaves
-    /// of a leaf/spine pod, one within a leaf), the limit being the request timeout unless
-    /// the pod sets `switch.max_residence_us`.
+    /// How long a given-up request may stay in the fabric: for every switch on its path (one
+    /// in a multi-plane pod, three between leaves of a leaf/spine pod, one within a leaf) a
+    /// residence limit (the request timeout unless the pod sets `switch.max_residence_us`)
+    /// and what the link after it may take: a request timeout, or two link hold limits and
+    /// two link latencies if that is longer (a short timeout; the hold limit is at least two
+    /// 2 µs tail-loss probes).
     #[test]
     fn fabric_residence_counts_every_switch_on_the_path() {
         let us = 1_000_000u64;
         let planes = presets::load("ualink-64x4").unwrap();
         let t = (planes.accelerator.timeout_us * 1e6) as u64;
+        let lat = LinkTiming::new(&planes.link).flit_latency().as_ps();
+        assert_eq!(planes.link_hold_limit_ps(), (t - 2 * lat) / 2);
         let sim = Sim::new(&planes, &Options::default()).unwrap();
         assert_eq!(sim.fabric_residence_ps(0, 63), 2 * t);
         let mut short = planes.clone();
@@ -792,6 +797,16 @@ mod tests {
         assert_eq!(sim.fabric_residence_ps(0, 383), 3 * 20 * us);
         assert_eq!(sim.fabric.hops(0, 1), Some(1));
         assert_eq!(sim.fabric_residence_ps(0, 1), 20 * us);
+        // A 2 µs timeout: the hold limit is two 2 µs probes, and two of them with two link
+        // latencies outlast the timeout.
+        tiers.accelerator.timeout_us = 2.0;
+        let lat = LinkTiming::new(&tiers.link).flit_latency().as_ps();
+        assert_eq!(tiers.link_hold_limit_ps(), 4 * us);
+        let sim = Sim::new(&tiers, &Options::default()).unwrap();
+        assert_eq!(
+            sim.fabric_residence_ps(0, 383),
+            3 * (2 * us + 2 * (4 * us + lat))
+        );
     }
 
     /// A region that must wait (held on a port declared down, with no other way into its

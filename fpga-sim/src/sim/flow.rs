@@ -181,7 +181,7 @@ impl Sim {
         let credited = self.hot[ei].owes && self.pack_credits(e);
         let fed = filled || credited || self.hot[ei].tl_busy;
         if fed {
-            self.feed_link(e);
+            self.feed_link(e, now);
         }
         let tx = &mut self.txs[ei];
         let packed_before = tx.link.stats().tl_packed;
@@ -264,14 +264,18 @@ impl Sim {
     }
 
     /// Move TL flits from end `e`'s TL packer into its link while the link has room.
-    fn feed_link(&mut self, e: u32) {
+    fn feed_link(&mut self, e: u32, now: u64) {
         let tx = &mut self.txs[e as usize];
+        if tx.link.state() == LinkState::Fault {
+            // Taken nothing until its reset (`Sim::on_link_fault`), which drops the packer's.
+            return;
+        }
         let mut flit = [0u8; TL_FLIT_LEN];
         while tx.link.tx_room() > 0 && !tx.tl.is_idle() {
             if tx.tl.poll_flit(&mut flit).is_none() {
                 break;
             }
-            if tx.link.submit_tl_flit(&flit).is_ok() {
+            if tx.link.submit_tl_flit(Instant::from_ps(now), &flit).is_ok() {
                 self.hot[e as usize].tl_submitted += 1;
             } else {
                 self.stats.invalid_frames += 1;

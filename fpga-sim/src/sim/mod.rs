@@ -137,6 +137,8 @@ pub enum Ev {
     Rogue(u32),
     /// Regions of accelerator `a` held on a port declared down may move now.
     Held(u32),
+    /// The link of end `e` ended in `Fault` one link latency ago: both ends start over.
+    LinkFault(u32),
 }
 
 /// Why a pod cannot be run.
@@ -290,6 +292,8 @@ pub(crate) struct EndHot {
     pub owes: bool,
     /// The PHY is up (false while a fault holds the link down).
     pub phy_up: bool,
+    /// The end's link is in `Fault` and an `Ev::LinkFault` is scheduled to reset it.
+    pub fault_due: bool,
 }
 
 impl EndHot {
@@ -311,6 +315,7 @@ impl EndHot {
         accel_work: false,
         owes: false,
         phy_up: true,
+        fault_due: false,
     };
 }
 
@@ -506,14 +511,11 @@ impl Sim {
                 ..Default::default()
             })
             .collect();
-        let mut cfg = UaLinkConfig::default();
-        cfg.retry.flit_time = Duration::from_ps(t.ser);
-        cfg.retry.ack_delay = ns(pod.link.ack_delay_ns);
-        // podlink's own retry timers wait for an answer to come back over this link
-        // (`spec-notes/link.md#timers-and-link-length`).
-        cfg.retry = cfg
-            .retry
-            .for_round_trip(Duration::from_ps(t.link.saturating_mul(2)));
+        let cfg = UaLinkConfig {
+            retry: pod.link_retry_config(),
+            hold_limit: Duration::from_ps(pod.link_hold_limit_ps()),
+            ..UaLinkConfig::default()
+        };
         // Accelerator ends that run an endpoint use its link, TL packer and credits.
         let own_tx = if endpoints { accel_base as usize } else { n };
         let txs = (0..own_tx)
@@ -740,9 +742,20 @@ impl Sim {
 impl Sim {
     fn dispatch(&mut self, ev: Ev, now: u64) {
         match ev {
-            Ev::Tx(e) => self.on_tx(e, now),
-            Ev::Arrive(e) => self.on_arrive(e, now),
-            Ev::Timer(e) => self.on_timer(e, now),
+            Ev::Tx(e) => {
+                self.on_tx(e, now);
+                self.note_link_fault(e, now);
+            }
+            Ev::Arrive(e) => {
+                self.on_arrive(e, now);
+                if let Some(&r) = self.peer.get(e as usize) {
+                    self.note_link_fault(r, now);
+                }
+            }
+            Ev::Timer(e) => {
+                self.on_timer(e, now);
+                self.note_link_fault(e, now);
+            }
             Ev::Pipe(e) => self.on_pipe(e, now),
             Ev::Cpl(e) => self.on_cpl(e, now),
             Ev::Issue(i) => self.on_issue(i, now),
@@ -755,6 +768,7 @@ impl Sim {
             Ev::Health(s) => self.on_health(s, now),
             Ev::Rogue(i) => self.on_rogue(i, now),
             Ev::Held(a) => self.drain_backlog(a, now),
+            Ev::LinkFault(e) => self.on_link_fault(e, now),
         }
     }
 }

@@ -8,6 +8,7 @@ use super::port::{flow_of, vc_of, Credits};
 use super::steer::Known;
 use super::{Ev, Owner, Sim};
 use podlink_protocol::flow::CreditSender;
+use podlink_protocol::retry::LinkState;
 use podlink_protocol::time::Instant;
 use podlink_switch::health::TransceiverReading;
 use podlink_switch::{DropReason, Event, Health};
@@ -238,13 +239,7 @@ impl Sim {
                 continue;
             }
             h.phy_up = true;
-            if !self.ep_phy(x, true, now) {
-                let tx = &mut self.txs[x as usize];
-                tx.link.handle_link_up(Instant::from_ps(now));
-                while tx.link.poll_event().is_some() {}
-            }
-            self.kick(x, now);
-            self.arm_timer(x, now);
+            self.link_up(x, now);
         }
         if declared {
             self.declare(p, true, now);
@@ -346,24 +341,14 @@ impl Sim {
         if self.fault.as_ref().is_some_and(|f| f.failed[a as usize]) {
             return;
         }
-        let from = {
-            let sw = self.switches[p.switch as usize].fwd.switch();
-            let h = sw.health(p.port as u16);
-            sw.force_health(p.port as u16, Health::Failed);
-            Some(h)
-        };
-        self.switch_events(p.switch, now);
-        if let Some(h) = from.filter(|&h| h != Health::Failed) {
-            self.log(
-                now,
-                Happening::Health {
-                    at: p,
-                    from: health_name(h),
-                    to: health_name(Health::Failed),
-                },
-                Some(p.switch),
-            );
-        }
+        // The switch raises the change (`HealthChanged`), which is logged and disables the
+        // port (endpoints are told it is down by that); a port that was Failed already is
+        // disabled here.
+        self.switches[p.switch as usize]
+            .fwd
+            .switch()
+            .force_health(p.port as u16, Health::Failed);
+        self.switch_events_of(p.switch, now, Some(p.port));
         self.disable_port(p, now);
     }
 
@@ -550,6 +535,13 @@ impl Sim {
     /// Drain switch `s`'s events: free the frames it flushed (their credits go back to the
     /// sender), log health changes and tell endpoints about them.
     pub(crate) fn switch_events(&mut self, s: u32, now: u64) {
+        self.switch_events_of(s, now, None);
+    }
+
+    /// [`Sim::switch_events`]; `alarm`: a port an alarm just failed, whose change to
+    /// Failed endpoints learn from the port being declared down (`Sim::disable_port`), not
+    /// from a health notice as well.
+    fn switch_events_of(&mut self, s: u32, now: u64, alarm: Option<u32>) {
         let mut changes = Vec::new();
         let mut flushed = Vec::new();
         {
@@ -592,7 +584,8 @@ impl Sim {
                 },
                 Some(s),
             );
-            if let Some(e) = self.accel_end_at(p) {
+            let alarmed = alarm == Some(p.port) && to == Health::Failed;
+            if let Some(e) = self.accel_end_at(p).filter(|_| !alarmed) {
                 let state = self.known_of(p);
                 self.notify(e, state, p, now);
             }
@@ -616,5 +609,70 @@ impl Sim {
         }
         self.phy_down(p, now);
         self.declare(p, false, now);
+    }
+}
+
+impl Sim {
+    /// Whether end `e`'s link is in `Fault` (retry gave up, or it held a TL flit past its
+    /// hold limit).
+    fn link_faulted(&self, e: u32) -> bool {
+        let state = match self.ep(e) {
+            Some(ep) => ep.link().state(),
+            None => match self.txs.get(e as usize) {
+                Some(tx) => tx.link.state(),
+                None => return false,
+            },
+        };
+        state == LinkState::Fault
+    }
+
+    /// After an event of end `e`: if its link just ended in `Fault`, the link is reset one
+    /// link latency later ([`Sim::on_link_fault`]), when the far end has seen it stop (a
+    /// whole-pod event: both ends change at once, after every window in which the fault
+    /// could have been seen). Until then the end sends nothing and drops what it receives.
+    pub(crate) fn note_link_fault(&mut self, e: u32, now: u64) {
+        let due = self.hot.get(e as usize).is_some_and(|h| h.fault_due);
+        if due || !self.link_faulted(e) {
+            return;
+        }
+        self.hot[e as usize].fault_due = true;
+        self.schedule(now.saturating_add(self.t.link), Ev::LinkFault(e));
+    }
+
+    /// End `e`'s link ended in `Fault`: the link is retrained as after a long outage
+    /// ([`Sim::retrain`], both ends; what is on its wires is lost, what its ends held is
+    /// dropped, and their operations fail by timeout), then comes up again if its PHY is
+    /// up. Nothing it held is delivered after the reset.
+    pub(crate) fn on_link_fault(&mut self, e: u32, now: u64) {
+        let p = self.peer[e as usize];
+        for x in [e, p] {
+            let h = &mut self.hot[x as usize];
+            h.fault_due = false;
+            h.busy_until = h.busy_until.min(now);
+            let lost = self.wires[x as usize].flight.lose_all();
+            if let Some(f) = self.fault.as_mut() {
+                f.report.flits_lost += lost;
+            }
+        }
+        for x in [e, p] {
+            self.retrain(x, now);
+        }
+        for x in [e, p] {
+            if self.hot[x as usize].phy_up {
+                self.link_up(x, now);
+            }
+        }
+    }
+
+    /// End `x`'s PHY is up: its link (or its endpoint's) starts bring-up, and its
+    /// transmitter and timer are woken.
+    fn link_up(&mut self, x: u32, now: u64) {
+        if !self.ep_phy(x, true, now) {
+            let tx = &mut self.txs[x as usize];
+            tx.link.handle_link_up(Instant::from_ps(now));
+            while tx.link.poll_event().is_some() {}
+        }
+        self.kick(x, now);
+        self.arm_timer(x, now);
     }
 }

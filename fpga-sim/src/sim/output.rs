@@ -71,6 +71,13 @@ pub fn summary_text(s: &Summary) -> String {
         l.dl_resent,
         l.credit_stall_ns
     );
+    if l.link_faults > 0 {
+        let _ = writeln!(
+            o,
+            "  link faults: {} link ends ended in Fault (retry gave up, or a TL flit held past the hold limit); their links were reset",
+            l.link_faults
+        );
+    }
     if s.drops.is_empty() {
         let _ = writeln!(o, "  drops: none");
     } else {

@@ -185,6 +185,7 @@ impl Sim {
             links.dl_resent += rs.flits_resent;
             links.replays += rs.replays;
             links.crc_errors += peer_rs.crc_errors;
+            links.link_faults += rs.faults;
             links.bits_flipped += wire.bits_flipped;
             links.tl_flits += packed;
             links.acks += rs.acks_sent;

@@ -93,6 +93,9 @@ pub struct LinkTotals {
     pub replays: u64,
     /// DL flits with a bad CRC.
     pub crc_errors: u64,
+    /// Link ends that ended in `Fault` (retry gave up, or the end held a TL flit past its
+    /// hold limit); each time both ends of the link were reset (`Sim::on_link_fault`).
+    pub link_faults: u64,
     /// Bits flipped by the bit error rate.
     pub bits_flipped: u64,
     /// TL flits carried (first transmissions).

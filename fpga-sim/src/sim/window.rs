@@ -163,7 +163,8 @@ impl Sim {
             | Ev::Fault(_)
             | Ev::Notify(_)
             | Ev::Health(_)
-            | Ev::Rogue(_) => None,
+            | Ev::Rogue(_)
+            | Ev::LinkFault(_) => None,
         }
     }
 

@@ -10,7 +10,7 @@ use super::control::{
     ChannelCommand, ChannelResponse, Control, ControlConfig, ControlError, ControlEvent,
 };
 use crate::retry::{self, LinkRetry, LinkState, FLIT_LEN};
-use crate::time::{earliest, Instant};
+use crate::time::{earliest, Duration, Instant};
 use crate::wire::dl_flit::DlFlit;
 use crate::wire::dl_msg::DlMessage;
 use crate::wire::dl_stream::{DlPacker, DlUnpacker, PackSource, UnpackSink, TL_FLIT_LEN};
@@ -18,12 +18,33 @@ use core::fmt;
 use heapless::Deque;
 
 /// Parameters of a [`UaLink`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UaLinkConfig {
     /// Link-level retry.
     pub retry: retry::Config,
     /// DL control messages.
     pub control: ControlConfig,
+    /// Hold limit (podlink's addition; [`Duration::MAX`], the default: none): the longest a
+    /// TL flit may stay in the link, from [`UaLink::submit_tl_flit`] until the peer
+    /// acknowledges the DL flit that carries it. A link that would hold one longer ends in
+    /// `Fault` ([`retry::FaultReason::Aborted`]) instead of sending it again, so that what it
+    /// still holds is dropped by the reset that follows rather than delivered late: a link
+    /// kept up but slowed by bit errors otherwise holds requests for as long as its replays
+    /// take, after their requesters gave them up and sent their successors another way
+    /// (`spec-notes/link.md#hold-limit`). Enforced with the crate feature `hold-limit` only
+    /// (the switch firmware leaves it out, for its `.text` budget); without it the link
+    /// holds flits for as long as retry goes on.
+    pub hold_limit: Duration,
+}
+
+impl Default for UaLinkConfig {
+    fn default() -> Self {
+        UaLinkConfig {
+            retry: retry::Config::default(),
+            control: ControlConfig::default(),
+            hold_limit: Duration::MAX,
+        }
+    }
 }
 
 /// Where a [`UaLink`] delivers what it receives.
@@ -110,11 +131,52 @@ pub struct UaLink<const CAP: usize, const TXQ: usize> {
     control: Control,
     txq: Deque<[u8; TL_FLIT_LEN], TXQ>,
     retry: LinkRetry<CAP>,
+    #[cfg(feature = "hold-limit")]
+    hold: Hold<CAP, TXQ>,
+}
+
+/// The times at which a link took what it holds ([`UaLinkConfig::hold_limit`]).
+#[cfg(feature = "hold-limit")]
+#[derive(Debug, Clone)]
+struct Hold<const CAP: usize, const TXQ: usize> {
+    limit: Duration,
+    /// When each TL flit in the queue was submitted.
+    queued: Deque<Instant, TXQ>,
+    /// Per DL flit in retry's buffer, oldest first: when the oldest TL flit (or part of
+    /// one) it carries was submitted, or when it was packed if that is earlier.
+    packed: Deque<Instant, CAP>,
+    /// When the TL flit the packer last started was submitted (its rest may go in the
+    /// next DL flit).
+    last: Instant,
+}
+
+#[cfg(feature = "hold-limit")]
+impl<const CAP: usize, const TXQ: usize> Hold<CAP, TXQ> {
+    /// The submission time of the oldest TL flit the link holds (DL flits carry older
+    /// ones than the queue).
+    fn oldest(&self) -> Option<Instant> {
+        self.packed.front().or(self.queued.front()).copied()
+    }
+
+    /// Retry's buffer holds `buffered` DL flits now: forget those acknowledged.
+    fn acked(&mut self, buffered: u16) {
+        while self.packed.len() > usize::from(buffered) {
+            self.packed.pop_front();
+        }
+    }
+
+    fn clear(&mut self) {
+        self.queued.clear();
+        self.packed.clear();
+    }
 }
 
 struct Source<'a, const TXQ: usize> {
     txq: &'a mut Deque<[u8; TL_FLIT_LEN], TXQ>,
     control: &'a mut Control,
+    /// Submission times of the queue's TL flits, and of the first and last taken.
+    #[cfg(feature = "hold-limit")]
+    stamps: (&'a mut Deque<Instant, TXQ>, Option<Instant>, Instant),
 }
 
 impl<const TXQ: usize> PackSource for Source<'_, TXQ> {
@@ -122,6 +184,11 @@ impl<const TXQ: usize> PackSource for Source<'_, TXQ> {
         match self.txq.pop_front() {
             Some(f) => {
                 *out = f;
+                #[cfg(feature = "hold-limit")]
+                if let Some(t) = self.stamps.0.pop_front() {
+                    self.stamps.1.get_or_insert(t);
+                    self.stamps.2 = t;
+                }
                 true
             }
             None => false,
@@ -167,6 +234,13 @@ impl<const CAP: usize, const TXQ: usize> UaLink<CAP, TXQ> {
             txq: Deque::new(),
             state: LinkState::Idle,
             stats: UaLinkStats::default(),
+            #[cfg(feature = "hold-limit")]
+            hold: Hold {
+                limit: cfg.hold_limit,
+                queued: Deque::new(),
+                packed: Deque::new(),
+                last: Instant::ZERO,
+            },
         }
     }
 
@@ -215,15 +289,23 @@ impl<const CAP: usize, const TXQ: usize> UaLink<CAP, TXQ> {
 
     // ---- commands ----
 
-    /// Queue a TL flit.
+    /// Queue a TL flit, taken `now` (from then the hold limit runs for it).
     ///
     /// # Errors
     /// [`TxError::QueueFull`], [`TxError::Fault`].
-    pub fn submit_tl_flit(&mut self, flit: &[u8; TL_FLIT_LEN]) -> Result<(), TxError> {
+    pub fn submit_tl_flit(
+        &mut self,
+        now: Instant,
+        flit: &[u8; TL_FLIT_LEN],
+    ) -> Result<(), TxError> {
         if self.retry.state() == LinkState::Fault {
             return Err(TxError::Fault);
         }
         self.txq.push_back(*flit).map_err(|_| TxError::QueueFull)?;
+        #[cfg(feature = "hold-limit")]
+        let _ = self.hold.queued.push_back(now);
+        #[cfg(not(feature = "hold-limit"))]
+        let _ = now;
         self.stats.tl_submitted = self.stats.tl_submitted.saturating_add(1);
         Ok(())
     }
@@ -284,6 +366,8 @@ impl<const CAP: usize, const TXQ: usize> UaLink<CAP, TXQ> {
         self.packer.reset();
         self.unpacker.reset();
         self.txq.clear();
+        #[cfg(feature = "hold-limit")]
+        self.hold.clear();
         self.control.handle_link_down();
         self.state = self.retry.state();
     }
@@ -293,6 +377,8 @@ impl<const CAP: usize, const TXQ: usize> UaLink<CAP, TXQ> {
     /// A DL flit arrived; its TL flits go to `sink`.
     pub fn handle_flit<S: TlSink + ?Sized>(&mut self, now: Instant, bytes: &[u8], sink: &mut S) {
         let delivery = self.retry.handle_flit(now, bytes);
+        #[cfg(feature = "hold-limit")]
+        self.hold.acked(self.retry.buffered());
         self.sync(now);
         let Some(d) = delivery else {
             return;
@@ -319,7 +405,26 @@ impl<const CAP: usize, const TXQ: usize> UaLink<CAP, TXQ> {
     pub fn handle_timeout(&mut self, now: Instant) {
         self.retry.handle_timeout(now);
         self.control.handle_timeout(now);
+        self.check_hold(now);
         self.sync(now);
+    }
+
+    /// End the link if it holds a TL flit past the hold limit. Checked before every DL
+    /// flit sent and at every timeout, not on a timer of its own: what matters is that
+    /// nothing goes out after the limit (a flit sent before it arrives within the link's
+    /// latency); a link with something to resend has a timer running anyway.
+    #[inline]
+    fn check_hold(&mut self, now: Instant) {
+        #[cfg(feature = "hold-limit")]
+        if self
+            .hold
+            .oldest()
+            .is_some_and(|t| now.saturating_since(t) >= self.hold.limit)
+        {
+            self.retry.abort();
+        }
+        #[cfg(not(feature = "hold-limit"))]
+        let _ = now;
     }
 
     // ---- outputs ----
@@ -342,6 +447,7 @@ impl<const CAP: usize, const TXQ: usize> UaLink<CAP, TXQ> {
     /// Write the next DL flit into `buf` (at least [`FLIT_LEN`] bytes); one per call.
     #[must_use]
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        self.check_hold(now);
         self.sync(now);
         if self.retry.state() == LinkState::Up
             && self.retry.unsent() == 0
@@ -350,25 +456,45 @@ impl<const CAP: usize, const TXQ: usize> UaLink<CAP, TXQ> {
                 || self.control.has_message()
                 || self.packer.carrying_tl_flit())
         {
-            self.pack();
+            self.pack(now);
         }
         self.retry.poll_transmit(now, buf)
     }
 
-    fn pack(&mut self) {
+    fn pack(&mut self, now: Instant) {
         let UaLink {
             retry,
             control,
             packer,
             txq,
             stats,
+            #[cfg(feature = "hold-limit")]
+            hold,
             ..
         } = self;
-        let mut src = Source { txq, control };
+        #[cfg(feature = "hold-limit")]
+        let carried = packer.carrying_tl_flit().then_some(hold.last);
+        let mut src = Source {
+            txq,
+            control,
+            #[cfg(feature = "hold-limit")]
+            stamps: (&mut hold.queued, None, hold.last),
+        };
         let mut result = None;
         let submitted = retry.submit_with(|slot: &mut [u8; FLIT_LEN]| {
             result = Some(packer.pack(&mut src, &mut DlFlit::new_unchecked(&mut slot[..])));
         });
+        #[cfg(not(feature = "hold-limit"))]
+        let _ = now;
+        #[cfg(feature = "hold-limit")]
+        {
+            let (_, first, last) = src.stamps;
+            hold.last = last;
+            if submitted.is_ok() {
+                let t = carried.or(first).map_or(now, |t| t.min(now));
+                let _ = hold.packed.push_back(t);
+            }
+        }
         if submitted.is_ok() {
             stats.dl_flits_packed = stats.dl_flits_packed.saturating_add(1);
         }

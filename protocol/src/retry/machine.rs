@@ -167,6 +167,14 @@ impl<const CAP: usize> LinkRetry<CAP> {
         self.set_state(LinkState::Idle);
     }
 
+    /// End the link now: `Fault` ([`FaultReason::Aborted`]), as if retry had given up; leave
+    /// it with [`LinkRetry::reset`]. Nothing in `Idle` or `Fault`.
+    pub fn abort(&mut self) {
+        if matches!(self.state, LinkState::Nop | LinkState::Up) {
+            self.fault(FaultReason::Aborted);
+        }
+    }
+
     // ---- inputs ----
 
     /// A flit arrived. Returns the flit's body if it is the next payload flit in order.

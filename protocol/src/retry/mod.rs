@@ -212,6 +212,9 @@ pub enum FaultReason {
     ReplayLimit,
     /// [`Config::ack_timeout`] expired again after [`Config::ack_timeout_replays`] replays.
     AckTimeout,
+    /// The user of the link ended it ([`LinkRetry::abort`]): a [`UaLink`](crate::link::UaLink)
+    /// holding a TL flit longer than its hold limit.
+    Aborted,
 }
 
 /// Something the user of [`LinkRetry`] may want to know.

@@ -83,7 +83,7 @@ impl<const CAP: usize, const TXQ: usize> Endpoint for UaEnd<CAP, TXQ> {
         while self.to_submit > 0 && self.link.tx_room() > 0 {
             let mut f = [0u8; TL_FLIT_LEN];
             fill_tl(self.submitted, &mut f);
-            if self.link.submit_tl_flit(&f).is_err() {
+            if self.link.submit_tl_flit(now, &f).is_err() {
                 break;
             }
             self.submitted = self.submitted.saturating_add(1);

@@ -458,7 +458,7 @@ impl<
                 if self.packer.poll_flit(&mut flit).is_none() {
                     break;
                 }
-                if self.link.submit_tl_flit(&flit).is_err() {
+                if self.link.submit_tl_flit(now, &flit).is_err() {
                     break;
                 }
                 self.stats.tl_flits_sent = self.stats.tl_flits_sent.saturating_add(1);
@@ -1066,7 +1066,7 @@ mod tests {
         for _ in 0..64 {
             if peer.tx_room() > 0 {
                 if let Some(f) = queued.next() {
-                    peer.submit_tl_flit(f).unwrap();
+                    peer.submit_tl_flit(now, f).unwrap();
                 }
             }
             if let Some(n) = e.poll_transmit(now, &mut buf) {

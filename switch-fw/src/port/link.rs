@@ -228,6 +228,11 @@ pub struct LinkPort<const CAP: usize, const TXQ: usize, const SLOTS: usize> {
     /// Credits taken by `try_consume_credit`, for the frame `transmit` sends next.
     grant: Option<CreditTarget>,
     stats: LinkPortStats,
+    /// The time of the last [`LinkPort::poll_transmit`]: TL flits the link takes without a
+    /// time of their own (a frame sent between timed calls) count their hold from it, so
+    /// that the link's hold limit (`UaLinkConfig::hold_limit`, with the protocol crate's
+    /// `hold-limit` feature) runs early for them, never late.
+    clock: Instant,
 }
 
 /// The credits a field costs on one hop and where they come from (its VC or the pool).
@@ -346,8 +351,9 @@ impl<const CAP: usize, const TXQ: usize, const SLOTS: usize> LinkPort<CAP, TXQ, 
             rx_target: POOL,
             grant: None,
             stats: LinkPortStats::default(),
+            clock: Instant::ZERO,
         };
-        p.pump();
+        p.pump(Instant::ZERO);
         Ok(p)
     }
 
@@ -400,7 +406,7 @@ impl<const CAP: usize, const TXQ: usize, const SLOTS: usize> LinkPort<CAP, TXQ, 
     /// The PHY is up: the link starts its NOP exchange, then the control exchange.
     pub fn handle_link_up(&mut self, now: Instant) {
         self.link.handle_link_up(now);
-        self.pump();
+        self.pump(now);
     }
 
     /// The PHY went down. Nothing is lost: the link replays after the next link up, and the
@@ -424,7 +430,7 @@ impl<const CAP: usize, const TXQ: usize, const SLOTS: usize> LinkPort<CAP, TXQ, 
         self.rx_target = POOL;
         self.grant = None;
         self.stats.resets = self.stats.resets.saturating_add(1);
-        self.pump();
+        self.pump(now);
     }
 
     /// A DL flit arrived.
@@ -449,14 +455,14 @@ impl<const CAP: usize, const TXQ: usize, const SLOTS: usize> LinkPort<CAP, TXQ, 
             stats,
         };
         link.handle_flit(now, bytes, &mut sink);
-        self.pump();
+        self.pump(now);
     }
 
     /// Fire expired timers (link retry and control, credit return coalescing).
     pub fn handle_timeout(&mut self, now: Instant) {
         self.link.handle_timeout(now);
         self.rx.handle_timeout(now);
-        self.pump();
+        self.pump(now);
     }
 
     /// The earliest timer deadline.
@@ -468,9 +474,10 @@ impl<const CAP: usize, const TXQ: usize, const SLOTS: usize> LinkPort<CAP, TXQ, 
     /// Write the next DL flit into `buf` (at least 640 B); one per call.
     #[must_use]
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
-        self.pump();
+        self.clock = now;
+        self.pump(now);
         let n = self.link.poll_transmit(now, buf);
-        self.pump();
+        self.pump(now);
         n
     }
 
@@ -502,7 +509,7 @@ impl<const CAP: usize, const TXQ: usize, const SLOTS: usize> LinkPort<CAP, TXQ, 
             // Cannot fail: the slot's credits are in use until this release.
             let _ = self.rx.release(now, target, credits);
         }
-        self.pump();
+        self.pump(now);
         true
     }
 
@@ -553,7 +560,7 @@ impl<const CAP: usize, const TXQ: usize, const SLOTS: usize> LinkPort<CAP, TXQ, 
             wire::TlPushError::Full => SendError::Busy,
         })?;
         self.stats.frames_sent = self.stats.frames_sent.saturating_add(1);
-        self.pump();
+        self.pump(self.clock);
         Ok(())
     }
 
@@ -562,14 +569,14 @@ impl<const CAP: usize, const TXQ: usize, const SLOTS: usize> LinkPort<CAP, TXQ, 
     /// (Never inlined: it is called from every entry point, and the firmware's .text is
     /// budgeted.)
     #[inline(never)]
-    fn pump(&mut self) {
+    fn pump(&mut self, now: Instant) {
         loop {
             while self.link.tx_room() > 0 {
                 let mut f = [0u8; TL_FLIT_LEN];
                 if self.packer.poll_flit(&mut f).is_none() {
                     break;
                 }
-                if self.link.submit_tl_flit(&f).is_err() {
+                if self.link.submit_tl_flit(now, &f).is_err() {
                     self.stats.tl_flits_lost = self.stats.tl_flits_lost.saturating_add(1);
                 }
             }

@@ -166,3 +166,35 @@ fn test_failed_port_is_flushed_and_unused() {
         "a port out of Failed joins hashing after it settles"
     );
 }
+
+/// The operator override behaves as the health windows do: each change raises
+/// `HealthChanged`, and a port forced out of `Failed` rejoins as a port recovering by
+/// itself does (hashed flows settle before they take it again), instead of being used at
+/// once while frames diverted from it may still be queued elsewhere.
+#[test]
+fn test_forced_health_raises_events_and_a_port_forced_back_joins() {
+    let (mut sw, mut ports) = new_switch(small_pod, 0);
+    let h = Header::request(aid(0), aid(150), vc(0), 0);
+    let p = sw.forward(t(1), 0, frame(1, h), &mut ports).unwrap().port();
+    while sw.poll_event().is_some() {}
+    // Force `to` and see the change raised.
+    let force = |sw: &mut podlink_switch::Switch<_, _>, from, to| {
+        sw.force_health(p, to);
+        assert_eq!(sw.health(p), to);
+        let evs: Vec<Event> = core::iter::from_fn(|| sw.poll_event()).collect();
+        let change = Event::HealthChanged { port: p, from, to };
+        assert!(evs.contains(&change), "{evs:?}");
+    };
+    force(&mut sw, Health::Healthy, Health::Failed);
+    let q = sw.forward(t(2), 0, frame(2, h), &mut ports).unwrap().port();
+    assert_ne!(q, p);
+    assert!(!sw.joining(p));
+    force(&mut sw, Health::Failed, Health::Healthy);
+    assert!(
+        sw.joining(p),
+        "a port forced out of Failed joins after it settles"
+    );
+    // Forcing the state it has changes nothing and raises nothing.
+    sw.force_health(p, Health::Healthy);
+    assert_eq!(sw.poll_event(), None);
+}
