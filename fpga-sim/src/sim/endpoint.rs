@@ -260,6 +260,7 @@ impl Sim {
         self.arm_timer(e, now);
         if !sent {
             self.flits.put(slot);
+            self.note_link_fault(e, now);
             if self.hot[ei].stall_since.is_none()
                 && self.accels.eps[i].state() == podlink_protocol::retry::LinkState::Up
                 && self.wants_tx(e)

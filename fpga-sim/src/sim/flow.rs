@@ -206,6 +206,7 @@ impl Sim {
         h.tx_backlog = h.overflow || h.tl_busy || h.link_queued;
         self.arm_timer(e, now);
         if !sent {
+            self.note_link_fault(e, now);
             // A stall: TL data (or credits owed) waiting while the link carries payload and
             // sent nothing (not link bring-up, when only the link's own flits go).
             if self.hot[ei].stall_since.is_none()

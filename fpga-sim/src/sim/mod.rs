@@ -742,10 +742,8 @@ impl Sim {
 impl Sim {
     fn dispatch(&mut self, ev: Ev, now: u64) {
         match ev {
-            Ev::Tx(e) => {
-                self.on_tx(e, now);
-                self.note_link_fault(e, now);
-            }
+            // (A link that ends in `Fault` while sending sends nothing: `on_tx` looks then.)
+            Ev::Tx(e) => self.on_tx(e, now),
             Ev::Arrive(e) => {
                 self.on_arrive(e, now);
                 if let Some(&r) = self.peer.get(e as usize) {

@@ -615,11 +615,14 @@ impl Sim {
 impl Sim {
     /// Whether end `e`'s link is in `Fault` (retry gave up, or it held a TL flit past its
     /// hold limit).
+    #[inline]
     fn link_faulted(&self, e: u32) -> bool {
-        let state = match self.ep(e) {
-            Some(ep) => ep.link().state(),
-            None => match self.txs.get(e as usize) {
-                Some(tx) => tx.link.state(),
+        // Ends with a transmitter of their own first (every end but those running an
+        // endpoint, which come last).
+        let state = match self.txs.get(e as usize) {
+            Some(tx) => tx.link.state(),
+            None => match self.ep(e) {
+                Some(ep) => ep.link().state(),
                 None => return false,
             },
         };
@@ -630,9 +633,9 @@ impl Sim {
     /// link latency later ([`Sim::on_link_fault`]), when the far end has seen it stop (a
     /// whole-pod event: both ends change at once, after every window in which the fault
     /// could have been seen). Until then the end sends nothing and drops what it receives.
+    #[inline]
     pub(crate) fn note_link_fault(&mut self, e: u32, now: u64) {
-        let due = self.hot.get(e as usize).is_some_and(|h| h.fault_due);
-        if due || !self.link_faulted(e) {
+        if !self.link_faulted(e) || self.hot.get(e as usize).is_none_or(|h| h.fault_due) {
             return;
         }
         self.hot[e as usize].fault_due = true;

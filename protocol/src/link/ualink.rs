@@ -135,48 +135,71 @@ pub struct UaLink<const CAP: usize, const TXQ: usize> {
     hold: Hold<CAP, TXQ>,
 }
 
-/// The times at which a link took what it holds ([`UaLinkConfig::hold_limit`]).
+/// The times at which a link took what it holds ([`UaLinkConfig::hold_limit`]): two rings
+/// that follow the TL flit queue and retry's buffer (both first in, first out), so that
+/// nothing is popped: an entry is dead once its queue or buffer has moved past it.
 #[cfg(feature = "hold-limit")]
 #[derive(Debug, Clone)]
 struct Hold<const CAP: usize, const TXQ: usize> {
     limit: Duration,
-    /// When each TL flit in the queue was submitted.
-    queued: Deque<Instant, TXQ>,
-    /// Per DL flit in retry's buffer, oldest first: when the oldest TL flit (or part of
-    /// one) it carries was submitted, or when it was packed if that is earlier.
-    packed: Deque<Instant, CAP>,
+    /// When each TL flit in the queue was submitted; the queue's front is at `front`.
+    queued: [Instant; TXQ],
+    front: usize,
+    /// Per DL flit in retry's buffer: when the oldest TL flit (or part of one) it carries
+    /// was submitted, or when it was packed if that is earlier; the next one packed goes
+    /// at `next`.
+    packed: [Instant; CAP],
+    next: usize,
     /// When the TL flit the packer last started was submitted (its rest may go in the
     /// next DL flit).
     last: Instant,
+    /// No TL flit the link holds reaches the limit before this (a lower bound, raised when
+    /// reached: acknowledgements only make the true time later; `Instant::NEVER`: nothing
+    /// held).
+    due: Instant,
 }
 
 #[cfg(feature = "hold-limit")]
 impl<const CAP: usize, const TXQ: usize> Hold<CAP, TXQ> {
-    /// The submission time of the oldest TL flit the link holds (DL flits carry older
-    /// ones than the queue).
-    fn oldest(&self) -> Option<Instant> {
-        self.packed.front().or(self.queued.front()).copied()
-    }
-
-    /// Retry's buffer holds `buffered` DL flits now: forget those acknowledged.
-    fn acked(&mut self, buffered: u16) {
-        while self.packed.len() > usize::from(buffered) {
-            self.packed.pop_front();
+    /// The submission time of the oldest TL flit the link holds, given the DL flits in
+    /// retry's buffer and the TL flits queued (DL flits carry older ones than the queue).
+    #[inline]
+    fn oldest(&self, buffered: u16, queued: usize) -> Option<Instant> {
+        let b = usize::from(buffered);
+        if b > 0 && b <= CAP {
+            self.packed
+                .get(ring(self.next.wrapping_add(CAP).wrapping_sub(b), CAP))
+                .copied()
+        } else if queued > 0 {
+            self.queued.get(self.front).copied()
+        } else {
+            None
         }
     }
 
     fn clear(&mut self) {
-        self.queued.clear();
-        self.packed.clear();
+        self.front = 0;
+        self.next = 0;
+        self.due = Instant::NEVER;
     }
+
+    /// Something taken at `t` is held now.
+    #[inline]
+    fn holds(&mut self, t: Instant) {
+        self.due = self.due.min(t.saturating_add(self.limit));
+    }
+}
+
+/// `i` modulo `n` (0 for `n` = 0): a place in a ring of `n`.
+#[cfg(feature = "hold-limit")]
+#[inline]
+fn ring(i: usize, n: usize) -> usize {
+    i.checked_rem(n).unwrap_or(0)
 }
 
 struct Source<'a, const TXQ: usize> {
     txq: &'a mut Deque<[u8; TL_FLIT_LEN], TXQ>,
     control: &'a mut Control,
-    /// Submission times of the queue's TL flits, and of the first and last taken.
-    #[cfg(feature = "hold-limit")]
-    stamps: (&'a mut Deque<Instant, TXQ>, Option<Instant>, Instant),
 }
 
 impl<const TXQ: usize> PackSource for Source<'_, TXQ> {
@@ -184,11 +207,6 @@ impl<const TXQ: usize> PackSource for Source<'_, TXQ> {
         match self.txq.pop_front() {
             Some(f) => {
                 *out = f;
-                #[cfg(feature = "hold-limit")]
-                if let Some(t) = self.stamps.0.pop_front() {
-                    self.stamps.1.get_or_insert(t);
-                    self.stamps.2 = t;
-                }
                 true
             }
             None => false,
@@ -237,9 +255,12 @@ impl<const CAP: usize, const TXQ: usize> UaLink<CAP, TXQ> {
             #[cfg(feature = "hold-limit")]
             hold: Hold {
                 limit: cfg.hold_limit,
-                queued: Deque::new(),
-                packed: Deque::new(),
+                queued: [Instant::ZERO; TXQ],
+                front: 0,
+                packed: [Instant::ZERO; CAP],
+                next: 0,
                 last: Instant::ZERO,
+                due: Instant::NEVER,
             },
         }
     }
@@ -303,7 +324,15 @@ impl<const CAP: usize, const TXQ: usize> UaLink<CAP, TXQ> {
         }
         self.txq.push_back(*flit).map_err(|_| TxError::QueueFull)?;
         #[cfg(feature = "hold-limit")]
-        let _ = self.hold.queued.push_back(now);
+        {
+            if let Some(t) = self.hold.queued.get_mut(ring(
+                self.hold.front.wrapping_add(self.txq.len()).wrapping_sub(1),
+                TXQ,
+            )) {
+                *t = now;
+            }
+            self.hold.holds(now);
+        }
         #[cfg(not(feature = "hold-limit"))]
         let _ = now;
         self.stats.tl_submitted = self.stats.tl_submitted.saturating_add(1);
@@ -377,8 +406,6 @@ impl<const CAP: usize, const TXQ: usize> UaLink<CAP, TXQ> {
     /// A DL flit arrived; its TL flits go to `sink`.
     pub fn handle_flit<S: TlSink + ?Sized>(&mut self, now: Instant, bytes: &[u8], sink: &mut S) {
         let delivery = self.retry.handle_flit(now, bytes);
-        #[cfg(feature = "hold-limit")]
-        self.hold.acked(self.retry.buffered());
         self.sync(now);
         let Some(d) = delivery else {
             return;
@@ -416,12 +443,12 @@ impl<const CAP: usize, const TXQ: usize> UaLink<CAP, TXQ> {
     #[inline]
     fn check_hold(&mut self, now: Instant) {
         #[cfg(feature = "hold-limit")]
-        if self
-            .hold
-            .oldest()
-            .is_some_and(|t| now.saturating_since(t) >= self.hold.limit)
-        {
-            self.retry.abort();
+        if now >= self.hold.due {
+            match self.hold.oldest(self.retry.buffered(), self.txq.len()) {
+                Some(t) if now.saturating_since(t) >= self.hold.limit => self.retry.abort(),
+                Some(t) => self.hold.due = t.saturating_add(self.hold.limit),
+                None => self.hold.due = Instant::NEVER,
+            }
         }
         #[cfg(not(feature = "hold-limit"))]
         let _ = now;
@@ -473,13 +500,8 @@ impl<const CAP: usize, const TXQ: usize> UaLink<CAP, TXQ> {
             ..
         } = self;
         #[cfg(feature = "hold-limit")]
-        let carried = packer.carrying_tl_flit().then_some(hold.last);
-        let mut src = Source {
-            txq,
-            control,
-            #[cfg(feature = "hold-limit")]
-            stamps: (&mut hold.queued, None, hold.last),
-        };
+        let (carried, queued) = (packer.carrying_tl_flit().then_some(hold.last), txq.len());
+        let mut src = Source { txq, control };
         let mut result = None;
         let submitted = retry.submit_with(|slot: &mut [u8; FLIT_LEN]| {
             result = Some(packer.pack(&mut src, &mut DlFlit::new_unchecked(&mut slot[..])));
@@ -488,11 +510,22 @@ impl<const CAP: usize, const TXQ: usize> UaLink<CAP, TXQ> {
         let _ = now;
         #[cfg(feature = "hold-limit")]
         {
-            let (_, first, last) = src.stamps;
-            hold.last = last;
+            // The TL flits taken are the queue's first `taken`: the first and the last of them.
+            let taken = queued.saturating_sub(src.txq.len());
+            let first = (taken > 0).then(|| hold.queued.get(hold.front).copied());
+            if taken > 0 {
+                hold.front = ring(hold.front.wrapping_add(taken), TXQ);
+                let at = ring(hold.front.wrapping_add(TXQ).wrapping_sub(1), TXQ);
+                hold.last = hold.queued.get(at).copied().unwrap_or(hold.last);
+            }
+            let first = first.flatten();
             if submitted.is_ok() {
                 let t = carried.or(first).map_or(now, |t| t.min(now));
-                let _ = hold.packed.push_back(t);
+                if let Some(slot) = hold.packed.get_mut(hold.next) {
+                    *slot = t;
+                }
+                hold.next = ring(hold.next.wrapping_add(1), CAP);
+                hold.holds(t);
             }
         }
         if submitted.is_ok() {
