@@ -798,8 +798,9 @@ fn request_sent_on_a_port_declared_down_is_not_overtaken_plan_35019() {
 }
 
 /// After a 2 µs flap of a spine's link to a leaf on a busy pod, the leaf drops requests of
-/// fenced flows (`PinLost`) only while the port settles: the drops of a 30 µs run and of a
-/// 45 µs run are the same. (When a fenced flow was held as long as other flows of its bucket
+/// fenced flows (`PinLost`) only while the port settles: the drops of a 45 µs run and of a
+/// 60 µs run are the same (30 and 45 µs until session 33, when the settle time, the per-hop
+/// bound `PodFile::hop_residence_ps`, went from 20 to 30 µs on this pod). (When a fenced flow was held as long as other flows of its bucket
 /// kept diverting, the leaf dropped such requests until the end of the run: 1,039–1,128 in
 /// 30 µs on seeds 1–4.) Nothing is lost, duplicated or wrong either way.
 #[test]
@@ -819,7 +820,7 @@ fn drops_after_a_flap_end_with_the_first_window() {
         let f = r.summary.faults.as_ref().expect("a fault report");
         f.switch_drop("pin-lost")
     };
-    let (short, long) = (drops(30), drops(45));
+    let (short, long) = (drops(45), drops(60));
     assert!(short > 0, "the flap fences flows whose hash way came back");
     assert_eq!(short, long, "no drops after the first settling window");
 }

@@ -351,6 +351,24 @@ fn a_link_slowed_by_bit_errors_does_not_deliver_a_write_late() {
     kept_pod_is_sound_for("pod-mix-136435.toml", 136_435, 8_000_000);
 }
 
+/// Pod 135243, kept as a file: no fault plan, a bit error rate of 1e-5 on every link and a
+/// 2 µs request timeout. A link lost a burst's last flit and then the tail-loss probe's
+/// replay, held a TL flit past its 4 µs hold limit, and was reset; the request it dropped
+/// timed out with no late response and no switch drop. The timeouts balance
+/// (`Integrity::timeouts_accounted`) now counts TL flits dropped at link resets.
+#[test]
+fn timeouts_from_a_link_reset_are_accounted_for() {
+    let s = run_kept_pod("pod-mix-135243.toml", 135_243, 5_000_000);
+    let i = &s.integrity;
+    assert!(!s.had_faults() && s.links.link_faults > 0, "{:?}", s.links);
+    assert!(i.reset_drops > 0 && i.failed > 0, "{i:?}");
+    assert!(
+        i.requests_timed_out > i.late_responses + i.switch_drops,
+        "a timeout only the reset explains: {i:?}"
+    );
+    assert!(s.drained && s.sound(), "{i:?} {:?}", s.conservation);
+}
+
 /// The same pod with the link jammed for 44 µs instead of 5: longer than the per-hop bound
 /// the regions' holds allow for (`PodFile::hop_residence_ps`, 8.4 µs here), so only the hold
 /// limit keeps the link from delivering given-up writes after their successors. With the
@@ -359,13 +377,7 @@ fn a_link_slowed_by_bit_errors_does_not_deliver_a_write_late() {
 #[test]
 fn a_jammed_link_is_reset_rather_than_deliver_late() {
     kept_pod_is_sound_for("jammed-link.toml", 136_435, 30_000_000);
-    let path = format!(
-        "{}/tests/data/pods/jammed-link.toml",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap();
-    let pod = PodFile::parse(&text, &path).unwrap();
-    let s = run_as_cli(&pod, 136_435, 30_000_000, &text);
+    let s = run_kept_pod("jammed-link.toml", 136_435, 30_000_000);
     let f = s.faults.as_ref().expect("a fault plan");
     assert!(
         f.retrains >= 2 && s.links.link_faults > 0,
@@ -381,12 +393,18 @@ fn kept_pod_is_sound(file: &str, seed: u64) {
     kept_pod_is_sound_for(file, seed, 3_000_000);
 }
 
-/// [`kept_pod_is_sound`] with `--duration` `duration_ps`.
-fn kept_pod_is_sound_for(file: &str, seed: u64, duration_ps: u64) {
+/// Run the pod kept under `tests/data/pods` as `podlink-sim run FILE --duration D --seed
+/// SEED` does (`duration_ps`); its summary.
+fn run_kept_pod(file: &str, seed: u64, duration_ps: u64) -> Summary {
     let path = format!("{}/tests/data/pods/{file}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap();
     let pod = PodFile::parse(&text, &path).unwrap();
-    let s = run_as_cli(&pod, seed, duration_ps, &text);
+    run_as_cli(&pod, seed, duration_ps, &text)
+}
+
+/// [`kept_pod_is_sound`] with `--duration` `duration_ps`.
+fn kept_pod_is_sound_for(file: &str, seed: u64, duration_ps: u64) {
+    let s = run_kept_pod(file, seed, duration_ps);
     let i = &s.integrity;
     assert!(s.had_faults() && i.failed > 0, "{file}: {i:?}");
     assert_eq!(i.memory_mismatches, 0, "{file}: {i:?}");

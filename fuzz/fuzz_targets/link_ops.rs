@@ -3,7 +3,8 @@
 //! link down/up. Invariants: nothing panics; every call's output fits its buffer; a link never
 //! delivers more TL flits than were submitted plus forged ones; when the fuzzer only drops and
 //! delays whole flits (no corruption, no forgery: CRCs are not checked under `cfg(fuzzing)`),
-//! delivery is exactly once and in order.
+//! delivery is exactly once and in order, with or without a hold limit (which may end a link
+//! in `Fault`).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -29,6 +30,11 @@ type L = UaLink<32, 16>;
 fuzz_target!(|data: &[u8]| {
     let mut cfg = UaLinkConfig::default();
     cfg.retry.piggyback = false;
+    // A first byte with its top bit set gives both links a hold limit of its low bits in µs
+    // (0: every TL flit is past it at once): a link may then end in `Fault` on its own.
+    if let Some(&b0) = data.first().filter(|&&b| b & 0x80 != 0) {
+        cfg.hold_limit = Duration::from_us(u64::from(b0 & 0x7f));
+    }
     let mut a: L = UaLink::new(cfg);
     let mut b: L = UaLink::new(cfg);
     let mut now = Instant::ZERO;

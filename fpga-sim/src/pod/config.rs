@@ -440,11 +440,11 @@ impl PodFile {
     }
 
     /// How long a request may still be on its way through one switch and the link after it,
-    /// ps: the residence limit in the switch's queues, and then what the link may take: a
-    /// request timeout (a link down that long is retrained, its replay buffer emptied), or,
-    /// if longer, two hold limits and two link latencies (a frame the switch handed the link
-    /// waits at most one hold limit to be taken and one more to be acknowledged, or the link
-    /// is reset: [`PodFile::link_hold_limit_ps`]). The simulator's bound on a given-up
+    /// ps: the residence limit in the switch's queues, and then what the link may take: two
+    /// hold limits and two link latencies (a frame the switch handed the link waits at most
+    /// one hold limit to be taken and one more to be acknowledged, or the link is reset,
+    /// [`PodFile::link_hold_limit_ps`]; then it arrives), at least a request timeout (a link
+    /// down that long is retrained, its replay buffer emptied). The simulator's bound on a given-up
     /// request's life in the fabric is this per switch on its path
     /// (`Sim::fabric_residence_ps`), and its switches settle for it
     /// (`spec-notes/switch.md#settling`).
@@ -476,18 +476,19 @@ impl PodFile {
     }
 
     /// How long a link may hold a TL flit, ps (`UaLinkConfig::hold_limit`,
-    /// `spec-notes/simulator.md#links`): half of what a request timeout leaves after two link
-    /// latencies, so that a frame a switch hands a port is delivered (or dropped with the
-    /// link) within the request timeout; but at least two of the link's tail-loss probe
-    /// times, so that a link that loses a flit now and then recovers it by itself (a short
-    /// request timeout then makes the per-hop bound longer: [`PodFile::hop_residence_ps`]).
+    /// `spec-notes/simulator.md#links`): a request timeout less two link latencies, as long
+    /// as a link may stay down and still replay what it held (a longer outage retrains it);
+    /// but at least two of the link's tail-loss probe times, so that a link that loses a
+    /// flit now and then recovers it by itself.
     pub fn link_hold_limit_ps(&self) -> u64 {
         let timeout = crate::pod::timing::ns(self.accelerator.timeout_us * 1000.0).as_ps();
         let latency = crate::pod::timing::LinkTiming::new(&self.link)
             .flit_latency()
             .as_ps();
         let probe = self.link_retry_config().tail_probe.map_or(0, |d| d.as_ps());
-        (timeout.saturating_sub(latency.saturating_mul(2)) / 2).max(probe.saturating_mul(2))
+        timeout
+            .saturating_sub(latency.saturating_mul(2))
+            .max(probe.saturating_mul(2))
     }
 
     /// Parse pod-file text; `file` names it in errors.

@@ -774,33 +774,33 @@ mod tests {
     /// How long a given-up request may stay in the fabric: for every switch on its path (one
     /// in a multi-plane pod, three between leaves of a leaf/spine pod, one within a leaf) a
     /// residence limit (the request timeout unless the pod sets `switch.max_residence_us`)
-    /// and what the link after it may take: a request timeout, or two link hold limits and
-    /// two link latencies if that is longer (a short timeout; the hold limit is at least two
-    /// 2 µs tail-loss probes).
+    /// and what the link after it may take: two hold limits (each a request timeout less two
+    /// link latencies, at least two 2 µs tail-loss probes) and two link latencies.
     #[test]
     fn fabric_residence_counts_every_switch_on_the_path() {
         let us = 1_000_000u64;
         let planes = presets::load("ualink-64x4").unwrap();
         let t = (planes.accelerator.timeout_us * 1e6) as u64;
         let lat = LinkTiming::new(&planes.link).flit_latency().as_ps();
-        assert_eq!(planes.link_hold_limit_ps(), (t - 2 * lat) / 2);
+        assert_eq!(planes.link_hold_limit_ps(), t - 2 * lat);
+        let link = 2 * t - 2 * lat;
         let sim = Sim::new(&planes, &Options::default()).unwrap();
-        assert_eq!(sim.fabric_residence_ps(0, 63), 2 * t);
+        assert_eq!(sim.fabric_residence_ps(0, 63), t + link);
         let mut short = planes.clone();
         short.switch.max_residence_us = Some(3.0);
         let sim = Sim::new(&short, &Options::default()).unwrap();
-        assert_eq!(sim.fabric_residence_ps(5, 9), t + 3 * us);
+        assert_eq!(sim.fabric_residence_ps(5, 9), 3 * us + link);
         let mut tiers = presets::load("two-tier-384").unwrap();
         tiers.accelerator.timeout_us = 10.0;
+        let lat = LinkTiming::new(&tiers.link).flit_latency().as_ps();
+        let hop = 10 * us + 2 * (10 * us - lat);
         let sim = Sim::new(&tiers, &Options::default()).unwrap();
         assert_eq!(sim.fabric.hops(0, 383), Some(3));
-        assert_eq!(sim.fabric_residence_ps(0, 383), 3 * 20 * us);
+        assert_eq!(sim.fabric_residence_ps(0, 383), 3 * hop);
         assert_eq!(sim.fabric.hops(0, 1), Some(1));
-        assert_eq!(sim.fabric_residence_ps(0, 1), 20 * us);
-        // A 2 µs timeout: the hold limit is two 2 µs probes, and two of them with two link
-        // latencies outlast the timeout.
+        assert_eq!(sim.fabric_residence_ps(0, 1), hop);
+        // A 2 µs timeout: the hold limit is two 2 µs probes.
         tiers.accelerator.timeout_us = 2.0;
-        let lat = LinkTiming::new(&tiers.link).flit_latency().as_ps();
         assert_eq!(tiers.link_hold_limit_ps(), 4 * us);
         let sim = Sim::new(&tiers, &Options::default()).unwrap();
         assert_eq!(

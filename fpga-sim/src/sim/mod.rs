@@ -402,6 +402,8 @@ pub struct Sim {
     /// Fault schedule state (only when the options' fault plan is active).
     pub(crate) fault: Option<Box<FaultState>>,
     pub(crate) win: window::Windows,
+    /// TL flits dropped by links reset after a link fault (`Sim::on_link_fault`).
+    pub(crate) reset_drops: u64,
 }
 
 /// Credits each receiver grants per VC and class.
@@ -587,6 +589,7 @@ impl Sim {
             fabric,
             fault: None,
             win: window::Windows::default(),
+            reset_drops: 0,
         };
         for s in 0..sim.switches.len() {
             let sw = &mut sim.switches[s];

@@ -657,9 +657,20 @@ impl Sim {
                 f.report.flits_lost += lost;
             }
         }
+        let dropped = |sim: &Sim| -> u64 {
+            [e, p]
+                .iter()
+                .map(|&x| {
+                    let (q, k) = sim.discarded(x);
+                    q + k
+                })
+                .sum()
+        };
+        let before = dropped(self);
         for x in [e, p] {
             self.retrain(x, now);
         }
+        self.reset_drops += dropped(self).saturating_sub(before);
         for x in [e, p] {
             if self.hot[x as usize].phy_up {
                 self.link_up(x, now);

@@ -141,9 +141,14 @@ pub fn summary_text(s: &Summary) -> String {
         let _ = writeln!(o, "    {p}");
     }
     if i.requests_timed_out + i.queue_timeouts > 0 {
+        let resets = if i.reset_drops > 0 {
+            format!(", {} TL flits dropped at link resets", i.reset_drops)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             o,
-            "  timeouts: {} requests timed out, {} answered late and {} frames dropped in switches; {} requests timed out before they were sent",
+            "  timeouts: {} requests timed out, {} answered late and {} frames dropped in switches{resets}; {} requests timed out before they were sent",
             i.requests_timed_out, i.late_responses, i.switch_drops, i.queue_timeouts
         );
     }

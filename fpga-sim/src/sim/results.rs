@@ -156,11 +156,7 @@ impl Sim {
             let wire = &self.wires[e];
             // A retrained end dropped TL flits (`Sim::retrain`): queued ones were never
             // packed, packed ones never delivered.
-            let (dq, dp) = match (self.txs.get(e), self.ep(e as u32)) {
-                (Some(tx), _) => (tx.discarded_queued, tx.discarded_packed),
-                (None, Some(ep)) => (ep.host().discarded_queued, ep.host().discarded_packed),
-                (None, None) => (0, 0),
-            };
+            let (dq, dp) = self.discarded(e as u32);
             if hot.tl_submitted != queued + packed + dq || packed < rx.tl_delivered + dp {
                 ok = false;
             }
@@ -371,6 +367,7 @@ impl Sim {
         i.queue_timeouts = r.queue_timeouts;
         i.late_responses = r.dropped_late + r.dropped_unknown_tag;
         i.switch_drops = self.switch_drops();
+        i.reset_drops = self.reset_drops;
         i
     }
 
@@ -393,10 +390,21 @@ impl Sim {
 
     /// Requests that timed out and have left no trace yet (neither answered late nor
     /// dropped by a switch): their request or response is still in the fabric, or was lost.
+    /// TL flits end `e` dropped at retrains so far: queued in the link (never packed), and
+    /// packed into DL flits the peer never delivered.
+    pub(crate) fn discarded(&self, e: u32) -> (u64, u64) {
+        match (self.txs.get(e as usize), self.ep(e)) {
+            (Some(tx), _) => (tx.discarded_queued, tx.discarded_packed),
+            (None, Some(ep)) => (ep.host().discarded_queued, ep.host().discarded_packed),
+            (None, None) => (0, 0),
+        }
+    }
+
     pub(crate) fn untraced_timeouts(&self) -> u64 {
         let r = self.accels.requester_stats();
-        r.request_timeouts
-            .saturating_sub(r.dropped_late + r.dropped_unknown_tag + self.switch_drops())
+        r.request_timeouts.saturating_sub(
+            r.dropped_late + r.dropped_unknown_tag + self.switch_drops() + self.reset_drops,
+        )
     }
 
     /// The fault report, completed with the switches' drop counters and the links' states.
