@@ -355,18 +355,30 @@ fn a_link_slowed_by_bit_errors_does_not_deliver_a_write_late() {
 /// 2 µs request timeout. A link lost a burst's last flit and then the tail-loss probe's
 /// replay, held a TL flit past its 4 µs hold limit, and was reset; the request it dropped
 /// timed out with no late response and no switch drop. The timeouts balance
-/// (`Integrity::timeouts_accounted`) now counts TL flits dropped at link resets.
+/// (`Integrity::timeouts_accounted`) now counts what link resets drop. Pod 136630 (the
+/// same kind of pod) then showed that a reset also drops requests and responses still in
+/// the ends' TL packers, before their links: those count too (`TlPacker::backlog`,
+/// `Endpoint::unsent_backlog`).
 #[test]
 fn timeouts_from_a_link_reset_are_accounted_for() {
-    let s = run_kept_pod("pod-mix-135243.toml", 135_243, 5_000_000);
-    let i = &s.integrity;
-    assert!(!s.had_faults() && s.links.link_faults > 0, "{:?}", s.links);
-    assert!(i.reset_drops > 0 && i.failed > 0, "{i:?}");
-    assert!(
-        i.requests_timed_out > i.late_responses + i.switch_drops,
-        "a timeout only the reset explains: {i:?}"
-    );
-    assert!(s.drained && s.sound(), "{i:?} {:?}", s.conservation);
+    for (file, seed, us) in [
+        ("pod-mix-135243.toml", 135_243, 5),
+        ("pod-mix-136630.toml", 136_630, 8),
+    ] {
+        let s = run_kept_pod(file, seed, us * 1_000_000);
+        let i = &s.integrity;
+        assert!(
+            !s.had_faults() && s.links.link_faults > 0,
+            "{file}: {:?}",
+            s.links
+        );
+        assert!(i.reset_drops > 0 && i.failed > 0, "{file}: {i:?}");
+        assert!(
+            i.requests_timed_out > i.late_responses + i.switch_drops,
+            "{file}: a timeout only the reset explains: {i:?}"
+        );
+        assert!(s.drained && s.sound(), "{file}: {i:?} {:?}", s.conservation);
+    }
 }
 
 /// The same pod with the link jammed for 44 µs instead of 5: longer than the per-hop bound

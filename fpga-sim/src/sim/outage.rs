@@ -666,11 +666,21 @@ impl Sim {
                 })
                 .sum()
         };
+        // What the ends drop before their links: frames waiting for the TL packer, and
+        // what the packer holds (upper bounds, as TL flits are for the link's part).
+        let unsent: u64 = [e, p]
+            .iter()
+            .map(|&x| match (self.txs.get(x as usize), self.ep(x)) {
+                (Some(tx), _) => (tx.txq.len() + tx.tl.backlog()) as u64,
+                (None, Some(ep)) => ep.unsent_backlog() as u64,
+                (None, None) => 0,
+            })
+            .sum();
         let before = dropped(self);
         for x in [e, p] {
             self.retrain(x, now);
         }
-        self.reset_drops += dropped(self).saturating_sub(before);
+        self.reset_drops += unsent + dropped(self).saturating_sub(before);
         for x in [e, p] {
             if self.hot[x as usize].phy_up {
                 self.link_up(x, now);

@@ -334,6 +334,15 @@ impl<
         self.drain_link_events();
     }
 
+    /// An upper bound on the requests and responses taken and not yet wholly handed to the
+    /// link ([`TlPacker::backlog`](crate::wire::TlPacker::backlog), and one held back):
+    /// what [`Endpoint::reset`] would drop before the link, each at least one of them.
+    pub fn unsent_backlog(&self) -> usize {
+        self.packer
+            .backlog()
+            .saturating_add(usize::from(self.stash.is_some()))
+    }
+
     /// Start over after a link `Fault` or a broken TL stream: empty the link, the TL packer
     /// and unpacker, forget credits and address caches (the peer must reset too). Operations
     /// in flight are not forgotten: they complete with a timeout.
