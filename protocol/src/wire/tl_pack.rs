@@ -527,12 +527,8 @@ pub(crate) mod tests {
         assert!(p.is_idle());
     }
 
-    /// `backlog` counts what a reset would lose: something for every item pushed and not
-    /// wholly emitted, nothing once all of it has gone out.
-    #[test]
-    fn backlog_bounds_what_a_reset_loses() {
-        let mut p = TlPacker::<64>::new();
-        assert_eq!(p.backlog(), 0);
+    /// A full 256 B write (bytes 0..=255), then a write response.
+    fn push_write_and_response(p: &mut TlPacker<64>) {
         let data: Vec<u8> = (0..=255).collect();
         p.push(&Item::Transfer(Transfer::new(
             write(Opcode::WriteFull, 256, 1),
@@ -541,6 +537,15 @@ pub(crate) mod tests {
         .unwrap();
         p.push(&Item::Transfer(Transfer::new(wrsp(2), &[])))
             .unwrap();
+    }
+
+    /// `backlog` counts what a reset would lose: something for every item pushed and not
+    /// wholly emitted, nothing once all of it has gone out.
+    #[test]
+    fn backlog_bounds_what_a_reset_loses() {
+        let mut p = TlPacker::<64>::new();
+        assert_eq!(p.backlog(), 0);
+        push_write_and_response(&mut p);
         assert!(p.backlog() >= 2, "{}", p.backlog());
         let mut f = [0u8; FLIT_LEN];
         assert!(p.poll_flit(&mut f).is_some());
@@ -553,14 +558,8 @@ pub(crate) mod tests {
     #[test]
     fn test_deconstruct() {
         let mut p = TlPacker::<64>::new();
+        push_write_and_response(&mut p);
         let data: Vec<u8> = (0..=255).collect();
-        p.push(&Item::Transfer(Transfer::new(
-            write(Opcode::WriteFull, 256, 1),
-            &data,
-        )))
-        .unwrap();
-        p.push(&Item::Transfer(Transfer::new(wrsp(2), &[])))
-            .unwrap();
         let (out, n) = flits(&mut p);
         assert_eq!(n, 5);
         let mut u = TlUnpacker::new();
