@@ -358,12 +358,14 @@ fn a_link_slowed_by_bit_errors_does_not_deliver_a_write_late() {
 /// (`Integrity::timeouts_accounted`) now counts what link resets drop. Pod 136630 (the
 /// same kind of pod) then showed that a reset also drops requests and responses still in
 /// the ends' TL packers, before their links: those count too (`TlPacker::backlog`,
-/// `Endpoint::unsent_backlog`).
+/// `Endpoint::unsent_backlog`). Pod 137953 (three ports per accelerator) lost 40 requests
+/// or responses in 35 TL flits: a TL flit carries several, so each counts for 16.
 #[test]
 fn timeouts_from_a_link_reset_are_accounted_for() {
     for (file, seed, us) in [
         ("pod-mix-135243.toml", 135_243, 5),
         ("pod-mix-136630.toml", 136_630, 8),
+        ("pod-mix-137953.toml", 137_953, 8),
     ] {
         let s = run_kept_pod(file, seed, us * 1_000_000);
         let i = &s.integrity;

@@ -243,9 +243,10 @@ pub struct Integrity {
     pub late_responses: u64,
     /// Frames the switches dropped, every reason (`expired` among them).
     pub switch_drops: u64,
-    /// TL flits dropped by links reset after a link fault (`Sim::on_link_fault`: a link
-    /// held a TL flit past its hold limit, or its retry gave up): each request or response
-    /// lost so is at least one of them.
+    /// An upper bound on the requests and responses links reset after a link fault dropped
+    /// (`Sim::on_link_fault`: a link held a TL flit past its hold limit, or its retry gave
+    /// up): 16 for each TL flit the link held (one per 4-byte TL field at most), and the
+    /// items the ends still had before their links.
     pub reset_drops: u64,
     /// The first problems, described.
     pub first_problems: Vec<String>,

@@ -10,6 +10,7 @@ use super::{Ev, Owner, Sim};
 use podlink_protocol::flow::CreditSender;
 use podlink_protocol::retry::LinkState;
 use podlink_protocol::time::Instant;
+use podlink_protocol::wire::dl_stream::TL_FLIT_LEN;
 use podlink_switch::health::TransceiverReading;
 use podlink_switch::{DropReason, Event, Health};
 
@@ -680,7 +681,10 @@ impl Sim {
         for x in [e, p] {
             self.retrain(x, now);
         }
-        self.reset_drops += unsent + dropped(self).saturating_sub(before);
+        // A TL flit may carry several requests and responses: at most one per 4 bytes (the
+        // smallest TL field, a compressed response).
+        let per_flit = (TL_FLIT_LEN / 4) as u64;
+        self.reset_drops += unsent + per_flit * dropped(self).saturating_sub(before);
         for x in [e, p] {
             if self.hot[x as usize].phy_up {
                 self.link_up(x, now);
