@@ -648,6 +648,11 @@ impl Sim {
     /// dropped, and their operations fail by timeout), then comes up again if its PHY is
     /// up. Nothing it held is delivered after the reset.
     pub(crate) fn on_link_fault(&mut self, e: u32, now: u64) {
+        if !self.link_faulted(e) {
+            // Reset meanwhile (an outage of the fault plan retrained it).
+            self.hot[e as usize].fault_due = false;
+            return;
+        }
         let p = self.peer[e as usize];
         for x in [e, p] {
             let h = &mut self.hot[x as usize];
