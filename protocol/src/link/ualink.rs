@@ -512,13 +512,13 @@ impl<const CAP: usize, const TXQ: usize> UaLink<CAP, TXQ> {
         {
             // The TL flits taken are the queue's first `taken`: the first and the last of them.
             let taken = queued.saturating_sub(src.txq.len());
-            let first = (taken > 0).then(|| hold.queued.get(hold.front).copied());
+            let mut first = None;
             if taken > 0 {
+                first = hold.queued.get(hold.front).copied();
                 hold.front = ring(hold.front.wrapping_add(taken), TXQ);
                 let at = ring(hold.front.wrapping_add(TXQ).wrapping_sub(1), TXQ);
                 hold.last = hold.queued.get(at).copied().unwrap_or(hold.last);
             }
-            let first = first.flatten();
             if submitted.is_ok() {
                 let t = carried.or(first).map_or(now, |t| t.min(now));
                 if let Some(slot) = hold.packed.get_mut(hold.next) {
