@@ -357,9 +357,12 @@ fn a_link_slowed_by_bit_errors_does_not_deliver_a_write_late() {
 /// timed out with no late response and no switch drop. The timeouts balance
 /// (`Integrity::timeouts_accounted`) now counts what link resets drop. Pod 136630 (the
 /// same kind of pod) then showed that a reset also drops requests and responses still in
-/// the ends' TL packers, before their links: those count too (`TlPacker::backlog`,
-/// `Endpoint::unsent_backlog`). Pod 137953 (three ports per accelerator) lost 40 requests
-/// or responses in 35 TL flits: a TL flit carries several, so each counts for 16.
+/// the ends' TL packers, before their links. Pod 137953 (three ports per accelerator) lost
+/// 40 requests or responses in 35 TL flits. What a reset drops is counted exactly: the
+/// requests and responses each end has taken for its link less those its peer has
+/// received (`EndpointStats::transfers_sent`, `transfers_received`), once the reset has
+/// emptied both directions, and frames still waiting for a TL packer; the balance is an
+/// equality.
 #[test]
 fn timeouts_from_a_link_reset_are_accounted_for() {
     for (file, seed, us) in [
@@ -378,6 +381,11 @@ fn timeouts_from_a_link_reset_are_accounted_for() {
         assert!(
             i.requests_timed_out > i.late_responses + i.switch_drops,
             "{file}: a timeout only the reset explains: {i:?}"
+        );
+        assert_eq!(
+            i.requests_timed_out,
+            i.late_responses + i.switch_drops + i.reset_drops,
+            "{file}: every timeout traced once: {i:?}"
         );
         assert!(s.drained && s.sound(), "{file}: {i:?} {:?}", s.conservation);
     }

@@ -436,6 +436,7 @@ impl Sim {
             // frame in the overflow queue (as `push_frame` would keep it).
             match self.txs[ei].tl.push(&TlItem::Transfer(item)) {
                 Ok(()) => {
+                    self.txs[ei].transfers_sent += 1;
                     if let Some(tr) = self.trace.as_mut() {
                         tr.mark(now, Mark::Pull(e));
                     }

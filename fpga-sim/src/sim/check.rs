@@ -243,10 +243,10 @@ pub struct Integrity {
     pub late_responses: u64,
     /// Frames the switches dropped, every reason (`expired` among them).
     pub switch_drops: u64,
-    /// An upper bound on the requests and responses links reset after a link fault dropped
-    /// (`Sim::on_link_fault`: a link held a TL flit past its hold limit, or its retry gave
-    /// up): 16 for each TL flit the link held (one per 4-byte TL field at most), and the
-    /// items the ends still had before their links.
+    /// Requests and responses links reset after a link fault dropped (`Sim::on_link_fault`:
+    /// a link held a TL flit past its hold limit, or its retry gave up): those its ends had
+    /// sent that their peers had not received when the link was reset, and frames still
+    /// waiting for a TL packer.
     pub reset_drops: u64,
     /// The first problems, described.
     pub first_problems: Vec<String>,
@@ -260,17 +260,14 @@ impl Integrity {
 
     /// Every failure was a timeout, and every request that timed out left a trace: its
     /// response came back late (dropped by its requester), a switch dropped its request or
-    /// its response, or a link reset after a link fault dropped one of them (those are
-    /// counted as TL flits, so they only bound how many requests they account for). In a
+    /// its response, or a link reset after a link fault dropped one of them. In a
     /// pod without faults, a request timeout shorter than the queueing of an overloaded
     /// fabric, or than a link's recovery from bit errors, fails operations this way, and
-    /// nothing else may: a request or response lost without being counted breaks the
-    /// balance.
+    /// nothing else may: a request or response lost without being counted, or counted
+    /// twice, breaks the balance.
     pub fn timeouts_accounted(&self) -> bool {
-        let traced = self.late_responses + self.switch_drops;
-        self.failed_not_timed_out == 0
-            && traced <= self.requests_timed_out
-            && self.requests_timed_out <= traced + self.reset_drops
+        let traced = self.late_responses + self.switch_drops + self.reset_drops;
+        self.failed_not_timed_out == 0 && traced == self.requests_timed_out
     }
 
     /// No problem found except operations reported failed (which faults may cause): nothing
@@ -617,12 +614,18 @@ mod tests {
             ..i.clone()
         };
         assert!(!other.timeouts_accounted());
-        // Untraced timeouts, but a link reset dropped as many TL flits or more; not fewer.
+        // A timeout traced by a link reset that dropped its request or response; a reset
+        // that dropped more than the timeouts left untraced (a count too high) is not.
         let reset = Integrity {
             reset_drops: 1,
             ..lost.clone()
         };
         assert!(reset.timeouts_accounted());
+        let over = Integrity {
+            reset_drops: 2,
+            ..lost.clone()
+        };
+        assert!(!over.timeouts_accounted());
         let short = Integrity {
             requests_timed_out: 7,
             reset_drops: 1,

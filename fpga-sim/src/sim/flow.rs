@@ -429,6 +429,7 @@ impl Sim {
         let pushed = tx.tl.push(&TlItem::Transfer(f.transfer()));
         match pushed {
             Ok(()) => {
+                tx.transfers_sent += 1;
                 if let Some(t) = self.trace.as_mut() {
                     t.mark(now, Mark::Pull(e));
                 }
@@ -639,6 +640,7 @@ impl Sim {
         });
         rx.tl_delivered += sink.tl;
         rx.tl_errors += sink.errors;
+        rx.transfers_received += sink.batch.len() as u64;
         let credited = sink.fields > 0;
         rx.credit_fields += sink.fields;
         if let Some(at) = next {

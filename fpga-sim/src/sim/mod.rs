@@ -252,6 +252,8 @@ pub(crate) struct EndTx {
     /// and packed into DL flits the peer never delivered.
     pub discarded_queued: u64,
     pub discarded_packed: u64,
+    /// Requests and responses pushed into the TL packer.
+    pub transfers_sent: u64,
 }
 
 /// The small, often-read state of a link end's transmitter, kept apart from [`EndTx`] so that
@@ -339,6 +341,8 @@ pub(crate) struct EndRx {
     /// TL flits delivered by the link.
     pub tl_delivered: u64,
     pub tl_errors: u64,
+    /// Requests and responses the TL unpacker delivered.
+    pub transfers_received: u64,
 }
 
 /// A switch: its forwarding logic and where its ports are among the link ends.
@@ -402,8 +406,14 @@ pub struct Sim {
     /// Fault schedule state (only when the options' fault plan is active).
     pub(crate) fault: Option<Box<FaultState>>,
     pub(crate) win: window::Windows,
-    /// TL flits dropped by links reset after a link fault (`Sim::on_link_fault`).
-    pub(crate) reset_drops: u64,
+    /// Requests and responses links reset after a link fault dropped (`Sim::on_link_fault`):
+    /// per end, what its direction of the link had lost at its last reset (the end's
+    /// transfers sent less its peer's received; empty until the first reset) ...
+    pub(crate) reset_lost: Vec<u64>,
+    /// (their sum) ...
+    pub(crate) reset_lost_sum: u64,
+    /// ... and frames waiting for a TL packer that resets dropped.
+    pub(crate) reset_unpacked: u64,
 }
 
 /// Credits each receiver grants per VC and class.
@@ -535,6 +545,7 @@ impl Sim {
                 credit_rx: credit_receiver(pod),
                 discarded_queued: 0,
                 discarded_packed: 0,
+                transfers_sent: 0,
             })
             .collect();
         let wires = (0..n)
@@ -550,6 +561,7 @@ impl Sim {
                 credit_fields: 0,
                 tl_delivered: 0,
                 tl_errors: 0,
+                transfers_received: 0,
             })
             .collect();
         let mem = Rc::new(RefCell::new(SparseMem::new(pod.accelerator.memory_bytes)));
@@ -589,7 +601,9 @@ impl Sim {
             fabric,
             fault: None,
             win: window::Windows::default(),
-            reset_drops: 0,
+            reset_lost: Vec::new(),
+            reset_lost_sum: 0,
+            reset_unpacked: 0,
         };
         for s in 0..sim.switches.len() {
             let sw = &mut sim.switches[s];

@@ -10,7 +10,6 @@ use super::{Ev, Owner, Sim};
 use podlink_protocol::flow::CreditSender;
 use podlink_protocol::retry::LinkState;
 use podlink_protocol::time::Instant;
-use podlink_protocol::wire::dl_stream::TL_FLIT_LEN;
 use podlink_switch::health::TransceiverReading;
 use podlink_switch::{DropReason, Event, Health};
 
@@ -646,7 +645,8 @@ impl Sim {
     /// End `e`'s link ended in `Fault`: the link is retrained as after a long outage
     /// ([`Sim::retrain`], both ends; what is on its wires is lost, what its ends held is
     /// dropped, and their operations fail by timeout), then comes up again if its PHY is
-    /// up. Nothing it held is delivered after the reset.
+    /// up. Nothing it held is delivered after the reset. The requests and responses it
+    /// dropped are counted ([`Sim::reset_drops`]).
     pub(crate) fn on_link_fault(&mut self, e: u32, now: u64) {
         if !self.link_faulted(e) {
             // Reset meanwhile (an outage of the fault plan retrained it).
@@ -663,38 +663,63 @@ impl Sim {
                 f.report.flits_lost += lost;
             }
         }
-        let dropped = |sim: &Sim| -> u64 {
-            [e, p]
-                .iter()
-                .map(|&x| {
-                    let (q, k) = sim.discarded(x);
-                    q + k
-                })
-                .sum()
-        };
-        // What the ends drop before their links: frames waiting for the TL packer, and
-        // what the packer holds (upper bounds, as TL flits are for the link's part).
-        let unsent: u64 = [e, p]
+        // Frames taken for the link that had not reached its TL packer (those in the TL
+        // packer and the link are counted below, as transfers sent and not received).
+        let unpacked: u64 = [e, p]
             .iter()
-            .map(|&x| match (self.txs.get(x as usize), self.ep(x)) {
-                (Some(tx), _) => (tx.txq.len() + tx.tl.backlog()) as u64,
-                (None, Some(ep)) => ep.unsent_backlog() as u64,
-                (None, None) => 0,
-            })
+            .map(|&x| self.txs.get(x as usize).map_or(0, |tx| tx.txq.len() as u64))
             .sum();
-        let before = dropped(self);
         for x in [e, p] {
             self.retrain(x, now);
         }
-        // A TL flit may carry several requests and responses: at most one per 4 bytes (the
-        // smallest TL field, a compressed response).
-        let per_flit = (TL_FLIT_LEN / 4) as u64;
-        self.reset_drops += unsent + per_flit * dropped(self).saturating_sub(before);
+        self.reset_unpacked += unpacked;
+        // Both directions are empty now: what each end sent that its peer did not receive
+        // is what the link's resets so far lost in that direction.
+        if self.reset_lost.is_empty() {
+            self.reset_lost = vec![0; self.ends() as usize];
+        }
+        for (x, y) in [(e, p), (p, e)] {
+            let lost = self
+                .transfers_sent(x)
+                .saturating_sub(self.transfers_received(y));
+            if let Some(l) = self.reset_lost.get_mut(x as usize) {
+                self.reset_lost_sum = self.reset_lost_sum - *l + lost;
+                *l = lost;
+            }
+        }
         for x in [e, p] {
             if self.hot[x as usize].phy_up {
                 self.link_up(x, now);
             }
         }
+    }
+
+    /// Requests and responses end `x` has taken for its link (pushed into its TL packer, or
+    /// into its endpoint's).
+    fn transfers_sent(&self, x: u32) -> u64 {
+        match (self.txs.get(x as usize), self.ep(x)) {
+            (Some(tx), _) => tx.transfers_sent,
+            (None, Some(ep)) => ep.stats().transfers_sent,
+            (None, None) => 0,
+        }
+    }
+
+    /// Requests and responses end `x`'s TL unpacker (or its endpoint's) has delivered.
+    fn transfers_received(&self, x: u32) -> u64 {
+        match self.ep(x) {
+            Some(ep) => ep.stats().transfers_received,
+            None => self
+                .rxs
+                .get(x as usize)
+                .map_or(0, |rx| rx.transfers_received),
+        }
+    }
+
+    /// The requests and responses links reset after a link fault dropped: exact, as each
+    /// reset empties both directions of its link (what an end sent and its peer did not
+    /// receive is then lost), plus frames waiting for a TL packer.
+    pub(crate) fn reset_drops(&self) -> u64 {
+        self.reset_unpacked + self.reset_lost_sum
     }
 
     /// End `x`'s PHY is up: its link (or its endpoint's) starts bring-up, and its

@@ -142,7 +142,10 @@ pub fn summary_text(s: &Summary) -> String {
     }
     if i.requests_timed_out + i.queue_timeouts > 0 {
         let resets = if i.reset_drops > 0 {
-            format!(", at most {} dropped at link resets", i.reset_drops)
+            format!(
+                ", {} requests and responses dropped at link resets",
+                i.reset_drops
+            )
         } else {
             String::new()
         };

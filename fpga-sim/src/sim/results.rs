@@ -367,7 +367,7 @@ impl Sim {
         i.queue_timeouts = r.queue_timeouts;
         i.late_responses = r.dropped_late + r.dropped_unknown_tag;
         i.switch_drops = self.switch_drops();
-        i.reset_drops = self.reset_drops;
+        i.reset_drops = self.reset_drops();
         i
     }
 
@@ -402,10 +402,9 @@ impl Sim {
 
     pub(crate) fn untraced_timeouts(&self) -> u64 {
         let r = self.accels.requester_stats();
-        // (Not less what link resets dropped: that count is an upper bound, and stopping on
-        // it could end the run before late responses still on their way arrive.)
-        r.request_timeouts
-            .saturating_sub(r.dropped_late + r.dropped_unknown_tag + self.switch_drops())
+        r.request_timeouts.saturating_sub(
+            r.dropped_late + r.dropped_unknown_tag + self.switch_drops() + self.reset_drops(),
+        )
     }
 
     /// The fault report, completed with the switches' drop counters and the links' states.

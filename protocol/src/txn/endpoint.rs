@@ -155,6 +155,13 @@ pub struct EndpointStats {
     /// Responses for another port's requester, handed to the host
     /// ([`ReadSink::foreign_response`]).
     pub foreign_responses: u64,
+    /// Requests and responses taken for the TL packer (from the completer, the requester
+    /// and the host), whether or not they have left yet.
+    pub transfers_sent: u64,
+    /// Requests and responses the TL unpacker delivered whole, before any check of them.
+    /// Less the peer's [`transfers_sent`](Self::transfers_sent): what is still on the way,
+    /// or was lost when the link was reset.
+    pub transfers_received: u64,
 }
 
 /// One accelerator port over the UALink profile.
@@ -554,6 +561,7 @@ impl<
                 },
             },
         };
+        stats.transfers_sent = stats.transfers_sent.saturating_add(1);
         if !push_transfer(packer, &t, stats) {
             *stash = Some(TransferBuf::new(&t));
             return false;

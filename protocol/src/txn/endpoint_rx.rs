@@ -118,6 +118,7 @@ where
             }
             TlItem::Message(_) => {}
             TlItem::Transfer(t) => {
+                stats.transfers_received = stats.transfers_received.saturating_add(1);
                 let (request, vc, pool) = classify(&t.field);
                 // The unpacker checked the transfer's shape: its data is `beats` whole or
                 // partial beats (`DataShape::of`), so the shape is not worked out again.
