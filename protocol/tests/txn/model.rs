@@ -1406,6 +1406,21 @@ fn run_linked_here(cfg: ModelConfig, rate: f64) -> Report {
                     .report
                     .mismatch(format!("endpoint trouble: {ea:?} {eb:?}"));
             }
+            // Every request and response taken for a link was received whole at the other
+            // end (the run drained, and a link that recovers loses nothing).
+            let sent_a =
+                p.a.requester().stats().requests_sent + p.a.completer().stats().responses_sent;
+            let sent_b =
+                p.b.requester().stats().requests_sent + p.b.completer().stats().responses_sent;
+            if ea.transfers_sent != sent_a
+                || eb.transfers_sent != sent_b
+                || ea.transfers_sent != eb.transfers_received
+                || eb.transfers_sent != ea.transfers_received
+            {
+                model.report.mismatch(format!(
+                    "transfers sent {sent_a} / {sent_b}, counted {ea:?} {eb:?}"
+                ));
+            }
         }
     }
     let snapshot: Vec<Vec<u8>> = mems.iter().map(|m| m.0.borrow().clone()).collect();
