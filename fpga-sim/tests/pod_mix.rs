@@ -391,6 +391,19 @@ fn timeouts_from_a_link_reset_are_accounted_for() {
     }
 }
 
+/// Pod 159331, kept as a file: an endpoint-model pod whose links, at a bit error rate of
+/// 1e-5 over 100 m cables against a 2 µs request timeout, were reset after link faults,
+/// while accelerator 4 (a hotspot's target, its VC 2 credits withheld for a while) held
+/// requests in its completer. The reset restarted the port's credit grant with every buffer
+/// free, so the switch could send into buffers still full: the completer dropped 11
+/// requests it had accepted under credit (`EndpointStats::busy_drops`), and their releases
+/// were refused later (`bad_releases`); the conservation check failed. A reset now keeps
+/// the buffers in use (`CreditReceiver::restart`): the fresh grant gives only the free ones.
+#[test]
+fn a_link_reset_does_not_grant_buffers_a_completer_still_holds() {
+    kept_pod_is_sound_for("pod-mix-159331.toml", 159_331, 8_000_000);
+}
+
 /// The same pod with the link jammed for 44 µs instead of 5: longer than the per-hop bound
 /// the regions' holds allow for (`PodFile::hop_residence_ps`, 8.4 µs here), so only the hold
 /// limit keeps the link from delivering given-up writes after their successors. With the

@@ -341,15 +341,6 @@ impl<
         self.drain_link_events();
     }
 
-    /// An upper bound on the requests and responses taken and not yet wholly handed to the
-    /// link ([`TlPacker::backlog`](crate::wire::TlPacker::backlog), and one held back):
-    /// what [`Endpoint::reset`] would drop before the link, each at least one of them.
-    pub fn unsent_backlog(&self) -> usize {
-        self.packer
-            .backlog()
-            .saturating_add(usize::from(self.stash.is_some()))
-    }
-
     /// Start over after a link `Fault` or a broken TL stream: empty the link, the TL packer
     /// and unpacker, forget credits and address caches (the peer must reset too). Operations
     /// in flight are not forgotten: they complete with a timeout.
@@ -358,7 +349,8 @@ impl<
         self.packer.reset();
         self.unpacker.reset();
         self.sender.reset();
-        self.receiver.reset();
+        // The completer keeps the requests it holds: their buffers stay in use.
+        self.receiver.restart();
         self.requester.reset_addr_cache();
         self.completer.reset_addr_cache();
         self.stash = None;

@@ -207,18 +207,6 @@ impl<const HALVES: usize> TlPacker<HALVES> {
         self.data.len()
     }
 
-    /// An upper bound on the items pushed and not yet wholly emitted: jobs waiting, control
-    /// bytes and data half-flits buffered, and a transfer whose data is still streaming.
-    /// Each such item accounts for at least one of them, so this bounds how many a
-    /// [`TlPacker::reset`] would lose.
-    pub fn backlog(&self) -> usize {
-        self.jobs
-            .len()
-            .saturating_add(self.ctrl_len)
-            .saturating_add(self.data.len())
-            .saturating_add(usize::from(self.streaming > 0))
-    }
-
     /// Drop everything (link reset).
     pub fn reset(&mut self) {
         *self = Self::new();
@@ -537,22 +525,6 @@ pub(crate) mod tests {
         .unwrap();
         p.push(&Item::Transfer(Transfer::new(wrsp(2), &[])))
             .unwrap();
-    }
-
-    /// `backlog` counts what a reset would lose: something for every item pushed and not
-    /// wholly emitted, nothing once all of it has gone out.
-    #[test]
-    fn backlog_bounds_what_a_reset_loses() {
-        let mut p = TlPacker::<64>::new();
-        assert_eq!(p.backlog(), 0);
-        push_write_and_response(&mut p);
-        assert!(p.backlog() >= 2, "{}", p.backlog());
-        let mut f = [0u8; FLIT_LEN];
-        assert!(p.poll_flit(&mut f).is_some());
-        assert!(p.backlog() >= 1, "a write part emitted: {}", p.backlog());
-        while p.poll_flit(&mut f).is_some() {}
-        assert_eq!(p.backlog(), 0);
-        assert!(p.is_idle());
     }
 
     #[test]
