@@ -676,7 +676,7 @@ impl Sim {
         // Both directions are empty now: what each end sent that its peer did not receive
         // is what the link's resets so far lost in that direction.
         if self.reset_lost.is_empty() {
-            self.reset_lost = vec![0; self.ends() as usize];
+            self.reset_lost = vec![0; self.ends()];
         }
         for (x, y) in [(e, p), (p, e)] {
             let lost = self
