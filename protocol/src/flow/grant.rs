@@ -180,27 +180,6 @@ impl CreditReceiver {
         self.timers.stop_all();
     }
 
-    /// Back to the initial release after a link reset, the buffers still in use staying in
-    /// use: the initial release grants only the free ones, and those in use are released
-    /// (and their credits returned) as usual when the upper layer frees them. (A plain
-    /// [`reset`](Self::reset) would grant them again at once, so that a peer could send
-    /// into buffers still full.) The peer's sender starts over from zero credits.
-    pub fn restart(&mut self) {
-        let kept = self.in_use;
-        self.reset();
-        for target in CreditTarget::ALL {
-            for c in CreditClass::ALL {
-                let k = at(&kept, target, c);
-                if let Some(p) = at_mut(&mut self.pending, target, c) {
-                    *p = p.saturating_sub(k);
-                }
-                if let Some(u) = at_mut(&mut self.in_use, target, c) {
-                    *u = k;
-                }
-            }
-        }
-    }
-
     /// Credits the peer may still spend.
     pub fn peer_holds(&self, target: CreditTarget, class: CreditClass) -> u32 {
         at(&self.peer_holds, target, class)
@@ -530,42 +509,6 @@ mod tests {
         assert_eq!(r.poll_event(), Some(FlowEvent::Overrun(e)));
         assert_eq!(r.in_use(VC0, CreditClass::ReqData), 200);
         assert_eq!(r.peer_holds(VC0, CreditClass::ReqData), 100);
-    }
-
-    #[test]
-    fn a_restart_grants_only_free_buffers_and_keeps_those_in_use() {
-        let mut r = CreditReceiver::new(small());
-        let _ = drain(&mut r);
-        // One request of 100 data credits held across the link reset.
-        assert_eq!(r.handle_consumed(VC0, Credits::request(100)), Ok(()));
-        r.restart();
-        assert!(!r.initial_release_done());
-        assert_eq!(r.in_use(VC0, CreditClass::ReqCmd), 1);
-        assert_eq!(r.in_use(VC0, CreditClass::ReqData), 100);
-        let mut s = CreditSender::new();
-        for o in drain(&mut r) {
-            match o {
-                CreditOutput::Return { target, fc } => s.handle_return(target, &fc),
-                CreditOutput::InitialReleaseComplete => s.handle_initial_release_complete(),
-            }
-        }
-        assert!(r.initial_release_done());
-        // The peer may fill what is free, no more: the held request's buffers are not
-        // granted again.
-        assert_eq!(r.peer_holds(VC0, CreditClass::ReqCmd), 1);
-        assert_eq!(r.peer_holds(VC0, CreditClass::ReqData), 200);
-        assert_eq!(r.handle_consumed(VC0, Credits::request(100)), Ok(()));
-        assert!(r.handle_consumed(VC0, Credits::request(1)).is_err());
-        // The held request is freed as usual, and its credits go back.
-        let t = Instant::ZERO;
-        assert_eq!(r.release(t, VC0, Credits::request(100)), Ok(()));
-        assert_eq!(r.stats().bad_releases, 0);
-        assert_eq!(r.in_use(VC0, CreditClass::ReqData), 100);
-        assert_eq!(r.pending(VC0, CreditClass::ReqData), 100);
-        // A plain reset grants every buffer again, in use or not.
-        r.reset();
-        assert_eq!(r.in_use(VC0, CreditClass::ReqData), 0);
-        assert_eq!(r.pending(VC0, CreditClass::ReqData), 300);
     }
 
     #[cfg(feature = "withhold")]

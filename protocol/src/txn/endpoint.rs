@@ -349,8 +349,7 @@ impl<
         self.packer.reset();
         self.unpacker.reset();
         self.sender.reset();
-        // The completer keeps the requests it holds: their buffers stay in use.
-        self.receiver.restart();
+        self.receiver.reset();
         self.requester.reset_addr_cache();
         self.completer.reset_addr_cache();
         self.stash = None;
