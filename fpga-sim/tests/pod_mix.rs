@@ -394,19 +394,30 @@ fn timeouts_from_a_link_reset_are_accounted_for() {
 /// Pod 159331, kept as a file: an endpoint-model pod whose links, at a bit error rate of
 /// 1e-5 over 100 m cables against a 2 µs request timeout, were reset after link faults,
 /// while accelerator 4 (a hotspot's target, its VC 2 credits withheld for a while) held
-/// requests in its completer. `Endpoint::reset` restarts the port's credit grant with every
-/// buffer free, so the switch can send into buffers still full: the completer drops 11
+/// requests in its completer. `Endpoint::reset` restarted the port's credit grant with every
+/// buffer free, so the switch could send into buffers still full: the completer dropped 11
 /// requests it had accepted under credit (`EndpointStats::busy_drops`) and the
-/// conservation check fails. Known and not fixed (session 34): granting only the free
-/// buffers at the restart (tried: `CreditReceiver` keeping the held buffers in use) left the
-/// peer's `CreditSender` with a grant fixed at that smaller initial release, so the held
-/// buffers' later returns were refused as above the grant and a VC ran dry for good (random
-/// pod 158256: four frames stuck, their requests timed out untraced). A fix has to keep the
-/// initial release open until the held buffers are returned (`spec-notes/transactions.md#endpoint`).
+/// conservation check failed. Pod 161927 (leaf/spine, retrains after a fault plan's link
+/// outages) dropped 161 the same way. A reset now keeps the held buffers in use
+/// (`CreditReceiver::restart`): the fresh initial release gives them only as they are
+/// freed, and ends when the whole capacity has been given once.
+///
+/// Pod 158256 is the case a first fix missed: granting only the free buffers and ending the
+/// release at once left the peer's `CreditSender` with its grant fixed at that smaller
+/// release, so the held buffers' later returns were refused as above the grant, a VC's
+/// request credits ran out for good and four frames stuck in the switch (their requests
+/// timed out untraced).
 #[test]
-#[ignore = "known bug: a link reset regrants buffers an endpoint's completer still holds"]
 fn a_link_reset_does_not_grant_buffers_a_completer_still_holds() {
     kept_pod_is_sound_for("pod-mix-159331.toml", 159_331, 8_000_000);
+    kept_pod_is_sound_for("pod-mix-161927.toml", 161_927, 5_000_000);
+    let s = run_kept_pod("pod-mix-158256.toml", 158_256, 5_000_000);
+    assert!(
+        !s.had_faults() && s.drained && s.sound(),
+        "{:?} {:?}",
+        s.integrity,
+        s.conservation
+    );
 }
 
 /// The same pod with the link jammed for 44 µs instead of 5: longer than the per-hop bound

@@ -89,10 +89,6 @@ pub(crate) struct Host {
     /// DL flits the peer never delivered (for the conservation balance).
     pub discarded_queued: u64,
     pub discarded_packed: u64,
-    /// Responses the completer held at retrains: their credit releases come after the fresh
-    /// initial release gave those credits back, so the port's receiver refuses them (at most
-    /// this many `bad_releases`).
-    pub stale_releases: u64,
 }
 
 impl Host {
@@ -191,7 +187,6 @@ pub(crate) fn build(
                 extra: None,
                 discarded_queued: 0,
                 discarded_packed: 0,
-                stale_releases: 0,
             };
             let mut ep = Box::new(Endpoint::new(cfg, host));
             ep.handle_link_up(Instant::ZERO);
@@ -436,9 +431,9 @@ impl Sim {
     /// TL packer and unpacker, credits and address caches reset; what the link dropped is
     /// counted for the conservation balance. Its requester's operations in flight complete
     /// by timeout (or were given up when the port was declared down); the completer keeps
-    /// the requests it holds, whose credit releases the fresh grant then refuses (counted as
-    /// `bad_releases`, at most `Host::stale_releases`: the initial release already gave them
-    /// back). Returns false if `e` runs no endpoint.
+    /// the requests it holds, whose buffers stay in use (`CreditReceiver::restart`: the
+    /// fresh initial release gives them only as they are freed). Returns false if `e` runs
+    /// no endpoint.
     pub(crate) fn ep_retrain(&mut self, e: u32, now: u64) -> bool {
         let delivered = self.rxs[self.peer[e as usize] as usize].tl_delivered;
         let Some(ep) = self.ep_mut(e) else {
@@ -446,13 +441,11 @@ impl Sim {
         };
         let queued = (LINK_TXQ - ep.link().tx_room()) as u64;
         let packed = ep.link().stats().tl_packed;
-        let held = ep.completer().pending() as u64;
         ep.reset(Instant::from_ps(now));
         while ep.poll_event().is_some() {}
         let h = ep.host_mut();
         h.discarded_queued += queued;
         h.discarded_packed = packed.saturating_sub(delivered);
-        h.stale_releases += held;
         true
     }
 

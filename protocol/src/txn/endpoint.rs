@@ -349,7 +349,8 @@ impl<
         self.packer.reset();
         self.unpacker.reset();
         self.sender.reset();
-        self.receiver.reset();
+        // The completer keeps the requests it holds: their buffers stay in use.
+        self.receiver.restart();
         self.requester.reset_addr_cache();
         self.completer.reset_addr_cache();
         self.stash = None;
