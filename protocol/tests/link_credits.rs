@@ -27,6 +27,9 @@ enum Op {
     ReturnFlit,
     /// A dishonest peer sends with credits it does not hold.
     Overrun { vc: u8 },
+    /// The link is reset: what is in flight either way is lost, the sender starts over and
+    /// the receiver restarts (`CreditReceiver::restart`), keeping the buffers it holds.
+    Restart,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -37,6 +40,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (1u64..500).prop_map(Op::Tick),
         2 => Just(Op::ReturnFlit),
         1 => (0u8..4).prop_map(|vc| Op::Overrun { vc }),
+        1 => Just(Op::Restart),
     ]
 }
 
@@ -169,6 +173,15 @@ proptest! {
                     prop_assert!(m.r.handle_consumed(t, bad).is_err());
                     m.overruns += 1;
                 }
+                // Without the crate feature `restart` a restart regrants held buffers (the
+                // peer may overrun them), which this model does not allow.
+                Op::Restart if cfg!(feature = "restart") => {
+                    m.to_rx.clear();
+                    m.to_tx.clear();
+                    m.s.reset();
+                    m.r.restart();
+                }
+                Op::Restart => {}
             }
             m.check()?;
         }
