@@ -395,29 +395,41 @@ fn timeouts_from_a_link_reset_are_accounted_for() {
 /// 1e-5 over 100 m cables against a 2 µs request timeout, were reset after link faults,
 /// while accelerator 4 (a hotspot's target, its VC 2 credits withheld for a while) held
 /// requests in its completer. `Endpoint::reset` restarted the port's credit grant with every
-/// buffer free, so the switch could send into buffers still full: the completer dropped 11
-/// requests it had accepted under credit (`EndpointStats::busy_drops`) and the
-/// conservation check failed. Pod 161927 (leaf/spine, retrains after a fault plan's link
-/// outages) dropped 161 the same way. A reset now keeps the held buffers in use
-/// (`CreditReceiver::restart`): the fresh initial release gives them only as they are
-/// freed, and ends when the whole capacity has been given once.
+/// buffer free while the completer kept them, so the switch could send into buffers still
+/// full: the completer dropped 11 requests it had accepted under credit
+/// (`EndpointStats::busy_drops`) and the conservation check failed. Pod 161927 (leaf/spine,
+/// retrains after a fault plan's link outages) dropped 161 the same way. A reset now has the
+/// completer drop the responses it holds (`Completer::drop_held`: their requests time out,
+/// counted among what resets drop), so every buffer the fresh grant gives is free.
 ///
-/// Pod 158256 is the case a first fix missed: granting only the free buffers and ending the
-/// release at once left the peer's `CreditSender` with its grant fixed at that smaller
-/// release, so the held buffers' later returns were refused as above the grant, a VC's
-/// request credits ran out for good and four frames stuck in the switch (their requests
-/// timed out untraced).
+/// Pods 158256 and 158695 caught two first fixes that kept the held buffers in use across
+/// the reset instead. Granting only the free buffers and ending the initial release at once
+/// left the peer's `CreditSender` with its grant fixed short, its later returns refused as
+/// above the grant: a VC ran dry for good and four frames stuck (158256). Keeping the
+/// release open until the held buffers came back held back response credits freed
+/// meanwhile, behind requests whose responses needed them to drain: 44 frames deadlocked
+/// (158695).
 #[test]
 fn a_link_reset_does_not_grant_buffers_a_completer_still_holds() {
     kept_pod_is_sound_for("pod-mix-159331.toml", 159_331, 8_000_000);
     kept_pod_is_sound_for("pod-mix-161927.toml", 161_927, 5_000_000);
-    let s = run_kept_pod("pod-mix-158256.toml", 158_256, 5_000_000);
-    assert!(
-        !s.had_faults() && s.drained && s.sound(),
-        "{:?} {:?}",
-        s.integrity,
-        s.conservation
-    );
+    for (file, seed, us) in [
+        ("pod-mix-158256.toml", 158_256, 5),
+        ("pod-mix-158695.toml", 158_695, 8),
+    ] {
+        let s = run_kept_pod(file, seed, us * 1_000_000);
+        let i = &s.integrity;
+        assert!(
+            !s.had_faults() && s.drained && s.sound(),
+            "{file}: {i:?} {:?}",
+            s.conservation
+        );
+        assert_eq!(
+            i.requests_timed_out,
+            i.late_responses + i.switch_drops + i.reset_drops,
+            "{file}: every timeout traced once"
+        );
+    }
 }
 
 /// The same pod with the link jammed for 44 µs instead of 5: longer than the per-hop bound

@@ -245,8 +245,8 @@ pub struct Integrity {
     pub switch_drops: u64,
     /// Requests and responses links reset after a link fault dropped (`Sim::on_link_fault`:
     /// a link held a TL flit past its hold limit, or its retry gave up): those its ends had
-    /// sent that their peers had not received when the link was reset, and frames still
-    /// waiting for a TL packer.
+    /// sent that their peers had not received when the link was reset, frames still
+    /// waiting for a TL packer, and responses an endpoint's completer still held.
     pub reset_drops: u64,
     /// The first problems, described.
     pub first_problems: Vec<String>,

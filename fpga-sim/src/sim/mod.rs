@@ -412,7 +412,8 @@ pub struct Sim {
     pub(crate) reset_lost: Vec<u64>,
     /// (their sum) ...
     pub(crate) reset_lost_sum: u64,
-    /// ... and frames waiting for a TL packer that resets dropped.
+    /// ... and frames waiting for a TL packer, and responses endpoints' completers held,
+    /// that resets dropped.
     pub(crate) reset_unpacked: u64,
 }
 

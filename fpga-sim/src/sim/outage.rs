@@ -663,11 +663,16 @@ impl Sim {
                 f.report.flits_lost += lost;
             }
         }
-        // Frames taken for the link that had not reached its TL packer (those in the TL
-        // packer and the link are counted below, as transfers sent and not received).
+        // Frames taken for the link that had not reached its TL packer, and responses an
+        // endpoint's completer still held (`Completer::drop_held`); those in the TL packer
+        // and the link are counted below, as transfers sent and not received.
         let unpacked: u64 = [e, p]
             .iter()
-            .map(|&x| self.txs.get(x as usize).map_or(0, |tx| tx.txq.len() as u64))
+            .map(|&x| match (self.txs.get(x as usize), self.ep(x)) {
+                (Some(tx), _) => tx.txq.len() as u64,
+                (None, Some(ep)) => ep.completer().pending() as u64,
+                (None, None) => 0,
+            })
             .sum();
         for x in [e, p] {
             self.retrain(x, now);
@@ -717,7 +722,8 @@ impl Sim {
 
     /// The requests and responses links reset after a link fault dropped: exact, as each
     /// reset empties both directions of its link (what an end sent and its peer did not
-    /// receive is then lost), plus frames waiting for a TL packer.
+    /// receive is then lost), plus frames waiting for a TL packer and responses endpoints'
+    /// completers held.
     pub(crate) fn reset_drops(&self) -> u64 {
         self.reset_unpacked + self.reset_lost_sum
     }

@@ -133,12 +133,6 @@ pub struct CreditReceiver {
     /// Targets (bit per [`CreditTarget::index`]) whose freed buffers are kept, not returned.
     #[cfg(feature = "withhold")]
     withheld: u8,
-    /// Credits the current initial release has still to give (the capacity at a reset or a
-    /// restart, less what it has returned): the peer's sender takes every return before
-    /// "initial credit release complete" as part of its grant, so the release gives exactly
-    /// the capacity, and ends only when it has.
-    #[cfg(feature = "restart")]
-    release_left: Table,
     timers: TimerTable<1>,
     stats: ReceiverStats,
     events: Deque<FlowEvent, 8>,
@@ -156,8 +150,6 @@ impl CreditReceiver {
             return_due: false,
             #[cfg(feature = "withhold")]
             withheld: 0,
-            #[cfg(feature = "restart")]
-            release_left: [[0; 4]; CreditTarget::COUNT],
             timers: TimerTable::new(),
             stats: ReceiverStats::default(),
             events: Deque::new(),
@@ -181,65 +173,11 @@ impl CreditReceiver {
                 }
             }
         }
-        #[cfg(feature = "restart")]
-        {
-            self.release_left = self.pending;
-        }
         self.peer_holds = [[0; 4]; CreditTarget::COUNT];
         self.in_use = [[0; 4]; CreditTarget::COUNT];
         self.phase = Phase::Releasing;
         self.return_due = false;
         self.timers.stop_all();
-    }
-
-    /// Back to the initial release after a link reset, the buffers still in use staying in
-    /// use (a completer's held requests): the initial release gives the free buffers at
-    /// once and the others as the upper layer frees them, and "initial credit release
-    /// complete" follows only when the whole capacity has been given, so the peer's grant
-    /// ends at the capacity and the peer never sends into a buffer still full. Without the
-    /// crate feature `restart` this is [`reset`](Self::reset): every buffer is granted again
-    /// at once, in use or not.
-    pub fn restart(&mut self) {
-        #[cfg(feature = "restart")]
-        let kept = self.in_use;
-        self.reset();
-        #[cfg(feature = "restart")]
-        {
-            for target in CreditTarget::ALL {
-                for c in CreditClass::ALL {
-                    let k = at(&kept, target, c);
-                    if let Some(p) = at_mut(&mut self.pending, target, c) {
-                        *p = p.saturating_sub(k);
-                    }
-                    if let Some(u) = at_mut(&mut self.in_use, target, c) {
-                        *u = k;
-                    }
-                }
-            }
-        }
-    }
-
-    /// Credits of `class` of `target` a return may give now: what is pending, and during
-    /// the initial release no more than the release has still to give.
-    fn returnable(&self, target: CreditTarget, class: CreditClass) -> u32 {
-        let p = at(&self.pending, target, class);
-        #[cfg(feature = "restart")]
-        if self.phase == Phase::Releasing {
-            return p.min(at(&self.release_left, target, class));
-        }
-        p
-    }
-
-    /// The initial release has given the whole capacity.
-    fn release_given(&self) -> bool {
-        #[cfg(feature = "restart")]
-        {
-            self.release_left.iter().all(|r| r.iter().all(|&n| n == 0))
-        }
-        #[cfg(not(feature = "restart"))]
-        {
-            true
-        }
     }
 
     /// Credits the peer may still spend.
@@ -388,15 +326,14 @@ impl CreditReceiver {
         let pending = CreditTarget::ALL
             .iter()
             .any(|&t| !self.is_withheld(t) && self.has_pending(t));
-        (pending && (releasing || self.return_due))
-            || (releasing && !self.holds_back() && self.release_given())
+        (pending && (releasing || self.return_due)) || (releasing && !self.holds_back())
     }
 
-    /// Whether `target` has freed credits a return may give now.
+    /// Whether `target` has freed credits not yet returned.
     fn has_pending(&self, target: CreditTarget) -> bool {
-        CreditClass::ALL
-            .iter()
-            .any(|&c| self.returnable(target, c) > 0)
+        self.pending
+            .get(target.index())
+            .is_some_and(|r| r.iter().any(|&n| n > 0))
     }
 
     /// Whether a withheld target has credits pending.
@@ -421,9 +358,12 @@ impl CreditReceiver {
                 if self.is_withheld(target) {
                     continue;
                 }
+                let Some(row) = self.pending.get_mut(target.index()) else {
+                    continue;
+                };
                 let mut want = Credits::ZERO;
                 for class in CreditClass::ALL {
-                    let v = self.returnable(target, class);
+                    let v = row.get(class as usize).copied().unwrap_or(0);
                     want.set(class, u16::try_from(v).unwrap_or(u16::MAX));
                 }
                 if want.is_zero() {
@@ -435,12 +375,6 @@ impl CreditReceiver {
                     let n = u32::from(sent.get(class));
                     if let Some(p) = at_mut(&mut self.pending, target, class) {
                         *p = p.saturating_sub(n);
-                    }
-                    #[cfg(feature = "restart")]
-                    if releasing {
-                        if let Some(l) = at_mut(&mut self.release_left, target, class) {
-                            *l = l.saturating_sub(n);
-                        }
                     }
                     if let Some(h) = at_mut(&mut self.peer_holds, target, class) {
                         *h = h.saturating_add(n);
@@ -454,14 +388,8 @@ impl CreditReceiver {
             self.return_due = false;
             self.timers.stop(Timer::CreditReturn as usize);
         }
-        if releasing && !self.holds_back() && self.release_given() {
+        if releasing && !self.holds_back() {
             self.phase = Phase::Done;
-            // Buffers freed during the release beyond what it had to give go back as
-            // ordinary returns.
-            #[cfg(feature = "restart")]
-            if CreditTarget::ALL.iter().any(|&t| self.has_pending(t)) {
-                self.return_due = true;
-            }
             return Some(CreditOutput::InitialReleaseComplete);
         }
         None
@@ -581,71 +509,6 @@ mod tests {
         assert_eq!(r.poll_event(), Some(FlowEvent::Overrun(e)));
         assert_eq!(r.in_use(VC0, CreditClass::ReqData), 200);
         assert_eq!(r.peer_holds(VC0, CreditClass::ReqData), 100);
-    }
-
-    /// Feed the receiver's returns to `s`; whether "initial credit release complete" came.
-    fn feed(r: &mut CreditReceiver, s: &mut CreditSender) -> bool {
-        let mut complete = false;
-        for o in drain(r) {
-            match o {
-                CreditOutput::Return { target, fc } => s.handle_return(target, &fc),
-                CreditOutput::InitialReleaseComplete => {
-                    s.handle_initial_release_complete();
-                    complete = true;
-                }
-            }
-        }
-        complete
-    }
-
-    #[cfg(feature = "restart")]
-    #[test]
-    fn a_restart_grants_held_buffers_only_when_freed_and_the_whole_capacity_once() {
-        let mut r = CreditReceiver::new(small());
-        let _ = drain(&mut r);
-        // Two requests of 100 data credits each held across the link reset.
-        assert_eq!(r.handle_consumed(VC0, Credits::request(100)), Ok(()));
-        assert_eq!(r.handle_consumed(VC0, Credits::request(100)), Ok(()));
-        r.restart();
-        assert_eq!(r.in_use(VC0, CreditClass::ReqCmd), 2);
-        let mut s = CreditSender::new();
-        // The free buffers go at once; the release stays open for the held ones.
-        assert!(!feed(&mut r, &mut s));
-        assert!(!r.initial_release_done() && !r.has_return());
-        assert_eq!(s.available(VC0, CreditClass::ReqCmd), 0);
-        assert_eq!(s.available(VC0, CreditClass::ReqData), 100);
-        let t = Instant::ZERO;
-        // The first held request is answered: its buffers go back as part of the release.
-        assert_eq!(r.release(t, VC0, Credits::request(100)), Ok(()));
-        assert!(r.has_return());
-        assert!(!feed(&mut r, &mut s));
-        assert_eq!(s.available(VC0, CreditClass::ReqCmd), 1);
-        assert_eq!(s.available(VC0, CreditClass::ReqData), 200);
-        assert_eq!(r.handle_consumed(VC0, Credits::request(100)), Ok(()));
-        assert!(s.consume(VC0, Credits::request(100)).is_ok());
-        // That request is answered before the second held one: buffers are interchangeable,
-        // so its credits complete the release (the whole capacity has now been given once).
-        assert_eq!(r.release(t, VC0, Credits::request(100)), Ok(()));
-        assert!(
-            feed(&mut r, &mut s),
-            "the whole capacity given: release complete"
-        );
-        assert!(r.initial_release_done());
-        assert_eq!(r.in_use(VC0, CreditClass::ReqCmd), 1);
-        // The second held request, answered after the release: an ordinary return.
-        assert_eq!(r.release(t, VC0, Credits::request(100)), Ok(()));
-        // The peer's grant is exactly the capacity, and no return exceeded it.
-        assert_eq!(s.grant(VC0, CreditClass::ReqCmd), 2);
-        assert_eq!(s.grant(VC0, CreditClass::ReqData), 300);
-        assert_eq!(s.stats().return_above_grant, 0);
-        // What was freed beyond the release goes back as an ordinary return.
-        let _ = feed(&mut r, &mut s);
-        r.handle_timeout(Instant::from_ps(1_000_000));
-        let _ = feed(&mut r, &mut s);
-        assert_eq!(s.available(VC0, CreditClass::ReqCmd), 2);
-        assert_eq!(s.available(VC0, CreditClass::ReqData), 300);
-        assert_eq!(s.stats().return_above_grant, 0);
-        assert_eq!(r.stats().bad_releases, 0);
     }
 
     #[cfg(feature = "withhold")]

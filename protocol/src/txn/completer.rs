@@ -125,6 +125,9 @@ pub struct CompleterStats {
     pub busy: u64,
     /// Response fields sent.
     pub responses_sent: u64,
+    /// Requests whose responses were dropped unsent by [`Completer::drop_held`] (a link
+    /// reset): their requesters time out.
+    pub dropped_at_reset: u64,
     /// Events discarded because the event queue was full.
     pub events_lost: u64,
 }
@@ -230,6 +233,18 @@ impl<const Q: usize> Completer<Q> {
     /// Responses waiting to be sent.
     pub fn pending(&self) -> usize {
         self.queue.len()
+    }
+
+    /// Drop every response still waiting to be sent (on link reset): the buffers of their
+    /// requests are free again, as the credit receiver's fresh initial release grants them
+    /// (a completer that kept them would be sent into them while still full). Their
+    /// requests were carried out (a write has landed); their requesters time out. Returns
+    /// how many were dropped.
+    pub fn drop_held(&mut self) -> usize {
+        let n = self.queue.len();
+        self.queue = SlotQueue::new();
+        self.stats.dropped_at_reset = self.stats.dropped_at_reset.saturating_add(n as u64);
+        n
     }
 
     /// Forget the address-compression cache (on link reset, together with the peer's).
@@ -640,6 +655,26 @@ mod tests {
         );
         assert_eq!(c.stats().ok, 3);
         assert_eq!(c.stats().responses_sent, 6);
+    }
+
+    #[test]
+    fn a_reset_drops_held_responses_after_the_writes_landed() {
+        let (mut c, mut m) = (cpl(), Mem::new(0));
+        let w = request(Opcode::WriteFull, 256, 2);
+        c.handle_request(Instant::ZERO, &w.as_transfer(), &mut m, &mut Unlimited)
+            .unwrap();
+        c.handle_request(Instant::ZERO, &w.as_transfer(), &mut m, &mut Unlimited)
+            .unwrap();
+        assert_eq!(c.pending(), 2);
+        assert_eq!(c.drop_held(), 2);
+        assert_eq!(c.pending(), 0);
+        assert_eq!(c.stats().dropped_at_reset, 2);
+        assert!(c.poll_transmit(Instant::ZERO, &mut Unlimited).is_none());
+        // The writes were carried out; only their responses are gone.
+        assert_eq!(m.bytes()[256..384], [0xab; 128]);
+        // Both slots are free again.
+        assert_eq!(run(&mut c, &mut m, &w).len(), 1);
+        assert_eq!(c.drop_held(), 0);
     }
 
     #[test]

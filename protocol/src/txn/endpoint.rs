@@ -349,8 +349,10 @@ impl<
         self.packer.reset();
         self.unpacker.reset();
         self.sender.reset();
-        // The completer keeps the requests it holds: their buffers stay in use.
-        self.receiver.restart();
+        // The receiver's fresh initial release grants every buffer, so none may stay in use:
+        // the completer drops the responses it still holds (their requests time out).
+        self.completer.drop_held();
+        self.receiver.reset();
         self.requester.reset_addr_cache();
         self.completer.reset_addr_cache();
         self.stash = None;
