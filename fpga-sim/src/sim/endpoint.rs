@@ -430,10 +430,9 @@ impl Sim {
     /// Fault paths: accelerator end `e`'s endpoint starts over (`Sim::retrain`): its link,
     /// TL packer and unpacker, credits and address caches reset; what the link dropped is
     /// counted for the conservation balance. Its requester's operations in flight complete
-    /// by timeout (or were given up when the port was declared down); the completer keeps
-    /// the requests it holds, whose buffers stay in use (`CreditReceiver::restart`: the
-    /// fresh initial release gives them only as they are freed). Returns false if `e` runs
-    /// no endpoint.
+    /// by timeout (or were given up when the port was declared down); the completer drops
+    /// the responses it held (`Completer::drop_held`), as the fresh initial release grants
+    /// their buffers again. Returns false if `e` runs no endpoint.
     pub(crate) fn ep_retrain(&mut self, e: u32, now: u64) -> bool {
         let delivered = self.rxs[self.peer[e as usize] as usize].tl_delivered;
         let Some(ep) = self.ep_mut(e) else {
