@@ -515,8 +515,9 @@ pub(crate) mod tests {
         assert!(p.is_idle());
     }
 
-    /// A full 256 B write (bytes 0..=255), then a write response.
-    fn push_write_and_response(p: &mut TlPacker<64>) {
+    #[test]
+    fn test_deconstruct() {
+        let mut p = TlPacker::<64>::new();
         let data: Vec<u8> = (0..=255).collect();
         p.push(&Item::Transfer(Transfer::new(
             write(Opcode::WriteFull, 256, 1),
@@ -525,13 +526,6 @@ pub(crate) mod tests {
         .unwrap();
         p.push(&Item::Transfer(Transfer::new(wrsp(2), &[])))
             .unwrap();
-    }
-
-    #[test]
-    fn test_deconstruct() {
-        let mut p = TlPacker::<64>::new();
-        push_write_and_response(&mut p);
-        let data: Vec<u8> = (0..=255).collect();
         let (out, n) = flits(&mut p);
         assert_eq!(n, 5);
         let mut u = TlUnpacker::new();
