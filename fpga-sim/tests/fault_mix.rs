@@ -415,6 +415,15 @@ fn check_one(pod: &PodFile, k: u64) -> RunCheck {
     if !s.conservation.ok {
         why.push(format!("conservation {:?}", s.conservation));
     }
+    if !i.requests_accounted() {
+        why.push(format!(
+            "{} requests given up ({} timed out, {} abandoned) but {} traces: {i:?}",
+            i.requests_timed_out + i.requests_abandoned,
+            i.requests_timed_out,
+            i.requests_abandoned,
+            i.traced()
+        ));
+    }
     if !may_fail && i.failed != 0 {
         why.push(format!("failed {}", i.failed));
     }

@@ -221,6 +221,7 @@ impl Accels {
             t.queue_timeouts += s.queue_timeouts;
             t.dropped_late += s.dropped_late;
             t.dropped_unknown_tag += s.dropped_unknown_tag;
+            t.requests_abandoned += s.requests_abandoned;
             t.responses_dropped += s.responses_dropped;
         }
         t

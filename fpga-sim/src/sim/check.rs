@@ -235,8 +235,12 @@ pub struct Integrity {
     /// Pieces (requests) of failed operations that failed for another reason than a timeout
     /// (an error status, poisoned data, a request refused).
     pub failed_not_timed_out: u64,
-    /// Requests their requesters stopped waiting for (`RequesterStats::request_timeouts`).
+    /// Requests their requesters stopped waiting for (`RequesterStats::request_timeouts`;
+    /// rogue requesters' too).
     pub requests_timed_out: u64,
+    /// Requests in flight given up when their port was declared down
+    /// (`RequesterStats::requests_abandoned`).
+    pub requests_abandoned: u64,
     /// Operations that timed out before all their requests were sent.
     pub queue_timeouts: u64,
     /// Responses dropped by their requesters as late or of a tag not in flight.
@@ -248,6 +252,18 @@ pub struct Integrity {
     /// sent that their peers had not received when the link was reset, frames still
     /// waiting for a TL packer, and responses an endpoint's completer still held.
     pub reset_drops: u64,
+    /// Frames discarded from the ingress pipelines of switch ports declared down
+    /// (`FaultReport::ingress_discarded`).
+    pub ingress_discarded: u64,
+    /// Requests completers dropped as addressed to another accelerator
+    /// (`CompleterStats::misrouted`).
+    pub completer_drops: u64,
+    /// Requests and responses still in the fabric when the run ended ([`Sim::stranded`]:
+    /// on links that stayed down, or held in switches): zero in a drained run without
+    /// faults.
+    ///
+    /// [`Sim::stranded`]: super::Sim
+    pub stranded: u64,
     /// The first problems, described.
     pub first_problems: Vec<String>,
 }
@@ -258,16 +274,34 @@ impl Integrity {
         self.sound_but_failed() && self.failed == 0
     }
 
-    /// Every failure was a timeout, and every request that timed out left a trace: its
-    /// response came back late (dropped by its requester), a switch dropped its request or
-    /// its response, or a link reset after a link fault dropped one of them. In a
-    /// pod without faults, a request timeout shorter than the queueing of an overloaded
-    /// fabric, or than a link's recovery from bit errors, fails operations this way, and
-    /// nothing else may: a request or response lost without being counted, or counted
-    /// twice, breaks the balance.
+    /// Where the requests given up went: each left exactly one trace. Its response came
+    /// back late (dropped by its requester), a switch dropped its request or its response,
+    /// a link reset dropped one of them, a port declared down discarded one from its
+    /// ingress pipeline, a completer dropped the request as misrouted, or one of them is
+    /// still in the fabric (`stranded`).
+    pub fn traced(&self) -> u64 {
+        self.late_responses
+            + self.switch_drops
+            + self.reset_drops
+            + self.ingress_discarded
+            + self.completer_drops
+            + self.stranded
+    }
+
+    /// Every request given up (timed out, or abandoned when its port was declared down)
+    /// left exactly one trace ([`Integrity::traced`]): a request or response lost without
+    /// being counted, or counted twice, breaks the balance. Held in every run, faults or
+    /// not.
+    pub fn requests_accounted(&self) -> bool {
+        self.requests_timed_out + self.requests_abandoned == self.traced()
+    }
+
+    /// Every failure was a timeout, nothing is left in the fabric, and every request that
+    /// timed out left its trace ([`Integrity::requests_accounted`]). In a pod without
+    /// faults, a request timeout shorter than the queueing of an overloaded fabric, or than
+    /// a link's recovery from bit errors, fails operations this way, and nothing else may.
     pub fn timeouts_accounted(&self) -> bool {
-        let traced = self.late_responses + self.switch_drops + self.reset_drops;
-        self.failed_not_timed_out == 0 && traced == self.requests_timed_out
+        self.failed_not_timed_out == 0 && self.stranded == 0 && self.requests_accounted()
     }
 
     /// No problem found except operations reported failed (which faults may cause): nothing
@@ -629,9 +663,53 @@ mod tests {
         let short = Integrity {
             requests_timed_out: 7,
             reset_drops: 1,
-            ..i
+            ..i.clone()
         };
         assert!(!short.timeouts_accounted());
+        // Something still in the fabric balances a request given up under faults, but a
+        // run without faults must not end with anything stranded.
+        let stranded = Integrity {
+            stranded: 1,
+            ..lost.clone()
+        };
+        assert!(stranded.requests_accounted() && !stranded.timeouts_accounted());
+    }
+
+    /// Under faults: requests abandoned at a port declared down count like timed-out ones,
+    /// and frames discarded from ingress pipelines and misrouted requests are traces.
+    #[test]
+    fn requests_given_up_under_faults_are_balanced_by_every_kind_of_trace() {
+        let i = Integrity {
+            failed: 9,
+            failed_not_timed_out: 4,
+            requests_timed_out: 5,
+            requests_abandoned: 4,
+            late_responses: 3,
+            switch_drops: 1,
+            reset_drops: 1,
+            ingress_discarded: 2,
+            completer_drops: 1,
+            stranded: 1,
+            ..Integrity::default()
+        };
+        assert_eq!(i.traced(), 9);
+        assert!(i.requests_accounted() && !i.timeouts_accounted());
+        for short in [
+            Integrity {
+                ingress_discarded: 1,
+                ..i.clone()
+            },
+            Integrity {
+                completer_drops: 0,
+                ..i.clone()
+            },
+            Integrity {
+                requests_abandoned: 5,
+                ..i.clone()
+            },
+        ] {
+            assert!(!short.requests_accounted(), "{short:?}");
+        }
     }
 
     /// The pattern as first written (one call per word, a short last word cut): the fast

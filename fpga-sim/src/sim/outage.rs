@@ -232,6 +232,7 @@ impl Sim {
             for x in [a, b] {
                 self.retrain(x, now);
             }
+            self.note_reset_losses(a, b);
         }
         for x in [a, b] {
             let h = &mut self.hot[x as usize];
@@ -258,6 +259,16 @@ impl Sim {
     /// its completer holds) were granted again by that release, so freeing them later
     /// returns nothing (`PortState::stale`).
     fn retrain(&mut self, x: u32, now: u64) {
+        // Responses an endpoint's completer still holds are dropped by its reset
+        // (`Completer::drop_held`); frames a model end took for its link that had not reached
+        // its TL packer are dropped below. Both are counted with what links lost at resets
+        // (`Sim::reset_drops`); what was in the TL packers and links is counted once both
+        // ends are reset (`Sim::note_reset_losses`).
+        self.reset_unpacked += match (self.txs.get(x as usize), self.ep(x)) {
+            (Some(tx), _) => tx.txq.len() as u64,
+            (None, Some(ep)) => ep.completer().pending() as u64,
+            (None, None) => 0,
+        };
         if self.ep_retrain(x, now) {
             if let Some(f) = self.fault.as_mut() {
                 f.report.retrains += 1;
@@ -663,27 +674,26 @@ impl Sim {
                 f.report.flits_lost += lost;
             }
         }
-        // Frames taken for the link that had not reached its TL packer, and responses an
-        // endpoint's completer still held (`Completer::drop_held`); those in the TL packer
-        // and the link are counted below, as transfers sent and not received.
-        let unpacked: u64 = [e, p]
-            .iter()
-            .map(|&x| match (self.txs.get(x as usize), self.ep(x)) {
-                (Some(tx), _) => tx.txq.len() as u64,
-                (None, Some(ep)) => ep.completer().pending() as u64,
-                (None, None) => 0,
-            })
-            .sum();
         for x in [e, p] {
             self.retrain(x, now);
         }
-        self.reset_unpacked += unpacked;
-        // Both directions are empty now: what each end sent that its peer did not receive
-        // is what the link's resets so far lost in that direction.
+        self.note_reset_losses(e, p);
+        for x in [e, p] {
+            if self.hot[x as usize].phy_up {
+                self.link_up(x, now);
+            }
+        }
+    }
+
+    /// Both ends of the link of ends `a` and `b` were just reset, which empties both its
+    /// directions: what each end has sent that its peer has not received is what the
+    /// link's resets so far lost in that direction (cumulative counts, so it is set, not
+    /// added).
+    fn note_reset_losses(&mut self, a: u32, b: u32) {
         if self.reset_lost.is_empty() {
             self.reset_lost = vec![0; self.ends()];
         }
-        for (x, y) in [(e, p), (p, e)] {
+        for (x, y) in [(a, b), (b, a)] {
             let lost = self
                 .transfers_sent(x)
                 .saturating_sub(self.transfers_received(y));
@@ -692,11 +702,31 @@ impl Sim {
                 *l = lost;
             }
         }
-        for x in [e, p] {
-            if self.hot[x as usize].phy_up {
-                self.link_up(x, now);
-            }
-        }
+    }
+
+    /// Requests and responses still in the fabric: sent on a link and not yet received
+    /// (less what resets lost), frames held in switches or waiting for a TL packer, and
+    /// responses completers hold. Zero at the end of a drained run without faults; with
+    /// faults, what links that stayed down hold, what waits in switches and completers
+    /// behind them, and late responses still on their way when the run ended.
+    pub(crate) fn stranded(&self) -> u64 {
+        let on_links: u64 = (0..self.ends() as u32)
+            .map(|x| {
+                let y = self.peer.get(x as usize).copied().unwrap_or(x);
+                self.transfers_sent(x)
+                    .saturating_sub(self.transfers_received(y))
+            })
+            .sum();
+        let held: u64 = self
+            .accels
+            .eps
+            .iter()
+            .map(|ep| ep.completer().pending() as u64)
+            .chain(self.accels.ports.iter().map(|p| p.cpl.pending() as u64))
+            .sum();
+        on_links.saturating_sub(self.reset_lost_sum)
+            + self.frames.live_frames().count() as u64
+            + held
     }
 
     /// Requests and responses end `x` has taken for its link (pushed into its TL packer, or
@@ -720,10 +750,10 @@ impl Sim {
         }
     }
 
-    /// The requests and responses links reset after a link fault dropped: exact, as each
-    /// reset empties both directions of its link (what an end sent and its peer did not
-    /// receive is then lost), plus frames waiting for a TL packer and responses endpoints'
-    /// completers held.
+    /// The requests and responses link resets dropped (after a link fault, or a fault
+    /// plan's outage past the hold-off or the request timeout): exact, as each reset empties
+    /// both directions of its link (what an end sent and its peer did not receive is then
+    /// lost), plus frames waiting for a TL packer and responses endpoints' completers held.
     pub(crate) fn reset_drops(&self) -> u64 {
         self.reset_unpacked + self.reset_lost_sum
     }

@@ -131,7 +131,9 @@ pub fn summary_text(s: &Summary) -> String {
         i.failed,
         i.atomic_errors,
         match (s.integrity_ok(), i.failed > 0, s.had_faults()) {
-            (true, true, true) => "OK (operations may fail under the pod's faults)",
+            (true, true, true) => {
+                "OK (operations may fail under the pod's faults; every request given up accounted for)"
+            }
             (true, true, false) => "OK (operations timed out, every timed-out request accounted for)",
             (true, false, _) => "OK",
             (false, _, _) => "FAILED",
@@ -140,18 +142,35 @@ pub fn summary_text(s: &Summary) -> String {
     for p in &i.first_problems {
         let _ = writeln!(o, "    {p}");
     }
-    if i.requests_timed_out + i.queue_timeouts > 0 {
-        let resets = if i.reset_drops > 0 {
+    if i.requests_timed_out + i.requests_abandoned + i.queue_timeouts > 0 {
+        let abandoned = if i.requests_abandoned > 0 {
             format!(
-                ", {} requests and responses dropped at link resets",
-                i.reset_drops
+                " and {} given up at ports declared down",
+                i.requests_abandoned
             )
         } else {
             String::new()
         };
+        let mut more = String::new();
+        for (n, what) in [
+            (
+                i.reset_drops,
+                "requests and responses dropped at link resets",
+            ),
+            (i.ingress_discarded, "discarded at ports declared down"),
+            (
+                i.completer_drops,
+                "misrouted requests dropped by completers",
+            ),
+            (i.stranded, "still in the fabric at the end"),
+        ] {
+            if n > 0 {
+                more.push_str(&format!(", {n} {what}"));
+            }
+        }
         let _ = writeln!(
             o,
-            "  timeouts: {} requests timed out, {} answered late and {} frames dropped in switches{resets}; {} requests timed out before they were sent",
+            "  timeouts: {} requests timed out{abandoned}, {} answered late and {} frames dropped in switches{more}; {} requests timed out before they were sent",
             i.requests_timed_out, i.late_responses, i.switch_drops, i.queue_timeouts
         );
     }

@@ -300,6 +300,8 @@ impl Sim {
                 None => kinds.push((s.fwd.kind().to_string(), 1)),
             }
         }
+        // Before `fault_report` takes the fault report (the integrity balance reads it).
+        let integrity = self.integrity();
         let faults = self.fault_report();
         let read_completed = zero.is_some();
         let (stages, rtt, hops) = zero.unwrap_or_default();
@@ -334,7 +336,7 @@ impl Sim {
                 .filter(|(_, &n)| n > 0)
                 .map(|(r, &n)| (r.to_string(), n))
                 .collect(),
-            integrity: self.integrity(),
+            integrity,
             conservation: c,
             breakdown: stages
                 .iter()
@@ -365,12 +367,34 @@ impl Sim {
     /// What the checker found, with the requesters' and switches' account of timeouts.
     fn integrity(&self) -> super::check::Integrity {
         let mut i = self.reference.found.clone();
-        let r = self.accels.requester_stats();
+        let mut r = self.accels.requester_stats();
+        // Rogue requesters' writes (a fault plan's `inject`) are requests like any other.
+        for g in self.fault.iter().flat_map(|f| f.rogues.iter()) {
+            let s = *g.req.borrow().stats();
+            r.request_timeouts += s.request_timeouts;
+            r.requests_abandoned += s.requests_abandoned;
+            r.dropped_late += s.dropped_late;
+            r.dropped_unknown_tag += s.dropped_unknown_tag;
+        }
         i.requests_timed_out = r.request_timeouts;
+        i.requests_abandoned = r.requests_abandoned;
         i.queue_timeouts = r.queue_timeouts;
         i.late_responses = r.dropped_late + r.dropped_unknown_tag;
         i.switch_drops = self.switch_drops();
         i.reset_drops = self.reset_drops();
+        i.ingress_discarded = self
+            .fault
+            .as_ref()
+            .map_or(0, |f| f.report.ingress_discarded);
+        i.completer_drops = self
+            .accels
+            .eps
+            .iter()
+            .map(|ep| ep.completer().stats())
+            .chain(self.accels.ports.iter().map(|p| p.cpl.stats()))
+            .map(|c| c.misrouted)
+            .sum();
+        i.stranded = self.stranded();
         i
     }
 

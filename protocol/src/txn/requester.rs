@@ -595,6 +595,7 @@ impl<const TAGS: usize, const OPS: usize, const QUEUE: usize> Requester<TAGS, OP
     pub fn abort(&mut self, now: Instant) {
         let failed_before = self.stats.ops_failed;
         while let Some(tag) = self.tags.oldest_in_flight() {
+            self.stats.requests_abandoned += 1;
             self.give_up_tag(tag, now, TxnError::LinkDown);
         }
         while let Some(op) = self.queue.get(0).map(|p| p.op) {
@@ -1066,6 +1067,11 @@ mod tests {
         );
         assert_eq!((r.in_flight(), r.queued(), r.ops_open()), (0, 0, 0));
         assert_eq!(r.stats().ops_aborted, 2);
+        assert_eq!(
+            r.stats().requests_abandoned,
+            1,
+            "the read in flight, not the queued write"
+        );
         assert!(
             r.poll_transmit(t(6), &mut Unlimited).is_none(),
             "nothing left to send"
@@ -1083,6 +1089,7 @@ mod tests {
         );
         r.abort(t(70));
         assert_eq!(r.stats().ops_aborted, 2, "nothing open: nothing aborted");
+        assert_eq!(r.stats().requests_abandoned, 1);
     }
 
     #[test]

@@ -167,4 +167,8 @@ pub struct RequesterStats {
     pub events_lost: u64,
     /// Operations abandoned by [`Requester::abort`](super::Requester::abort).
     pub ops_aborted: u64,
+    /// Requests in flight (sent, not answered) that [`Requester::abort`](super::Requester::abort)
+    /// gave up: like a timed-out request, each leaves a late response, or its request or
+    /// response was lost.
+    pub requests_abandoned: u64,
 }
