@@ -812,6 +812,36 @@ fn request_sent_on_a_port_declared_down_is_not_overtaken_plan_35019() {
     harsh_four_tenant_plan(35019, None);
 }
 
+/// The flap of `flap-leaf-spine.toml` outlasts the hold-off, so the link is retrained on
+/// both ends when it comes back, and the retrain drops what the link still held. Those
+/// requests and responses count as dropped at link resets (`Sim::note_reset_losses`, as
+/// for a link fault's reset), not as still in the fabric: every link is up at the end and
+/// nothing is stranded, and every request given up is accounted for.
+#[test]
+fn a_long_outage_counts_what_its_retrain_drops() {
+    let pod = data_pod("flap-leaf-spine");
+    let opts = Options {
+        seed: 1,
+        duration_ps: 45 * US,
+        warmup_ps: US,
+        faults: pod.fault_plan(),
+        ..Options::default()
+    };
+    let r = run(&pod, &opts, |_, _| {}).expect("runs");
+    let s = &r.summary;
+    let i = &s.integrity;
+    let f = s.faults.as_ref().expect("a fault report");
+    assert!(f.retrains > 0, "the flap retrains its link: {f:?}");
+    assert!(s.drained && s.sound(), "{i:?}");
+    assert!(i.requests_timed_out > 0 && i.reset_drops > 0, "{i:?}");
+    assert_eq!(i.stranded, 0, "nothing left in the fabric: {i:?}");
+    assert_eq!(
+        i.requests_timed_out + i.requests_abandoned,
+        i.traced(),
+        "{i:?}"
+    );
+}
+
 /// After a 2 µs flap of a spine's link to a leaf on a busy pod, the leaf drops requests of
 /// fenced flows (`PinLost`) only while the port settles: the drops of a 45 µs run and of a
 /// 60 µs run are the same (30 and 45 µs until session 33, when the settle time, the per-hop
