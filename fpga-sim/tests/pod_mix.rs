@@ -474,6 +474,31 @@ fn kept_pod_is_sound_for(file: &str, seed: u64, duration_ps: u64) {
     assert!(s.drained && s.sound(), "{file}: {i:?} {:?}", s.conservation);
 }
 
+/// Pod 185830, kept as a file: a leaf/spine pod whose fault plan has three rogue requesters
+/// (`inject`, one of 64 writes) among outages. The requester sweep, which times requests
+/// out, stopped once the workloads' operations were all done, and nothing started it again
+/// when a rogue submitted its next write: 38 of its writes, dropped by the switches as
+/// spoofed, never timed out. The run went on to its drain limit (1,041 µs instead of
+/// 102 µs), the rogue's report left them neither failed nor answered, and the balance of
+/// requests given up counted their 38 switch drops against no timeout. A rogue's write now
+/// restarts the sweep (`Sim::keep_sweeping`).
+#[test]
+fn rogue_writes_after_the_workloads_end_still_time_out() {
+    let file = "pod-mix-185830.toml";
+    kept_pod_is_sound_for(file, 185_830, 3_000_000);
+    let s = run_kept_pod(file, 185_830, 3_000_000);
+    let f = s.faults.as_ref().expect("a fault report");
+    assert_eq!(f.rogues.len(), 3, "{f:?}");
+    for r in &f.rogues {
+        assert!(r.sent > 0, "{r:?}");
+        assert_eq!(
+            r.failed + r.answered,
+            r.sent,
+            "every rogue write finished: {r:?}"
+        );
+    }
+}
+
 /// The pod that found the run ending with timed-out requests still in the fabric: bit
 /// errors at 1e-5 on every link (no fault events) and a 2 µs request timeout on a 3 × 2
 /// leaf/spine pod (session 25, found by the adversarial pods this test replays).

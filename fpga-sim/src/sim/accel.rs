@@ -536,6 +536,16 @@ impl Sim {
     /// Requester timeouts: every accelerator port's requester is swept at a tenth of the
     /// request timeout (so an unanswered request fails within 110 % of its timeout), instead
     /// of a timer per port that every request would re-arm.
+    /// Start the requester sweep again if it stopped (it stops once nothing is open and no
+    /// more operations may be issued): a requester given work after that, a rogue's next
+    /// write, must still time out.
+    pub(crate) fn keep_sweeping(&mut self, now: u64) {
+        if !self.sweeping {
+            self.sweeping = true;
+            self.schedule(now + self.sweep_ps, Ev::Sweep);
+        }
+    }
+
     pub(crate) fn on_sweep(&mut self, now: u64) {
         let t = Instant::from_ps(now);
         for i in 0..self.accels.ports.len() {

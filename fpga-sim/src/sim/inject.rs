@@ -180,10 +180,7 @@ impl Sim {
                 self.schedule(t, Ev::Replay(0));
             }
         }
-        if !self.sweeping {
-            self.sweeping = true;
-            self.schedule(at + self.sweep_ps, Ev::Sweep);
-        }
+        self.keep_sweeping(at);
         self.schedule_faults(at);
     }
 

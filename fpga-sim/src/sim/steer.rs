@@ -557,6 +557,8 @@ impl Sim {
             r.result.sent += 1;
         }
         let (end, gap, more) = (r.end, r.gap_ps, r.result.sent < u64::from(r.count));
+        // The sweep times rogue requests out too; it may have stopped since the last write.
+        self.keep_sweeping(now);
         self.note_accel_work(end);
         self.kick(end, now);
         if more {
