@@ -502,19 +502,21 @@ fn former_stale_read_plans_pass() {
 /// A plan on the two-tenant pod that returned stale reads until a port the health monitor
 /// fails was disabled like an alarmed one: the port failed during a flap, and its link,
 /// still up, replayed requests after their flows had moved to the other link.
+/// (Both ends of that link fail, spine 2's port 2 and leaf 1's port 4; the link is
+/// disabled and declared down once, under whichever fails first, leaf 1's since session 35,
+/// when a link's fault state became one per link rather than one per end named.)
 #[test]
 fn health_failed_port_plan_passes() {
     use podlink_sim::sim::fault::Happening;
     let failed = PortRef { switch: 2, port: 2 };
+    let other_end = PortRef { switch: 1, port: 4 };
     let mut disabled = Vec::new();
     let bad = check(&both_models(tenants_pod()), &[134], |_, f| {
         // The plan only flaps that link (shorter than the hold-off): it is declared down
         // because its port failed.
-        disabled.push(
-            f.timeline
-                .iter()
-                .any(|e| matches!(e.what, Happening::Declared { at, up: false } if at == failed)),
-        );
+        disabled.push(f.timeline.iter().any(|e| {
+            matches!(e.what, Happening::Declared { at, up: false } if at == failed || at == other_end)
+        }));
     });
     assert!(bad.is_empty(), "{}", bad.join("\n"));
     assert_eq!(disabled, [true, true], "the failed port was disabled");
@@ -839,6 +841,80 @@ fn a_long_outage_counts_what_its_retrain_drops() {
         i.requests_timed_out + i.requests_abandoned,
         i.traced(),
         "{i:?}"
+    );
+}
+
+/// A link between two switches is one link whichever of its ports a fault names. Harsh plan
+/// 109562 on `tight-credits.toml` took leaf 1's uplink to spine 3 down from the spine's side,
+/// again from the leaf's (while down), up from the spine's side after 9.2 µs (under the
+/// request timeout: no retrain), and up again from the leaf's. The simulator kept each
+/// link's outage under the end a fault named, so the second down started a hold-off of its
+/// own that declared the link down 2 µs after it came back, and the second up then retrained
+/// a link whose PHY was already up, without bringing it up again: the link stayed reset for
+/// good, its ends without credits, and 36 responses waited in leaf 1 for ever (the run went
+/// on to its 1 ms drain limit). Found by the balance of requests given up, as requests
+/// stranded in a fabric whose every link and VC was up. A fault's link is now kept under one
+/// end (`Sim::ends_of`), a down of a link already down and an up of a link already up do
+/// nothing, and this plan leaves every link up and nothing in the fabric.
+#[test]
+fn a_link_named_from_both_ends_is_one_link() {
+    let path = format!(
+        "{}/tests/data/pods/tight-credits.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut text = std::fs::read_to_string(&path).expect("the pod file");
+    text.push_str(
+        r#"
+[faults]
+holdoff_us = 10
+notify_us = 0.1
+[[faults.events]]
+at_us = 1.15
+kind = "link-down"
+switch = 3
+port = 1
+[[faults.events]]
+at_us = 2.43
+kind = "link-down"
+switch = 1
+port = 4
+[[faults.events]]
+at_us = 10.39
+kind = "link-up"
+switch = 3
+port = 1
+[[faults.events]]
+at_us = 13.44
+kind = "link-up"
+switch = 1
+port = 4
+"#,
+    );
+    let pod = PodFile::parse(&text, &path).expect("a pod file");
+    let opts = Options {
+        seed: 109_562,
+        duration_ps: 5 * US,
+        warmup_ps: US / 2,
+        faults: pod.fault_plan(),
+        ..Options::default()
+    };
+    let r = run(&pod, &opts, |_, _| {}).expect("runs");
+    let s = &r.summary;
+    let i = &s.integrity;
+    let f = s.faults.as_ref().expect("a fault report");
+    assert!(s.drained && s.sound(), "{i:?}");
+    assert_eq!(i.stranded, 0, "nothing left in the fabric: {i:?}");
+    assert!(
+        !f.timeline
+            .iter()
+            .any(|e| matches!(e.what, podlink_sim::sim::fault::Happening::Declared { .. })),
+        "the link was never down past the hold-off: {:?}",
+        f.timeline
+    );
+    assert!(
+        s.end_ns < 100_000.0,
+        "the run drains long before its limit: {} ns",
+        s.end_ns
     );
 }
 

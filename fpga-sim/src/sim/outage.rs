@@ -56,9 +56,15 @@ impl Sim {
     }
 
     /// The switch end and the other end of the link named by `p`.
+    /// The two ends of the link of switch port `p`, the lower-numbered first (a switch end:
+    /// accelerator ends come after every switch end). The fault state of a link is kept
+    /// under that first end, so a link between two switches is the same link whichever of
+    /// its ports a fault names: its outage named from one side and ended from the other
+    /// must not leave half of it down.
     fn ends_of(&self, p: PortRef) -> (u32, u32) {
         let e = self.switches[p.switch as usize].base + p.port;
-        (e, self.peer[e as usize])
+        let f = self.peer[e as usize];
+        (e.min(f), e.max(f))
     }
 
     fn log(&mut self, t: u64, what: Happening, switch: Option<u32>) {
@@ -163,9 +169,13 @@ impl Sim {
     }
 
     /// Both ends' PHY go down; what is on the wire is lost. The switch and the endpoints are
-    /// told only if the link stays down for the hold-off.
+    /// told only if the link stays down for the hold-off. A link already down stays down
+    /// as it was (its outage and hold-off run from when it went down).
     fn phy_down(&mut self, p: PortRef, now: u64) {
         let (a, b) = self.ends_of(p);
+        if [a, b].iter().all(|&x| !self.hot[x as usize].phy_up) {
+            return;
+        }
         let mut lost = 0;
         for x in [a, b] {
             let h = &mut self.hot[x as usize];
@@ -213,6 +223,11 @@ impl Sim {
     /// ([`Sim::retrain`]): what it held belongs to operations already reported failed.
     fn phy_up(&mut self, p: PortRef, now: u64) {
         let (a, b) = self.ends_of(p);
+        if [a, b].iter().all(|&x| self.hot[x as usize].phy_up) {
+            // Up already: nothing to bring up (retraining it here would leave it reset and
+            // never brought up again).
+            return;
+        }
         let timeout = self.request_timeout().as_ps();
         let Some(f) = self.fault.as_mut() else {
             return;
