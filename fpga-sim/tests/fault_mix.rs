@@ -26,7 +26,7 @@ use podlink_sim::conformance::scenarios;
 use podlink_sim::pod::config::{AccelModel, PodFile, Topology};
 use podlink_sim::pod::topology::Fabric;
 use podlink_sim::sim::fault::{Fault, FaultKind, FaultPlan, PortRef};
-use podlink_sim::sim::results::run;
+use podlink_sim::sim::results::{run, Report};
 use podlink_sim::sim::Options;
 
 mod common;
@@ -260,6 +260,18 @@ fn both_models(pod: PodFile) -> Vec<PodFile> {
             p
         })
         .collect()
+}
+
+/// Run `pod` with its own fault plan (`[faults]`).
+fn run_pod_plan(pod: &PodFile, seed: u64, duration_ps: u64, warmup_ps: u64) -> Report {
+    let opts = Options {
+        seed,
+        duration_ps,
+        warmup_ps,
+        faults: pod.fault_plan(),
+        ..Options::default()
+    };
+    run(pod, &opts, |_, _| {}).expect("runs")
 }
 
 /// A pod file of `tests/data/pods/`.
@@ -822,14 +834,7 @@ fn request_sent_on_a_port_declared_down_is_not_overtaken_plan_35019() {
 #[test]
 fn a_long_outage_counts_what_its_retrain_drops() {
     let pod = data_pod("flap-leaf-spine");
-    let opts = Options {
-        seed: 1,
-        duration_ps: 45 * US,
-        warmup_ps: US,
-        faults: pod.fault_plan(),
-        ..Options::default()
-    };
-    let r = run(&pod, &opts, |_, _| {}).expect("runs");
+    let r = run_pod_plan(&pod, 1, 45 * US, US);
     let s = &r.summary;
     let i = &s.integrity;
     let f = s.faults.as_ref().expect("a fault report");
@@ -891,14 +896,7 @@ port = 4
 "#,
     );
     let pod = PodFile::parse(&text, &path).expect("a pod file");
-    let opts = Options {
-        seed: 109_562,
-        duration_ps: 5 * US,
-        warmup_ps: US / 2,
-        faults: pod.fault_plan(),
-        ..Options::default()
-    };
-    let r = run(&pod, &opts, |_, _| {}).expect("runs");
+    let r = run_pod_plan(&pod, 109_562, 5 * US, US / 2);
     let s = &r.summary;
     let i = &s.integrity;
     let f = s.faults.as_ref().expect("a fault report");
@@ -928,14 +926,7 @@ port = 4
 fn drops_after_a_flap_end_with_the_first_window() {
     let pod = data_pod("flap-leaf-spine");
     let drops = |us: u64| {
-        let opts = Options {
-            seed: 1,
-            duration_ps: us * US,
-            warmup_ps: US,
-            faults: pod.fault_plan(),
-            ..Options::default()
-        };
-        let r = run(&pod, &opts, |_, _| {}).expect("runs");
+        let r = run_pod_plan(&pod, 1, us * US, US);
         let i = &r.summary.integrity;
         assert!(i.sound_but_failed(), "{:?}", i.first_problems);
         let f = r.summary.faults.as_ref().expect("a fault report");
