@@ -427,6 +427,12 @@ fn check_one(pod: &PodFile, k: u64) -> RunCheck {
     if !s.conservation.ok {
         why.push(format!("conservation {:?}", s.conservation));
     }
+    if s.faults.as_ref().is_some_and(|f| f.whole_at_end) && i.stranded > 0 {
+        why.push(format!(
+            "{} requests or responses stuck in a fabric whole again (every link up, nothing withheld)",
+            i.stranded
+        ));
+    }
     if !i.requests_accounted() {
         why.push(format!(
             "{} requests given up ({} timed out, {} abandoned) but {} traces: {i:?}",

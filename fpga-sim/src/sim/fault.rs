@@ -281,6 +281,10 @@ pub struct FaultReport {
     pub link_ups: u64,
     /// Link ends not Up at the end of the run.
     pub links_not_up: u64,
+    /// At the end of the run the fabric was whole again (every link's PHY up, no port
+    /// failed, no VC's credits withheld, no rogue write open): nothing may then be left in
+    /// it (`Integrity::stranded` = 0).
+    pub whole_at_end: bool,
     /// Operations open when each fault was applied (same order as `plan`).
     pub open_at_fault: Vec<u64>,
     /// Rogue requesters, in plan order.

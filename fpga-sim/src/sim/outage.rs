@@ -150,6 +150,12 @@ impl Sim {
             FaultKind::Inject { .. } => self.start_rogue(fault.what, now),
             FaultKind::Withhold { accel, vc } | FaultKind::Release { accel, vc } => {
                 let keep = matches!(fault.what, FaultKind::Withhold { .. });
+                if let Some(f) = self.fault.as_mut() {
+                    f.withheld.retain(|&w| w != (accel, vc));
+                    if keep {
+                        f.withheld.push((accel, vc));
+                    }
+                }
                 let e0 = self.accels.end_of[accel as usize];
                 for e in e0..e0 + self.accels.nports[accel as usize] {
                     if self.ep_withhold(e, vc, keep, now) {
@@ -717,6 +723,20 @@ impl Sim {
                 *l = lost;
             }
         }
+    }
+
+    /// The fabric is whole again: every link's PHY is up, no port has failed, no VC's
+    /// credits are withheld and no rogue requester has a write open. Whatever is still in
+    /// the fabric then can still move, so a run with faults must drain it completely
+    /// (`Summary::integrity_ok`). Always true without a fault plan.
+    pub(crate) fn fabric_whole(&self) -> bool {
+        let Some(f) = self.fault.as_ref() else {
+            return true;
+        };
+        f.withheld.is_empty()
+            && !f.failed.iter().any(|&x| x)
+            && self.hot.iter().all(|h| h.phy_up)
+            && f.rogues.iter().all(|r| r.req.borrow().ops_open() == 0)
     }
 
     /// Requests and responses still in the fabric: sent on a link and not yet received

@@ -105,6 +105,18 @@ pub(crate) fn run_built(
             };
         }
     }
+    // With faults, once the fabric is whole again what is still in it (late responses, a
+    // replay's flits, frames queued behind a link that came back) can still move: run on
+    // until it has all landed (at most to the drain limit), so that the report finds
+    // nothing stranded unless something is stuck for good.
+    if sim.fault_events_planned() && sim.fabric_whole() {
+        while sim.stranded() > 0 {
+            match sim.next_event() {
+                Some(t) if t <= limit => sim.run_to(t.max(sim.now() + step).min(limit)),
+                _ => break,
+            };
+        }
+    }
     before_report(&mut sim);
     Ok(sim.report(zero))
 }
@@ -456,6 +468,7 @@ impl Sim {
                 r.links_not_up += 1;
             }
         }
+        r.whole_at_end = self.fabric_whole();
         Some(r)
     }
 }

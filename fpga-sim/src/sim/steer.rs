@@ -84,6 +84,8 @@ pub(crate) struct FaultState {
     pub rogues: Vec<Rogue>,
     /// Switch ends whose transceivers count errors.
     pub module_errors: Vec<ModuleErrors>,
+    /// (accelerator, VC) whose credits are withheld now (`withhold` not yet released).
+    pub withheld: Vec<(u32, u8)>,
 }
 
 /// A switch end whose transceiver counts (corrected) errors: its counter is `base` at
@@ -222,6 +224,7 @@ impl FaultState {
             pins: IntMap::default(),
             rogues: Vec::new(),
             module_errors: Vec::new(),
+            withheld: Vec::new(),
         }
     }
 

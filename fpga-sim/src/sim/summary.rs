@@ -242,13 +242,17 @@ impl Summary {
 
     /// The integrity check passed: nothing lost, duplicated or wrong, and no operation
     /// reported failed unless the run applied faults (which may fail operations, as long as
-    /// every request given up left its trace, [`Integrity::requests_accounted`]; a read
+    /// every request given up left its trace, [`Integrity::requests_accounted`], and nothing
+    /// is left in a fabric that is whole again at the end, `FaultReport::whole_at_end`; a read
     /// that disagrees is still wrong unless only failed writes explain it) or the failures
     /// are timeouts with every timed-out request accounted for
     /// ([`Integrity::timeouts_accounted`]: an overloaded pod with a short request timeout).
     pub fn integrity_ok(&self) -> bool {
         if self.had_faults() {
-            self.integrity.sound_but_failed() && self.integrity.requests_accounted()
+            let whole = self.faults.as_ref().is_some_and(|f| f.whole_at_end);
+            self.integrity.sound_but_failed()
+                && self.integrity.requests_accounted()
+                && !(whole && self.integrity.stranded > 0)
         } else {
             self.integrity.ok()
                 || (self.integrity.sound_but_failed() && self.integrity.timeouts_accounted())
