@@ -153,6 +153,11 @@ impl Wire {
         w
     }
 
+    /// The bit error rate.
+    pub fn ber(&self) -> f64 {
+        self.ber
+    }
+
     /// Change the bit error rate (from the next bit on).
     pub fn set_ber(&mut self, ber: f64) {
         self.ber = ber;

@@ -726,16 +726,20 @@ impl Sim {
     }
 
     /// The fabric is whole again: every link's PHY is up, no port has failed, no VC's
-    /// credits are withheld and no rogue requester has a write open. Whatever is still in
-    /// the fabric then can still move, so a run with faults must drain it completely
-    /// (`Summary::integrity_ok`). Always true without a fault plan.
+    /// credits are withheld, no rogue requester has a write open, and no link's bit error
+    /// rate corrupts a DL flit on average (one error in fewer than its 5,120 bits: such a
+    /// link may never finish bring-up, its retry giving up again and again). Whatever is
+    /// still in the fabric then can still move, so a run with faults must drain it
+    /// completely (`Summary::integrity_ok`). Always true without a fault plan.
     pub(crate) fn fabric_whole(&self) -> bool {
         let Some(f) = self.fault.as_ref() else {
             return true;
         };
+        let flit_bits = (podlink_protocol::wire::dl_flit::FLIT_LEN * 8) as f64;
         f.withheld.is_empty()
             && !f.failed.iter().any(|&x| x)
             && self.hot.iter().all(|h| h.phy_up)
+            && self.wires.iter().all(|w| w.ber() * flit_bits < 1.0)
             && f.rogues.iter().all(|r| r.req.borrow().ops_open() == 0)
     }
 
