@@ -499,6 +499,22 @@ fn rogue_writes_after_the_workloads_end_still_time_out() {
     }
 }
 
+/// Pod 202060, kept as a file: a one-switch pod whose fault plan sets bit error rates of
+/// 5e-3 and 9.9e-3 on two links (about 26 and 51 errors a DL flit) and never sets them
+/// back. Those links never finish bring-up, and 609 requests wait in the switch for them
+/// at the end, with every PHY up and nothing withheld. Such a fabric is not whole
+/// (`FaultReport::whole_at_end`), so the run need not drain them; the first form of the
+/// check, which looked at PHYs alone, failed it.
+#[test]
+fn links_at_a_bit_error_rate_that_corrupts_every_flit_are_not_whole() {
+    let file = "pod-mix-202060.toml";
+    kept_pod_is_sound_for(file, 202_060, 8_000_000);
+    let s = run_kept_pod(file, 202_060, 8_000_000);
+    let f = s.faults.as_ref().expect("a fault report");
+    assert!(!f.whole_at_end, "{f:?}");
+    assert!(s.integrity.stranded > 0, "{:?}", s.integrity);
+}
+
 /// The pod that found the run ending with timed-out requests still in the fabric: bit
 /// errors at 1e-5 on every link (no fault events) and a 2 µs request timeout on a 3 × 2
 /// leaf/spine pod (session 25, found by the adversarial pods this test replays).
