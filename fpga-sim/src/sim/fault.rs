@@ -282,8 +282,9 @@ pub struct FaultReport {
     /// Link ends not Up at the end of the run.
     pub links_not_up: u64,
     /// At the end of the run the fabric was whole again (every link's PHY up, no port
-    /// failed, no VC's credits withheld, no rogue write open): nothing may then be left in
-    /// it (`Integrity::stranded` = 0).
+    /// failed, no VC's credits withheld, no rogue write open, no link at a bit error rate
+    /// that corrupts a DL flit on average): nothing may then be left in it
+    /// (`Integrity::stranded` = 0).
     pub whole_at_end: bool,
     /// Operations open when each fault was applied (same order as `plan`).
     pub open_at_fault: Vec<u64>,
