@@ -348,7 +348,7 @@ fn a_settling_window_outlasts_the_residence_limit() {
 /// ends in `Fault` and the simulator resets both of its ends, dropping what they held.
 #[test]
 fn a_link_slowed_by_bit_errors_does_not_deliver_a_write_late() {
-    kept_pod_is_sound_for("pod-mix-136435.toml", 136_435, 8_000_000);
+    let _ = kept_pod_is_sound_for("pod-mix-136435.toml", 136_435, 8_000_000);
 }
 
 /// Pod 135243, kept as a file: no fault plan, a bit error rate of 1e-5 on every link and a
@@ -411,8 +411,8 @@ fn timeouts_from_a_link_reset_are_accounted_for() {
 /// (158695).
 #[test]
 fn a_link_reset_does_not_grant_buffers_a_completer_still_holds() {
-    kept_pod_is_sound_for("pod-mix-159331.toml", 159_331, 8_000_000);
-    kept_pod_is_sound_for("pod-mix-161927.toml", 161_927, 5_000_000);
+    let _ = kept_pod_is_sound_for("pod-mix-159331.toml", 159_331, 8_000_000);
+    let _ = kept_pod_is_sound_for("pod-mix-161927.toml", 161_927, 5_000_000);
     for (file, seed, us) in [
         ("pod-mix-158256.toml", 158_256, 5),
         ("pod-mix-158695.toml", 158_695, 8),
@@ -439,8 +439,7 @@ fn a_link_reset_does_not_grant_buffers_a_completer_still_holds() {
 /// link is reset (both ends retrained) each time it has held a TL flit for 4 µs.
 #[test]
 fn a_jammed_link_is_reset_rather_than_deliver_late() {
-    kept_pod_is_sound_for("jammed-link.toml", 136_435, 30_000_000);
-    let s = run_kept_pod("jammed-link.toml", 136_435, 30_000_000);
+    let s = kept_pod_is_sound_for("jammed-link.toml", 136_435, 30_000_000);
     let f = s.faults.as_ref().expect("a fault plan");
     assert!(
         f.retrains >= 2 && s.links.link_faults > 0,
@@ -453,7 +452,7 @@ fn a_jammed_link_is_reset_rather_than_deliver_late() {
 /// 3us --seed SEED` runs it: some operations fail under its faults, no line of memory is
 /// wrong, and the run is sound.
 fn kept_pod_is_sound(file: &str, seed: u64) {
-    kept_pod_is_sound_for(file, seed, 3_000_000);
+    let _ = kept_pod_is_sound_for(file, seed, 3_000_000);
 }
 
 /// Run the pod kept under `tests/data/pods` as `podlink-sim run FILE --duration D --seed
@@ -466,12 +465,13 @@ fn run_kept_pod(file: &str, seed: u64, duration_ps: u64) -> Summary {
 }
 
 /// [`kept_pod_is_sound`] with `--duration` `duration_ps`.
-fn kept_pod_is_sound_for(file: &str, seed: u64, duration_ps: u64) {
+fn kept_pod_is_sound_for(file: &str, seed: u64, duration_ps: u64) -> Summary {
     let s = run_kept_pod(file, seed, duration_ps);
     let i = &s.integrity;
     assert!(s.had_faults() && i.failed > 0, "{file}: {i:?}");
     assert_eq!(i.memory_mismatches, 0, "{file}: {i:?}");
     assert!(s.drained && s.sound(), "{file}: {i:?} {:?}", s.conservation);
+    s
 }
 
 /// Pod 185830, kept as a file: a leaf/spine pod whose fault plan has three rogue requesters
@@ -485,8 +485,7 @@ fn kept_pod_is_sound_for(file: &str, seed: u64, duration_ps: u64) {
 #[test]
 fn rogue_writes_after_the_workloads_end_still_time_out() {
     let file = "pod-mix-185830.toml";
-    kept_pod_is_sound_for(file, 185_830, 3_000_000);
-    let s = run_kept_pod(file, 185_830, 3_000_000);
+    let s = kept_pod_is_sound_for(file, 185_830, 3_000_000);
     let f = s.faults.as_ref().expect("a fault report");
     assert_eq!(f.rogues.len(), 3, "{f:?}");
     for r in &f.rogues {
@@ -508,8 +507,7 @@ fn rogue_writes_after_the_workloads_end_still_time_out() {
 #[test]
 fn links_at_a_bit_error_rate_that_corrupts_every_flit_are_not_whole() {
     let file = "pod-mix-202060.toml";
-    kept_pod_is_sound_for(file, 202_060, 8_000_000);
-    let s = run_kept_pod(file, 202_060, 8_000_000);
+    let s = kept_pod_is_sound_for(file, 202_060, 8_000_000);
     let f = s.faults.as_ref().expect("a fault report");
     assert!(!f.whole_at_end, "{f:?}");
     assert!(s.integrity.stranded > 0, "{:?}", s.integrity);
