@@ -169,7 +169,65 @@ fn plan_with(pod: &PodFile, seed: u64, harsh: bool) -> (FaultPlan, bool) {
             }
         }
     }
+    may_fail |= flapping_outlasts(pod, &fabric, &p, timeout_ps);
     (p, may_fail)
+}
+
+/// Whether the plan's link-downs and link-ups leave a link without progress for half a
+/// request timeout or more (the rule of a single long flap above): its outages, taken in time
+/// order as the simulator does (a link-down of a link already down and a link-up of one
+/// already up do nothing), merged where the link is up between them too briefly to finish
+/// bring-up and have a replay acknowledged (four link latencies: a NOP across, the replay
+/// across, its ack back, and one for the flits themselves). Two flapping series on one link,
+/// interleaved, can keep it from delivering for most of a timeout although each outage is
+/// short (plan 110338, harsh, on `slow-links.toml`: 232 ns link latency, outages 2.8 to
+/// 11.8 µs apart by at most 1.1 µs of up, against a 10 µs timeout; 85 operations failed).
+fn flapping_outlasts(pod: &PodFile, fabric: &Fabric, p: &FaultPlan, timeout_ps: u64) -> bool {
+    use podlink_sim::pod::topology::Attach;
+    let latency = podlink_sim::pod::timing::LinkTiming::new(&pod.link)
+        .flit_latency()
+        .as_ps();
+    let usable = 4 * latency;
+    // One name per link: a link between two switches may be named from either end.
+    let canon = |l: PortRef| match fabric.switches[l.switch as usize].ports[l.port as usize] {
+        Attach::Switch { switch, port } => (l.switch, l.port).min((switch, port)),
+        Attach::Accel { .. } => (l.switch, l.port),
+    };
+    let mut events: Vec<(u64, (u32, u32), bool)> = p
+        .faults
+        .iter()
+        .filter_map(|f| match f.what {
+            FaultKind::LinkDown(l) => Some((f.at_ps, canon(l), false)),
+            FaultKind::LinkUp(l) => Some((f.at_ps, canon(l), true)),
+            _ => None,
+        })
+        .collect();
+    events.sort_by_key(|&(t, _, _)| t);
+    // Per link: since when it has been without progress, and when it last came up.
+    let mut state: std::collections::BTreeMap<(u32, u32), (u64, Option<u64>)> =
+        std::collections::BTreeMap::new();
+    for (t, link, up) in events {
+        match (state.get_mut(&link), up) {
+            (None, false) => {
+                state.insert(link, (t, None));
+            }
+            (Some((since, last_up @ Some(_))), false) => {
+                // Down again: a brief up does not end the span.
+                if t - last_up.unwrap_or(t) >= usable {
+                    *since = t;
+                }
+                *last_up = None;
+            }
+            (Some((since, last_up @ None)), true) => {
+                if t - *since >= timeout_ps / 2 {
+                    return true;
+                }
+                *last_up = Some(t);
+            }
+            _ => {}
+        }
+    }
+    false
 }
 
 fn pods() -> Vec<PodFile> {
@@ -779,6 +837,33 @@ fn an_outage_goes_on_across_ups_too_brief_to_replay() {
     let f = s.faults.as_ref().expect("a fault report");
     assert_eq!(f.outages_carried, 2, "{f:?}");
     assert_eq!(f.retrains, 2, "{f:?}");
+}
+
+/// Harsh plan 110338 on `slow-links.toml` draws three flapping series on one link, two of
+/// them interleaved: from 2.8 to 11.8 µs its outages are at most 1.1 µs of up apart, too
+/// little at 232 ns a link latency to finish bring-up and have a replay acknowledged, so the
+/// link holds what it took for most of the 10 µs timeout, reaches its hold limit and is
+/// reset; 85 operations fail. Each series alone passes. The harness now lets such a plan
+/// fail operations ([`flapping_outlasts`]) and still holds it to everything else: found by a
+/// soak (`FAULT_MIX_FROM=110338 FAULT_MIX_HARSH=1`) in session 35.
+#[test]
+fn interleaved_flapping_series_may_fail_operations_plan_110338() {
+    let pod = data_pod("slow-links");
+    let fabric = Fabric::build(&pod);
+    let timeout_ps = (pod.accelerator.timeout_us * 1e6) as u64;
+    let (faults, may_fail) = plan_with(&pod, 110338, true);
+    assert!(may_fail);
+    assert!(flapping_outlasts(&pod, &fabric, &faults, timeout_ps));
+    for series in [0..12, 12..18, 32..44] {
+        let mut one = faults.clone();
+        keep_only(&mut one, &series.collect::<Vec<_>>());
+        assert!(!flapping_outlasts(&pod, &fabric, &one, timeout_ps));
+        assert_eq!(run_exact(&pod, 110338, one).integrity.failed, 0);
+    }
+    let s = run_exact(&pod, 110338, faults);
+    let i = &s.integrity;
+    assert!(i.failed > 0 && i.requests_accounted(), "{i:?}");
+    assert!(s.integrity_ok(), "{i:?}");
 }
 
 /// Run harsh plan `k` on the four-tenant pod (only the faults at positions `keep`, if
