@@ -631,6 +631,52 @@ fn stale_down_notice_does_not_move_a_busy_region() {
     );
 }
 
+/// A port its switch's health monitor fails (module errors at the alarm level) is disabled,
+/// which declares it down: its accelerator is told once, by that. Until session 36 the
+/// monitor's change to Failed sent a health notice as well, a second, identical "down" at the
+/// same time (an alarm already sent one).
+#[test]
+fn a_port_the_monitor_fails_is_announced_once() {
+    use podlink_sim::sim::fault::Happening;
+    let pod = scenarios::planes_pod("fault-mix");
+    let link = PortRef { switch: 1, port: 2 };
+    let mut faults = FaultPlan {
+        record_ops: true,
+        health_window_ps: Some(US),
+        ..FaultPlan::default()
+    };
+    faults.faults.push(Fault {
+        at_ps: 2 * US,
+        what: FaultKind::ModuleErrors {
+            link,
+            per_window: 5000,
+        },
+    });
+    let r = run(&pod, &mix_options(1, faults), |_, _| {}).expect("runs");
+    let f = r.summary.faults.as_ref().expect("a fault report");
+    let count =
+        |want: &dyn Fn(&Happening) -> bool| f.timeline.iter().filter(|e| want(&e.what)).count();
+    assert_eq!(
+        count(&|h| matches!(h, Happening::Health { at, to, .. } if *at == link && to == "failed")),
+        1,
+        "{:?}",
+        f.timeline
+    );
+    assert_eq!(
+        count(&|h| matches!(h, Happening::Declared { at, up: false } if *at == link)),
+        1
+    );
+    assert_eq!(
+        count(
+            &|h| matches!(h, Happening::Notified { at, state } if *at == link && state == "down")
+        ),
+        1,
+        "{:?}",
+        f.timeline
+    );
+    assert!(r.summary.integrity_ok(), "{:?}", r.summary.integrity);
+}
+
 /// Errors below the warning level (10 a health window) on a pod with rate caps, whose
 /// switches' timers fire far more often than the health window: the port stays Healthy and
 /// no operation fails. (The simulator bumped the transceiver's counter at every timer, which

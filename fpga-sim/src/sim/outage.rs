@@ -380,7 +380,7 @@ impl Sim {
             .fwd
             .switch()
             .force_health(p.port as u16, Health::Failed);
-        self.switch_events_of(p.switch, now, Some(p.port));
+        self.switch_events(p.switch, now);
         self.disable_port(p, now);
     }
 
@@ -567,13 +567,6 @@ impl Sim {
     /// Drain switch `s`'s events: free the frames it flushed (their credits go back to the
     /// sender), log health changes and tell endpoints about them.
     pub(crate) fn switch_events(&mut self, s: u32, now: u64) {
-        self.switch_events_of(s, now, None);
-    }
-
-    /// [`Sim::switch_events`]; `alarm`: a port an alarm just failed, whose change to
-    /// Failed endpoints learn from the port being declared down (`Sim::disable_port`), not
-    /// from a health notice as well.
-    fn switch_events_of(&mut self, s: u32, now: u64, alarm: Option<u32>) {
         let mut changes = Vec::new();
         let mut flushed = Vec::new();
         {
@@ -616,8 +609,12 @@ impl Sim {
                 },
                 Some(s),
             );
-            let alarmed = alarm == Some(p.port) && to == Health::Failed;
-            if let Some(e) = self.accel_end_at(p).filter(|_| !alarmed) {
+            // A change to Failed disables the port (below), which declares it down and so
+            // tells the endpoints; a health notice as well would be a second, identical one.
+            let (a, _) = self.ends_of(p);
+            let disables =
+                to == Health::Failed && self.fault.as_ref().is_some_and(|f| !f.failed[a as usize]);
+            if let Some(e) = self.accel_end_at(p).filter(|_| !disables) {
                 let state = self.known_of(p);
                 self.notify(e, state, p, now);
             }
