@@ -117,14 +117,55 @@ pub(crate) fn prefetch_flit(bytes: &[u8; podlink_protocol::wire::dl_flit::FLIT_L
 }
 
 impl Sim {
-    /// For an arrival some events ahead: the wire's record of flits in flight (its address
-    /// is known without reading anything).
+    /// For an event some events ahead: the state of the end it runs at (session 36: about
+    /// 2 to 5 % less CPU on `ualink-1024`, `spec-notes/performance.md`), and for an arrival
+    /// the wire's record of flits in flight (addresses known without reading anything but
+    /// the end's peer).
     #[inline(always)]
     fn prefetch_far(&self, ev: Ev) {
-        if let Ev::Arrive(e) = ev {
-            if let Some(w) = self.wires.get(e as usize) {
-                prefetch(w);
+        let end = match ev {
+            Ev::Arrive(e) => {
+                if let Some(w) = self.wires.get(e as usize) {
+                    prefetch(w);
+                }
+                self.peer.get(e as usize).copied()
             }
+            Ev::Tx(e) | Ev::Timer(e) | Ev::Pipe(e) => Some(e),
+            _ => None,
+        };
+        if let Some(e) = end {
+            self.prefetch_end(e as usize);
+        }
+    }
+
+    /// The first line of each part of end `e`'s state an event touches first: its hot
+    /// flags, transmit and receive state (TL packer, link retry, credit receiver, TL
+    /// unpacker), credit state, and an endpoint's link, requester and completer (one load:
+    /// the endpoint's box).
+    #[inline(always)]
+    fn prefetch_end(&self, e: usize) {
+        if let Some(h) = self.hot.get(e) {
+            prefetch(h);
+        }
+        if let Some(tx) = self.txs.get(e) {
+            prefetch(tx);
+            prefetch(&tx.tl);
+            prefetch(tx.link.retry());
+            prefetch(&tx.credit_rx);
+        }
+        if let Some(rx) = self.rxs.get(e) {
+            prefetch(rx);
+            prefetch(&rx.tlu);
+        }
+        if let Some(p) = self.ports.get(e) {
+            prefetch(p);
+        }
+        if let Some(ep) = self.ep(e as u32) {
+            prefetch(ep);
+            prefetch(ep.link());
+            prefetch(ep.link().retry());
+            prefetch(ep.requester());
+            prefetch(ep.completer());
         }
     }
 
@@ -230,6 +271,14 @@ impl Sim {
             self.win.end = end;
             self.win.windows += 1;
             while let Some(Reverse(c)) = self.win.waiting.pop() {
+                // The next component's first events, while this one runs.
+                if let Some(&Reverse(n)) = self.win.waiting.peek() {
+                    if let Some(list) = self.win.due.get(n as usize) {
+                        for d in list.iter().take(PREFETCH_AHEAD) {
+                            self.prefetch_far(d.ev);
+                        }
+                    }
+                }
                 self.win.cur = c;
                 self.win.running.begin(t0, end);
                 let mut list = std::mem::take(&mut self.win.due[c as usize]);
