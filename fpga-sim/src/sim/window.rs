@@ -118,7 +118,7 @@ pub(crate) fn prefetch_flit(bytes: &[u8; podlink_protocol::wire::dl_flit::FLIT_L
 
 impl Sim {
     /// For an event some events ahead: the state of the end it runs at (session 36: about
-    /// 2 to 5 % less CPU on `ualink-1024`, `spec-notes/performance.md`), and for an arrival
+    /// 1.04x on `ualink-1024`, `spec-notes/performance.md`), and for an arrival
     /// the wire's record of flits in flight (addresses known without reading anything but
     /// the end's peer).
     #[inline(always)]
