@@ -90,7 +90,8 @@ impl Windows {
     }
 }
 
-/// How many of a component's listed events ahead the arrivals' state is asked for.
+/// How many of a component's listed events ahead their state is asked for (and how many of
+/// the next component's first events).
 const PREFETCH_AHEAD: usize = 8;
 
 /// Ask for the cache line at `p` (a hint: nothing is read).
