@@ -408,8 +408,8 @@ pub struct Sim {
     pub(crate) win: window::Windows,
     /// Requests and responses link resets dropped (`Sim::on_link_fault`, and a fault
     /// plan's long outages, `Sim::note_reset_losses`): per end, what its direction of the
-    /// link had lost at its last reset (the end's
-    /// transfers sent less its peer's received; empty until the first reset) ...
+    /// link had lost at its last reset (the end's transfers sent less its peer's received;
+    /// empty until the first reset) ...
     pub(crate) reset_lost: Vec<u64>,
     /// (their sum) ...
     pub(crate) reset_lost_sum: u64,

@@ -55,7 +55,6 @@ impl Sim {
         }
     }
 
-    /// The switch end and the other end of the link named by `p`.
     /// The two ends of the link of switch port `p`, the lower-numbered first (a switch end:
     /// accelerator ends come after every switch end). The fault state of a link is kept
     /// under that first end, so a link between two switches is the same link whichever of
