@@ -527,10 +527,17 @@ impl Sim {
     }
 
     /// Move the returns end `r`'s `CreditReceiver` says are due into its owed credits;
-    /// update `EndHot::owes`.
+    /// update `EndHot::owes`. None while the end still holds buffers from before its link
+    /// was retrained (`PortState::stale`): the fresh initial release waits until they are
+    /// all freed, as the switch library's `LinkPort` waits for its orphaned slots, so the
+    /// peer is never granted a buffer that is still in use.
     pub(crate) fn take_due_returns(&mut self, r: u32) {
         let ri = r as usize;
         let rx = &mut self.txs[ri].credit_rx;
+        if !rx.initial_release_done() && !self.ports[ri].stale.is_zero() {
+            self.hot[ri].owes = self.ports[ri].owes();
+            return;
+        }
         while let Some(out) = rx.poll_return() {
             match out {
                 CreditOutput::Return { target, fc } => {

@@ -275,9 +275,9 @@ impl Sim {
     /// belongs to were reported failed), the TL packer and unpacker and the compressed-address
     /// caches restart, transfers taken but not sent are dropped, and credits start over: the
     /// end's `CreditSender` learns the peer's grant again from a fresh initial release, and
-    /// the end queues its own. Buffers the end still holds (frames received before, requests
-    /// its completer holds) were granted again by that release, so freeing them later
-    /// returns nothing (`PortState::stale`).
+    /// the end queues its own once it no longer holds buffers from before (frames received
+    /// before, requests its completer holds: `PortState::stale`), since that release grants
+    /// every buffer; freeing those buffers returns nothing.
     fn retrain(&mut self, x: u32, now: u64) {
         // Responses an endpoint's completer still holds are dropped by its reset
         // (`Completer::drop_held`); frames a model end took for its link that had not reached
@@ -803,5 +803,118 @@ impl Sim {
         }
         self.kick(x, now);
         self.arm_timer(x, now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conformance::scenarios;
+    use crate::sim::fault::{Fault, FaultPlan};
+    use crate::sim::Options;
+    use podlink_protocol::flow::{CreditClass, CreditTarget};
+
+    const US: u64 = 1_000_000;
+
+    /// Per credit class, summed over VCs and targets: the buffers model end `x` holds (frames
+    /// received on it that are still in the model, and requests its completer holds) plus
+    /// the credits its peer may still spend on it; and the buffers `x` has.
+    fn committed(sim: &Sim, x: u32) -> ([u32; 4], [u32; 4]) {
+        let xi = x as usize;
+        let mut held = sim.ports[xi].held;
+        for f in sim.frames.live_frames().filter(|f| f.ingress == x) {
+            held.give(
+                flow_of(&f.field),
+                usize::from(vc_of(&f.field).get()),
+                1,
+                f.beats(),
+            );
+        }
+        let peer = sim.peer[xi];
+        let (mut used, mut cap) = ([0u32; 4], [0u32; 4]);
+        for (k, class) in CreditClass::ALL.into_iter().enumerate() {
+            for vc in 0..crate::sim::port::VCS {
+                used[k] += u32::from(held.field_credits(vc).get(class));
+            }
+            for target in CreditTarget::ALL {
+                let avail = match sim.ep(peer) {
+                    Some(ep) => ep.credit_sender().available(target, class),
+                    None => sim.ports[peer as usize].credits.available(target, class),
+                };
+                used[k] += avail;
+                cap[k] += sim.txs[xi].credit_rx.capacity(target, class);
+            }
+        }
+        (used, cap)
+    }
+
+    /// A switch port's link stays down past the hold-off while frames that came in on it wait
+    /// in the switch for an accelerator that withholds its credits, so the port still holds
+    /// them when its link is retrained. The port's fresh initial credit release grants every
+    /// buffer, so it waits until those frames have left (as the switch library's `LinkPort`
+    /// waits for its orphaned slots): at no moment may the buffers the port holds and the
+    /// credits its peer holds for it add up to more than the port has. (Found in harsh plan
+    /// 34 on the single-switch fault-mix pod: before, the release went at once, and the
+    /// accelerator could send a whole buffer's worth into a port still holding 11 requests.)
+    #[test]
+    fn a_retrained_port_grants_no_buffer_it_still_holds() {
+        let pod = scenarios::single_pod("fault-mix", 8, 2);
+        let link = PortRef { switch: 0, port: 8 };
+        let faults = FaultPlan {
+            record_ops: true,
+            faults: vec![
+                Fault {
+                    at_ps: 951_008,
+                    what: FaultKind::Withhold { accel: 7, vc: 0 },
+                },
+                Fault {
+                    at_ps: 5_232_086,
+                    what: FaultKind::LinkDown(link),
+                },
+                Fault {
+                    at_ps: 15_655_252,
+                    what: FaultKind::LinkUp(link),
+                },
+                Fault {
+                    at_ps: 25_000_000,
+                    what: FaultKind::Release { accel: 7, vc: 0 },
+                },
+            ],
+            ..FaultPlan::default()
+        };
+        let opts = Options {
+            seed: 34,
+            duration_ps: 8 * US,
+            warmup_ps: US,
+            faults,
+            ..Options::default()
+        };
+        let mut sim = Sim::new(&pod, &opts).expect("the pod builds");
+        let x = sim.switches[0].base + link.port;
+        let mut now = 6 * US;
+        sim.run_to(now);
+        sim.start_workload(now);
+        let mut retrained_holding = false;
+        while now < 46 * US {
+            now += 2_000;
+            sim.run_to(now);
+            retrained_holding |= !sim.ports[x as usize].stale.is_zero();
+            let (used, cap) = committed(&sim, x);
+            assert!(
+                used.iter().zip(&cap).all(|(u, c)| u <= c),
+                "at {now} ps end {x} holds and has granted {used:?} of {cap:?} buffers"
+            );
+        }
+        assert!(
+            retrained_holding,
+            "the port held frames when it was retrained"
+        );
+        // Once they left, the release went: the accelerator holds the port's grant again.
+        assert!(sim.ports[x as usize].stale.is_zero());
+        let ep = sim
+            .ep(sim.peer[x as usize])
+            .expect("an endpoint accelerator");
+        assert!(ep.credit_sender().initial_release_complete());
+        assert_eq!(sim.accels.open(), 0, "every operation finished");
     }
 }
