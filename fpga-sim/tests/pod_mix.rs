@@ -510,7 +510,15 @@ fn links_at_a_bit_error_rate_that_corrupts_every_flit_are_not_whole() {
     let s = kept_pod_is_sound_for(file, 202_060, 8_000_000);
     let f = s.faults.as_ref().expect("a fault report");
     assert!(!f.whole_at_end, "{f:?}");
-    assert!(s.integrity.stranded > 0, "{:?}", s.integrity);
+    let i = &s.integrity;
+    assert!(i.stranded > 0, "{i:?}");
+    // They wait in the switch, queued for the two links.
+    assert!(i.stranded_queued > 0, "{i:?}");
+    assert_eq!(
+        i.stranded_on_links + i.stranded_queued + i.stranded_in_completers,
+        i.stranded,
+        "{i:?}"
+    );
 }
 
 /// The pod that found the run ending with timed-out requests still in the fabric: bit

@@ -264,6 +264,12 @@ pub struct Integrity {
     ///
     /// [`Sim::stranded`]: super::Sim
     pub stranded: u64,
+    /// Of `stranded`: on links (sent, not received).
+    pub stranded_on_links: u64,
+    /// Of `stranded`: queued in switches, or for a TL packer or a completer.
+    pub stranded_queued: u64,
+    /// Of `stranded`: held by completers.
+    pub stranded_in_completers: u64,
     /// The first problems, described.
     pub first_problems: Vec<String>,
 }

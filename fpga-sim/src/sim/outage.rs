@@ -745,6 +745,12 @@ impl Sim {
     /// faults, what links that stayed down hold, what waits in switches and completers
     /// behind them, and late responses still on their way when the run ended.
     pub(crate) fn stranded(&self) -> u64 {
+        self.stranded_parts().iter().sum()
+    }
+
+    /// [`Sim::stranded`] by where it is: on links, queued (in switches, or for a TL
+    /// packer or a completer), and held by completers (requests they answer).
+    pub(crate) fn stranded_parts(&self) -> [u64; 3] {
         let on_links: u64 = (0..self.ends() as u32)
             .map(|x| {
                 let y = self.peer.get(x as usize).copied().unwrap_or(x);
@@ -759,9 +765,11 @@ impl Sim {
             .map(|ep| ep.completer().pending() as u64)
             .chain(self.accels.ports.iter().map(|p| p.cpl.pending() as u64))
             .sum();
-        on_links.saturating_sub(self.reset_lost_sum)
-            + self.frames.live_frames().count() as u64
-            + held
+        [
+            on_links.saturating_sub(self.reset_lost_sum),
+            self.frames.live_frames().count() as u64,
+            held,
+        ]
     }
 
     /// Requests and responses end `x` has taken for its link (pushed into its TL packer, or

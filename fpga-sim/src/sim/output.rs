@@ -162,11 +162,26 @@ pub fn summary_text(s: &Summary) -> String {
                 i.completer_drops,
                 "misrouted requests dropped by completers",
             ),
-            (i.stranded, "still in the fabric at the end"),
         ] {
             if n > 0 {
                 more.push_str(&format!(", {n} {what}"));
             }
+        }
+        if i.stranded > 0 {
+            let parts: Vec<String> = [
+                (i.stranded_on_links, "on links"),
+                (i.stranded_queued, "queued in switches or ports"),
+                (i.stranded_in_completers, "held by completers"),
+            ]
+            .iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, what)| format!("{n} {what}"))
+            .collect();
+            more.push_str(&format!(
+                ", {} still in the fabric at the end ({})",
+                i.stranded,
+                parts.join(", ")
+            ));
         }
         let _ = writeln!(
             o,

@@ -406,7 +406,11 @@ impl Sim {
             .chain(self.accels.ports.iter().map(|p| p.cpl.stats()))
             .map(|c| c.misrouted)
             .sum();
-        i.stranded = self.stranded();
+        let [links, queued, completers] = self.stranded_parts();
+        i.stranded = links + queued + completers;
+        i.stranded_on_links = links;
+        i.stranded_queued = queued;
+        i.stranded_in_completers = completers;
         i
     }
 
