@@ -48,9 +48,9 @@ step "feature sets of podlink-protocol"
 cargo test -p podlink-protocol --lib --tests
 cargo check -p podlink-protocol --no-default-features
 
-step "podlink-switch without its residence-limit feature (as the firmware builds it)"
-# The workspace runs above build it with the feature (podlink-sim asks for it); the firmware
-# leaves it out (switch-fw/Cargo.toml), so lint and test that build too.
+step "podlink-switch without its residence-limit and addr-compression features (as the firmware builds it)"
+# The workspace runs above build it with the features (podlink-sim asks for them); the
+# firmware leaves them out (switch-fw/Cargo.toml), so lint and test that build too.
 cargo clippy -p podlink-switch --all-targets -- -D warnings
 cargo test -p podlink-switch
 

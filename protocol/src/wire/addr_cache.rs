@@ -233,6 +233,44 @@ impl AddrCache {
             other => Err(ExpandError::WrongKind(other.ftype())),
         }
     }
+
+    /// A hop's decoder (a switch port, or any receiver that passes requests on): what to
+    /// forward for a received field. The caches are per link, so a request goes on
+    /// uncompressed and loads no way downstream (`cload = 0`, `cway = 0`); this cache
+    /// still loads or looks up the way as [`AddrCache::decode_request`] does. A Write
+    /// expanded from a compressed one comes with full byte enables, which an uncompressed
+    /// Write carries. `None`: the field goes on as it is (not a request, or an uncompressed
+    /// request that loads no way).
+    ///
+    /// Call it for every field in arrival order, even one dropped afterwards: the sender's
+    /// cache loaded its way when it sent it.
+    ///
+    /// # Errors
+    /// `WayNotLoaded` or `ReservedCmd` for a compressed request that cannot be expanded (the
+    /// caller drops it).
+    pub fn forward_request(&mut self, field: &TlField) -> Result<Option<Forward>, ExpandError> {
+        let compressed = match field {
+            TlField::UncompressedRequest(r) if r.cload => false,
+            TlField::CompressedRequest(_) => true,
+            _ => return Ok(None),
+        };
+        let mut req = self.decode_request(field)?;
+        req.cload = false;
+        req.cway = 0;
+        let byte_enables = (compressed && req.cmd == Opcode::Write)
+            .then(|| full_byte_enables((usize::from(req.len) + 1) * 4));
+        Ok(Some(Forward { req, byte_enables }))
+    }
+}
+
+/// What [`AddrCache::forward_request`] sends on in place of a received request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Forward {
+    /// The request, uncompressed, loading no way.
+    pub req: UncompressedRequest,
+    /// Full byte enables for a Write that arrived compressed (`None`: keep the received
+    /// transfer's).
+    pub byte_enables: Option<[u8; BYTE_ENABLE_LEN]>,
 }
 
 /// Byte address of a request (`addr` holds bits 56..2).
@@ -393,6 +431,49 @@ mod tests {
         let back = dec.decode_request(&second).unwrap();
         assert_eq!(back, UncompressedRequest { cway: 0, ..r });
         assert_eq!(enc, dec);
+    }
+
+    /// Two links in a row (A to a switch, the switch on to B): the switch port's cache
+    /// follows A's encoder, and what it forwards is uncompressed, loads nothing at B, and
+    /// is the request A's requester meant, a compressed Write with full byte enables.
+    #[test]
+    fn a_hop_forwards_requests_uncompressed() {
+        let (mut enc, mut hop) = (AddrCache::new(), AddrCache::new());
+        let write = UncompressedRequest {
+            cmd: Opcode::Write,
+            ..read(0x7_0010_0040 & !63, 128)
+        };
+        let enables = full_byte_enables(128);
+        // A miss: uncompressed with cload, which the hop loads and clears.
+        let first = enc.encode_request(&write, Some(&enables));
+        let f = hop
+            .forward_request(&first)
+            .unwrap()
+            .expect("a cload request changes");
+        assert_eq!(f.req, UncompressedRequest { cway: 0, ..write });
+        assert!(!f.req.cload && f.byte_enables.is_none());
+        assert_eq!(hop, enc);
+        // A hit: compressed, expanded with its byte enables.
+        let second = enc.encode_request(&write, Some(&enables));
+        assert!(matches!(second, TlField::CompressedRequest(_)));
+        let f = hop.forward_request(&second).unwrap().expect("expanded");
+        assert_eq!(f.req, UncompressedRequest { cway: 0, ..write });
+        assert_eq!(f.byte_enables, Some(enables));
+        // A compressed read needs none; an uncompressed request without cload and a
+        // response go on as they are.
+        let rd = enc.encode_request(&read(0x7_0010_0000, 64), None);
+        let f = hop.forward_request(&rd).unwrap().expect("expanded");
+        assert_eq!((f.req.cmd, f.byte_enables), (Opcode::Read, None));
+        let plain = TlField::UncompressedRequest(read(0x40, 64));
+        assert_eq!(hop.forward_request(&plain), Ok(None));
+        let rsp = TlField::UncompressedResponse(UncompressedResponse::default());
+        assert_eq!(hop.forward_request(&rsp), Ok(None));
+        // A way never loaded (caches out of step) is refused.
+        let mut cold = AddrCache::new();
+        assert_eq!(
+            cold.forward_request(&second),
+            Err(ExpandError::WayNotLoaded(0))
+        );
     }
 
     #[test]

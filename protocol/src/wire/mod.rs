@@ -33,7 +33,7 @@ pub mod tl_flit;
 pub mod tl_pack;
 pub mod tl_unpack;
 
-pub use self::addr_cache::{AddrCache, ExpandError};
+pub use self::addr_cache::{AddrCache, ExpandError, Forward};
 pub use self::dl_flit::{DlFlit, Repr as DlFlitRepr};
 pub use self::dl_header::{
     CommandHeader as DlCommandHeader, DlOp, ExplicitHeader as DlExplicitHeader,

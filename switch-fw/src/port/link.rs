@@ -64,6 +64,12 @@ pub struct LinkPortConfig {
     pub link: UaLinkConfig,
     /// What this end grants its peer (command credits ≤ receive slots).
     pub grant: ReceiverConfig,
+    /// Send requests compressed where the address cache allows (`wire::AddrCache`, this
+    /// link's encoder; feature `addr-compression`, without which nothing is compressed).
+    /// Whatever this says, requests that arrive compressed are expanded (this link's
+    /// decoder) before they are handed out, since the next link's caches are its own;
+    /// without the feature they are dropped (`LinkPortStats::no_slot`).
+    pub compress_requests: bool,
 }
 
 impl LinkPortConfig {
@@ -84,6 +90,7 @@ impl LinkPortConfig {
                 capacity: Self::grant_for_slots(slots),
                 ..ReceiverConfig::default()
             },
+            compress_requests: false,
         }
     }
 
@@ -190,12 +197,22 @@ pub struct LinkPortStats {
     /// dropped).
     pub overruns: u64,
     /// Received transfers with credits but no free slot (only after a link reset while the
-    /// owner still held slots; dropped, credits given back).
+    /// owner still held slots; dropped, credits given back). Without the feature
+    /// `addr-compression`, compressed requests too, which such a port cannot expand
+    /// (`RxStore::put` refuses them: the firmware's `.text` has no room for a counter of
+    /// their own).
     pub no_slot: u64,
     /// TL stream errors (the unpacker stops; the port stays down until reset).
     pub tl_errors: u64,
     /// TL flits the link refused (it was in `Fault`).
     pub tl_flits_lost: u64,
+    /// Requests sent compressed (`LinkPortConfig::compress_requests`).
+    pub requests_compressed: u64,
+    /// Requests that arrived compressed, expanded before they were handed out.
+    pub requests_expanded: u64,
+    /// Compressed requests that could not be expanded (a cache way never loaded, a reserved
+    /// `cmd`; feature `addr-compression`): dropped, their credits given back.
+    pub expand_errors: u64,
     /// Link resets.
     pub resets: u64,
 }
@@ -221,6 +238,8 @@ pub struct LinkPort<const CAP: usize, const TXQ: usize, const SLOTS: usize> {
     packer: TlPacker<PACK_HALVES>,
     unpacker: TlUnpacker,
     store: RxStore<SLOTS>,
+    /// Address caches.
+    caches: Caches,
     /// Target of the flow-control fields this end sends next.
     tx_target: u8,
     /// Target of the flow-control fields this end receives next.
@@ -270,6 +289,78 @@ pub(super) fn set_pool(f: &mut TlField, pool: bool) {
     }
 }
 
+/// A port's address caches (`wire::AddrCache`): the decoder of what arrives, and the encoder
+/// of what it sends when it compresses. Without the feature `addr-compression` (the soft-core
+/// firmware, whose `.text` budget they would overrun) a stand-in that expands and compresses
+/// nothing; `RxStore::put` then refuses compressed requests.
+#[cfg(feature = "addr-compression")]
+#[derive(Debug, Clone, Copy)]
+struct Caches {
+    decoder: wire::AddrCache,
+    encoder: Option<wire::AddrCache>,
+}
+
+#[cfg(feature = "addr-compression")]
+impl Caches {
+    fn new(compress: bool) -> Self {
+        Caches {
+            decoder: wire::AddrCache::new(),
+            encoder: compress.then(wire::AddrCache::new),
+        }
+    }
+
+    fn clear(&mut self) {
+        self.decoder.clear();
+        if let Some(e) = self.encoder.as_mut() {
+            e.clear();
+        }
+    }
+
+    /// What goes on for a received field (`AddrCache::forward_request`); `Err` when a
+    /// compressed request cannot be expanded.
+    fn forward(&mut self, field: &TlField) -> Result<Option<wire::Forward>, wire::ExpandError> {
+        self.decoder.forward_request(field)
+    }
+
+    /// Compress `t` if it is a request the encoder can compress; whether it did.
+    fn encode(&mut self, t: &mut Transfer<'_>) -> bool {
+        let (Some(enc), TlField::UncompressedRequest(r)) = (self.encoder.as_mut(), t.field) else {
+            return false;
+        };
+        t.field = enc.encode_request(&r, t.byte_enables);
+        let compressed = matches!(t.field, TlField::CompressedRequest(_));
+        if compressed {
+            t.byte_enables = None;
+        }
+        compressed
+    }
+}
+
+#[cfg(not(feature = "addr-compression"))]
+#[derive(Debug, Clone, Copy)]
+struct Caches;
+
+#[cfg(not(feature = "addr-compression"))]
+impl Caches {
+    fn new(_compress: bool) -> Self {
+        Caches
+    }
+
+    fn clear(&mut self) {}
+
+    /// Everything goes on as it is (`RxStore::put` refuses compressed requests).
+    fn forward(
+        &mut self,
+        _field: &TlField,
+    ) -> Result<Option<wire::Forward>, core::convert::Infallible> {
+        Ok(None)
+    }
+
+    fn encode(&mut self, _t: &mut Transfer<'_>) -> bool {
+        false
+    }
+}
+
 /// Where the link delivers TL flits: unpack them into credits, messages and transfers.
 struct Ingress<'a, const SLOTS: usize> {
     now: Instant,
@@ -277,6 +368,7 @@ struct Ingress<'a, const SLOTS: usize> {
     tx: &'a mut CreditSender,
     rx: &'a mut CreditReceiver,
     store: &'a mut RxStore<SLOTS>,
+    caches: &'a mut Caches,
     rx_target: &'a mut u8,
     stats: &'a mut LinkPortStats,
 }
@@ -305,16 +397,45 @@ impl<const SLOTS: usize> TlSink for Ingress<'_, SLOTS> {
                 }
                 Item::Message(TlMessage::CreditTarget { target }) => *self.rx_target = target,
                 Item::Message(_) => {}
-                Item::Transfer(t) => {
+                Item::Transfer(mut t) => {
                     let Some((target, needs)) = credit_of(&t.field) else {
                         continue;
                     };
                     if self.rx.handle_consumed(target, needs).is_err() {
+                        // Dropped, but the decoder still sees it, as the peer's encoder did.
+                        let _ = self.caches.forward(&t.field);
                         self.stats.overruns = self.stats.overruns.saturating_add(1);
-                    } else if self.store.put(&t, target, needs) {
+                        continue;
+                    }
+                    // What is kept is what goes on: a compressed request expanded.
+                    let enables;
+                    let kept = match self.caches.forward(&t.field) {
+                        Ok(f) => {
+                            if let Some(f) = f {
+                                if matches!(t.field, TlField::CompressedRequest(_)) {
+                                    self.stats.requests_expanded =
+                                        self.stats.requests_expanded.saturating_add(1);
+                                }
+                                t.field = TlField::UncompressedRequest(f.req);
+                                enables = f.byte_enables;
+                                if let Some(be) = enables.as_ref() {
+                                    t.byte_enables = Some(be);
+                                }
+                            }
+                            let kept = self.store.put(&t, target, needs);
+                            if !kept {
+                                self.stats.no_slot = self.stats.no_slot.saturating_add(1);
+                            }
+                            kept
+                        }
+                        Err(_) => {
+                            self.stats.expand_errors = self.stats.expand_errors.saturating_add(1);
+                            false
+                        }
+                    };
+                    if kept {
                         self.stats.frames_received = self.stats.frames_received.saturating_add(1);
                     } else {
-                        self.stats.no_slot = self.stats.no_slot.saturating_add(1);
                         let _ = self.rx.release(self.now, target, needs);
                     }
                 }
@@ -347,6 +468,7 @@ impl<const CAP: usize, const TXQ: usize, const SLOTS: usize> LinkPort<CAP, TXQ, 
             packer: TlPacker::new(),
             unpacker: TlUnpacker::new(),
             store: RxStore::new(),
+            caches: Caches::new(cfg.compress_requests),
             tx_target: POOL,
             rx_target: POOL,
             grant: None,
@@ -426,6 +548,7 @@ impl<const CAP: usize, const TXQ: usize, const SLOTS: usize> LinkPort<CAP, TXQ, 
         self.tx.reset();
         self.rx.reset();
         self.store.reset();
+        self.caches.clear();
         self.tx_target = POOL;
         self.rx_target = POOL;
         self.grant = None;
@@ -441,6 +564,7 @@ impl<const CAP: usize, const TXQ: usize, const SLOTS: usize> LinkPort<CAP, TXQ, 
             rx,
             unpacker,
             store,
+            caches,
             rx_target,
             stats,
             ..
@@ -451,6 +575,7 @@ impl<const CAP: usize, const TXQ: usize, const SLOTS: usize> LinkPort<CAP, TXQ, 
             tx,
             rx,
             store,
+            caches,
             rx_target,
             stats,
         };
@@ -552,13 +677,20 @@ impl<const CAP: usize, const TXQ: usize, const SLOTS: usize> LinkPort<CAP, TXQ, 
     }
 
     fn push_transfer(&mut self, t: &Transfer<'_>, target: CreditTarget) -> Result<(), SendError> {
-        let mut field = t.field;
-        set_pool(&mut field, target == CreditTarget::Shared);
-        let item = Item::Transfer(Transfer { field, ..*t });
-        self.packer.push(&item).map_err(|e| match e {
+        let mut t = *t;
+        // A request goes through the encoder (on a copy of the caches, kept only once the
+        // packer took the request: the peer's decoder sees exactly what was sent).
+        let mut caches = self.caches;
+        let compressed = caches.encode(&mut t);
+        set_pool(&mut t.field, target == CreditTarget::Shared);
+        self.packer.push(&Item::Transfer(t)).map_err(|e| match e {
             wire::TlPushError::Invalid(e) => SendError::Invalid(e),
             wire::TlPushError::Full => SendError::Busy,
         })?;
+        self.caches = caches;
+        if compressed {
+            self.stats.requests_compressed = self.stats.requests_compressed.saturating_add(1);
+        }
         self.stats.frames_sent = self.stats.frames_sent.saturating_add(1);
         self.pump(self.clock);
         Ok(())

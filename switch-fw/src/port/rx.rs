@@ -121,6 +121,13 @@ impl<const SLOTS: usize> RxStore<SLOTS> {
 
     /// Store an arrived transfer; `None` when every slot is held.
     pub(crate) fn put(&mut self, t: &Transfer<'_>, target: CreditTarget, needs: Credits) -> bool {
+        // A port without address compression cannot expand a compressed request, and
+        // must not forward it: the next link's caches are not the sender's.
+        if cfg!(not(feature = "addr-compression"))
+            && matches!(t.field, TlField::CompressedRequest(_))
+        {
+            return false;
+        }
         let Some(i) = self.held.iter().position(Option::is_none) else {
             return false;
         };

@@ -14,7 +14,9 @@ use podlink_protocol::phy::{FaultConfig, FaultInjector, Probability, Wire};
 use podlink_protocol::retry::FLIT_LEN;
 use podlink_protocol::time::Duration;
 use podlink_protocol::wire::tl_pack::Transfer;
-use podlink_protocol::wire::{Opcode, Tag, TlField, TlUncompressedRequest, TlUncompressedResponse};
+use podlink_protocol::wire::{
+    Opcode, Tag, TlCompressedRequest, TlField, TlUncompressedRequest, TlUncompressedResponse,
+};
 use podlink_switch::fabric;
 use podlink_switch::port::{
     LinkPort, LinkPortConfig, PortLink, SendError, DEVICE_TYPE_ACCELERATOR, DEVICE_TYPE_SWITCH,
@@ -108,6 +110,18 @@ impl Fabric {
         ber: impl Fn(u8) -> (f64, f64),
         seed: u64,
     ) -> Fabric {
+        Fabric::with_ports(build, n, |c| c, peer, ber, seed)
+    }
+
+    /// [`Fabric::new`], with `port` changing the switch ports' configuration.
+    fn with_ports(
+        build: impl FnOnce(&mut Tables) -> Result<(), ConfigError>,
+        n: u8,
+        port: impl Fn(LinkPortConfig) -> LinkPortConfig,
+        peer: impl Fn(u8) -> LinkPortConfig,
+        ber: impl Fn(u8) -> (f64, f64),
+        seed: u64,
+    ) -> Fabric {
         let mut sw = Box::new(Switch::new());
         sw.stage_with(build).unwrap();
         sw.commit().unwrap();
@@ -115,12 +129,12 @@ impl Fabric {
             sw,
             ports: (0..n)
                 .map(|p| {
-                    Port::new(retry_tuned(LinkPortConfig::new(
+                    Port::new(port(retry_tuned(LinkPortConfig::new(
                         DEVICE_TYPE_SWITCH,
                         900,
                         p.into(),
                         32,
-                    )))
+                    ))))
                     .unwrap()
                 })
                 .collect(),
@@ -469,6 +483,134 @@ fn links_forward_end_to_end_exactly_once_in_order_over_lossy_wires() {
         assert_eq!(c.tx_frames as usize, sent.len());
         assert_eq!(c.drops(), 0);
         f.check_conservation();
+    }
+}
+
+/// Address compression is per link (a 4-way cache on each side): accelerators compress
+/// their requests toward the switch, each switch port expands what arrives with its own
+/// decoder before the frame is forwarded, and, when the switch ports compress too, the
+/// receiving accelerator's port expands again. Every request arrives as sent (uncompressed,
+/// loading no way), over lossy wires, and compression really happened on both hops. A
+/// switch that forwarded compressed requests unchanged (the old `FIXME`) would hand the
+/// destination a way its cache never loaded.
+#[cfg(feature = "addr-compression")]
+#[test]
+fn links_compressed_requests_are_expanded_at_each_hop() {
+    for switch_compresses in [false, true] {
+        let compressing = |mut c: LinkPortConfig| {
+            c.compress_requests = true;
+            c
+        };
+        let mut f = Fabric::with_ports(
+            small_pod,
+            PORTS as u8,
+            |c| LinkPortConfig {
+                compress_requests: switch_compresses,
+                ..c
+            },
+            |p| compressing(peer_cfg(p)),
+            |_| (1e-6, 1e-6),
+            7,
+        );
+        let mut sent = BTreeMap::new();
+        let full = |fld: TlField| match fld {
+            TlField::UncompressedRequest(r) => {
+                TlField::UncompressedRequest(TlUncompressedRequest { attr: 0xff, ..r })
+            }
+            other => other,
+        };
+        let mut tag = 0u16;
+        // Accelerators 0..4 write and read a few 256 B blocks of two 1 MB regions of their
+        // partner's memory (0 and 1, 2 and 3 share a partition; ways hit after the first
+        // request per region), now and then far away (a miss that loads a fresh way).
+        for round in 0..24u16 {
+            for src in 0..4u16 {
+                let dst = src ^ 1;
+                tag += 1;
+                let block = u64::from(round % 5) + if round % 2 == 0 { 0 } else { 1 << 12 };
+                let block = if round % 7 == 6 {
+                    block + (9 << 12)
+                } else {
+                    block
+                };
+                let fld = full(if round % 3 == 0 {
+                    read(src, dst, 0, tag, block)
+                } else {
+                    write(src, dst, 0, tag, 64 * (1 + usize::from(round % 4)), block)
+                });
+                f.send(src as u8, fld);
+                let (_, data) = f.last_sent.clone().unwrap();
+                sent.insert(key(&fld), Got { field: fld, data });
+            }
+            f.run_for(Duration::from_ns(400));
+        }
+        f.run_for(Duration::from_us(300));
+        assert!(f.quiet(), "everything sent");
+        let got: Vec<&Got> = f.got.iter().flatten().collect();
+        assert_eq!(got.len(), sent.len(), "every request arrived once");
+        for g in got {
+            assert_eq!(sent.get(&key(&g.field)), Some(g), "arrived as sent");
+        }
+        let sum = |ends: &[Port], get: fn(&podlink_switch::port::LinkPortStats) -> u64| {
+            ends.iter().map(|e| get(e.stats())).sum::<u64>()
+        };
+        let (peers_sent, ports_expanded) = (
+            sum(&f.peers, |s| s.requests_compressed),
+            sum(&f.ports, |s| s.requests_expanded),
+        );
+        assert!(peers_sent > 0, "accelerators compressed");
+        assert_eq!(ports_expanded, peers_sent);
+        let (ports_sent, peers_expanded) = (
+            sum(&f.ports, |s| s.requests_compressed),
+            sum(&f.peers, |s| s.requests_expanded),
+        );
+        assert_eq!(ports_sent > 0, switch_compresses);
+        assert_eq!(peers_expanded, ports_sent);
+        let errors = sum(&f.ports, |s| s.expand_errors) + sum(&f.peers, |s| s.expand_errors);
+        assert_eq!(errors, 0);
+        f.check_conservation();
+    }
+}
+
+/// A compressed request naming a way its port's cache never loaded cannot be expanded (nor,
+/// in a build without the feature `addr-compression`, as the firmware's, can any compressed
+/// request): the switch port drops it, counts it (`expand_errors`; `no_slot` without the
+/// feature) and gives its credits back. Nothing is forwarded, and the sender holds its whole
+/// grant again.
+#[test]
+fn links_a_compressed_request_that_cannot_be_expanded_is_dropped_and_counted() {
+    let mut f = Fabric::new(small_pod, PORTS as u8, peer_cfg, |_| (0.0, 0.0), 3);
+    let read = TlField::CompressedRequest(TlCompressedRequest {
+        cmd: 0,
+        vchan: Vc::new(0).unwrap(),
+        tag: Tag::new(5).unwrap(),
+        addr: 4,
+        srcaccid: aid(0),
+        dstaccid: aid(1),
+        cway: 2,
+        ..Default::default()
+    });
+    f.send(0, read);
+    f.run_for(Duration::from_us(20));
+    assert!(f.quiet(), "sent");
+    assert!(f.got.iter().all(Vec::is_empty), "nothing forwarded");
+    let s = f.ports[0].stats();
+    let counted = if cfg!(feature = "addr-compression") {
+        (1, 0)
+    } else {
+        (0, 1)
+    };
+    assert_eq!((s.expand_errors, s.no_slot), counted, "{s:?}");
+    assert_eq!(f.ports[0].held_slots(), 0);
+    let peer = f.peers[0].credit_sender();
+    for target in CreditTarget::ALL {
+        for class in CreditClass::ALL {
+            assert_eq!(
+                peer.available(target, class),
+                peer.grant(target, class),
+                "{target:?} {class:?}"
+            );
+        }
     }
 }
 
