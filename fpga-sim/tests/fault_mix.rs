@@ -20,7 +20,8 @@
 //! conformance pods' timeout and workload), `FAULT_MIX_POD=path.toml` on a pod file as it is.
 //! `FAULT_MIX_HARSH=1` draws harsher plans: up to 12 faults, error rates up to 1e-4, links
 //! that flap several times in a row. `FAULT_MIX_MODEL=endpoint` (or `composed`)
-//! runs every pod with that accelerator model (`accelerator.model`).
+//! runs every pod with that accelerator model (`accelerator.model`); `FAULT_MIX_COMPRESS=1`
+//! turns address compression on (`link.compress_requests`).
 
 use podlink_sim::conformance::scenarios;
 use podlink_sim::pod::config::{AccelModel, PodFile, Topology};
@@ -241,6 +242,12 @@ fn pods() -> Vec<PodFile> {
         };
         for p in &mut pods {
             p.accelerator.model = model;
+        }
+    }
+    // FAULT_MIX_COMPRESS=1: every pod with address compression on its links.
+    if std::env::var("FAULT_MIX_COMPRESS").is_ok_and(|v| v == "1") {
+        for p in &mut pods {
+            p.link.compress_requests = true;
         }
     }
     pods
@@ -984,6 +991,36 @@ fn a_long_outage_counts_what_its_retrain_drops() {
         i.traced(),
         "{i:?}"
     );
+}
+
+/// The same flap with address compression on every link (`link.compress_requests`): the
+/// retrain clears both ends' address caches together (the switch port's decoder and
+/// encoder, the accelerator's requester and completer), so what is sent after it is
+/// expanded against a cache in step; nothing fails to expand, every request given up is
+/// accounted for, with either accelerator model.
+#[test]
+fn a_retrain_clears_the_address_caches_of_both_ends() {
+    for model in [AccelModel::Endpoint, AccelModel::Composed] {
+        let mut pod = data_pod("flap-leaf-spine");
+        pod.link.compress_requests = true;
+        pod.accelerator.model = model;
+        let r = run_pod_plan(&pod, 1, 45 * US, US);
+        let s = &r.summary;
+        let i = &s.integrity;
+        let f = s.faults.as_ref().expect("a fault report");
+        assert!(
+            f.retrains > 0,
+            "{model:?}: the flap retrains its link: {f:?}"
+        );
+        assert!(s.links.requests_expanded > 0, "{model:?}");
+        assert!(s.drained && s.sound(), "{model:?}: {i:?}");
+        assert!(s.conservation.ok, "{model:?}: {:?}", s.conservation);
+        assert_eq!(
+            i.requests_timed_out + i.requests_abandoned,
+            i.traced(),
+            "{model:?}: {i:?}"
+        );
+    }
 }
 
 /// A link between two switches is one link whichever of its ports a fault names. Harsh plan

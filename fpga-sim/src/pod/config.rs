@@ -159,6 +159,10 @@ pub struct LinkParams {
     pub credit_return_threshold: u32,
     /// … otherwise this long after the first pending credit, ns.
     pub credit_return_ns: f64,
+    /// Address compression (`wire::AddrCache`, a 4-way cache of 1 MB regions on each side
+    /// of every link): accelerators' requesters and switch ports send eligible requests
+    /// compressed; switch ports expand what arrives compressed (the caches are per link).
+    pub compress_requests: bool,
 }
 
 impl Default for LinkParams {
@@ -176,6 +180,7 @@ impl Default for LinkParams {
             ack_delay_ns: 1000.0,
             credit_return_threshold: 8,
             credit_return_ns: 100.0,
+            compress_requests: false,
         }
     }
 }

@@ -140,6 +140,7 @@ pub(crate) fn port_configs(
     let p = &fabric.accel_ports[a];
     let mut rc = RequesterConfig::new(id);
     rc.partition = part;
+    rc.compress_requests = pod.link.compress_requests;
     rc.request_timeout = timeout;
     rc.queue_timeout = timeout;
     // Ports of this accelerator into the same switch take disjoint tag ranges: a response

@@ -10,7 +10,7 @@ use podlink_protocol::retry::LinkState;
 use podlink_protocol::time::{earliest, Instant};
 use podlink_protocol::txn::Flow;
 use podlink_protocol::wire::dl_stream::TL_FLIT_LEN;
-use podlink_protocol::wire::{TlItem, TlMessage, TlPushError, TlUnpacker};
+use podlink_protocol::wire::{AddrCache, TlField, TlItem, TlMessage, TlPushError, TlUnpacker};
 use podlink_switch::header::Header;
 use std::collections::VecDeque;
 
@@ -23,6 +23,11 @@ const PREFILL_HALVES: usize = 20;
 /// stream's last `TlMessage::CreditTarget` selected).
 struct Sink<'a> {
     tlu: &'a mut TlUnpacker,
+    /// A switch end's address-compression decoder (`None` at an accelerator end, whose
+    /// completer decodes for itself).
+    decoder: Option<&'a mut AddrCache>,
+    expanded: u64,
+    expand_errors: u64,
     frames: &'a mut FrameSlab,
     batch: &'a mut Vec<u32>,
     credits: &'a mut CreditSender,
@@ -39,7 +44,27 @@ impl TlSink for Sink<'_> {
         let _ = self.tlu.handle_flit(flit);
         loop {
             match self.tlu.poll_item() {
-                Ok(Some(TlItem::Transfer(t))) => {
+                Ok(Some(TlItem::Transfer(mut t))) => {
+                    // What goes on past a switch port is uncompressed: the caches are per
+                    // link. (A request that cannot be expanded, which a lossless link never
+                    // delivers, goes on as it came and is counted: `Counters::expand_errors`.)
+                    let enables;
+                    if let Some(d) = self.decoder.as_deref_mut() {
+                        match d.forward_request(&t.field) {
+                            Ok(None) => {}
+                            Ok(Some(f)) => {
+                                if matches!(t.field, TlField::CompressedRequest(_)) {
+                                    self.expanded += 1;
+                                }
+                                t.field = TlField::UncompressedRequest(f.req);
+                                enables = f.byte_enables;
+                                if let Some(be) = enables.as_ref() {
+                                    t.byte_enables = Some(be);
+                                }
+                            }
+                            Err(_) => self.expand_errors += 1,
+                        }
+                    }
                     let h = self.frames.alloc_transfer(&t, self.ingress);
                     self.batch.push(h);
                 }
@@ -426,9 +451,29 @@ impl Sim {
             return true;
         };
         let tx = &mut self.txs[e as usize];
-        let pushed = tx.tl.push(&TlItem::Transfer(f.transfer()));
+        let mut t = f.transfer();
+        // A switch end compresses what it can with its own encoder (accelerator ends'
+        // requesters compress for themselves); the encoder's state is kept only if the
+        // packer takes the request, so the peer's decoder sees exactly what was sent.
+        let mut encoder = None;
+        if let TlField::UncompressedRequest(r) = t.field {
+            if self.pod.link.compress_requests
+                && matches!(self.owner[e as usize], Owner::Switch { .. })
+            {
+                let mut enc = tx.encoder;
+                t.field = enc.encode_request(&r, t.byte_enables);
+                if matches!(t.field, TlField::CompressedRequest(_)) {
+                    t.byte_enables = None;
+                }
+                encoder = Some(enc);
+            }
+        }
+        let pushed = tx.tl.push(&TlItem::Transfer(t));
         match pushed {
             Ok(()) => {
+                if let Some(enc) = encoder {
+                    tx.encoder = enc;
+                }
                 tx.transfers_sent += 1;
                 if let Some(t) = self.trace.as_mut() {
                     t.mark(now, Mark::Pull(e));
@@ -620,8 +665,12 @@ impl Sim {
         let ri = r as usize;
         let mut batch = std::mem::take(&mut self.batch);
         let rx = &mut self.rxs[ri];
+        let switch_end = matches!(self.owner[ri], Owner::Switch { .. });
         let mut sink = Sink {
             tlu: &mut rx.tlu,
+            decoder: switch_end.then_some(&mut rx.decoder),
+            expanded: 0,
+            expand_errors: 0,
             frames: &mut self.frames,
             batch: &mut batch,
             credits: &mut self.ports[ri].credits,
@@ -648,6 +697,8 @@ impl Sim {
         rx.tl_delivered += sink.tl;
         rx.tl_errors += sink.errors;
         rx.transfers_received += sink.batch.len() as u64;
+        rx.expanded += sink.expanded;
+        self.stats.expand_errors += sink.expand_errors;
         let credited = sink.fields > 0;
         rx.credit_fields += sink.fields;
         if let Some(at) = next {

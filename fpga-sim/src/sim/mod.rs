@@ -46,7 +46,7 @@ use podlink_protocol::flow::{CreditReceiver, CreditTarget, ReceiverConfig};
 use podlink_protocol::link::{UaLink, UaLinkConfig};
 use podlink_protocol::time::Duration;
 use podlink_protocol::time::Instant;
-use podlink_protocol::wire::{TlPacker, TlUnpacker};
+use podlink_protocol::wire::{AddrCache, TlPacker, TlUnpacker};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -254,6 +254,8 @@ pub(crate) struct EndTx {
     pub discarded_packed: u64,
     /// Requests and responses pushed into the TL packer.
     pub transfers_sent: u64,
+    /// A switch end's address-compression encoder (`link.compress_requests`).
+    pub encoder: AddrCache,
 }
 
 /// The small, often-read state of a link end's transmitter, kept apart from [`EndTx`] so that
@@ -343,6 +345,11 @@ pub(crate) struct EndRx {
     pub tl_errors: u64,
     /// Requests and responses the TL unpacker delivered.
     pub transfers_received: u64,
+    /// A switch end's address-compression decoder: every request that arrives goes through
+    /// it (`AddrCache::forward_request`), and what goes on is uncompressed.
+    pub decoder: AddrCache,
+    /// Requests that arrived compressed and were expanded.
+    pub expanded: u64,
 }
 
 /// A switch: its forwarding logic and where its ports are among the link ends.
@@ -548,6 +555,7 @@ impl Sim {
                 discarded_queued: 0,
                 discarded_packed: 0,
                 transfers_sent: 0,
+                encoder: AddrCache::new(),
             })
             .collect();
         let wires = (0..n)
@@ -564,6 +572,8 @@ impl Sim {
                 tl_delivered: 0,
                 tl_errors: 0,
                 transfers_received: 0,
+                decoder: AddrCache::new(),
+                expanded: 0,
             })
             .collect();
         let mem = Rc::new(RefCell::new(SparseMem::new(pod.accelerator.memory_bytes)));

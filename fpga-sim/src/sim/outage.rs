@@ -314,8 +314,10 @@ impl Sim {
         tx.tl.reset();
         tx.credit_target = super::POOL;
         tx.credit_rx.reset();
+        tx.encoder.clear();
         let rx = &mut self.rxs[xi];
         rx.tlu.reset();
+        rx.decoder.clear();
         rx.credit_target = super::POOL;
         if let Some(ap) = self.accels.port_mut(x) {
             ap.req.reset_addr_cache();

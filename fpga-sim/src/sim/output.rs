@@ -71,6 +71,13 @@ pub fn summary_text(s: &Summary) -> String {
         l.dl_resent,
         l.credit_stall_ns
     );
+    if l.requests_expanded > 0 {
+        let _ = writeln!(
+            o,
+            "  address compression: {} requests arrived compressed at switch ports and went on expanded",
+            l.requests_expanded
+        );
+    }
     if l.link_faults > 0 {
         let _ = writeln!(
             o,

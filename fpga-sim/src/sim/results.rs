@@ -196,6 +196,7 @@ impl Sim {
             links.link_faults += rs.faults;
             links.bits_flipped += wire.bits_flipped;
             links.tl_flits += packed;
+            links.requests_expanded += rx.expanded;
             links.acks += rs.acks_sent;
             links.nops += rs.nops_sent;
             let stall = hot.stall_ps + hot.stall_since.map_or(0, |s| now - s);
@@ -232,6 +233,7 @@ impl Sim {
             .sum();
         ok &= c.frames_held == c.frames_queued;
         ok &= self.stats.invalid_frames == 0;
+        ok &= self.stats.expand_errors == 0;
         c.events_out_of_window = self.win.late;
         ok &= c.events_out_of_window == 0;
         // Endpoints: nothing refused, dropped or broken at any port, no credit release

@@ -26,6 +26,9 @@ pub const DROP_REASONS: [&str; 10] = [
 pub struct Counters {
     /// Frames the TL packer or a completer refused (a model bug if not zero).
     pub invalid_frames: u64,
+    /// Compressed requests a switch port could not expand (its cache out of step with the
+    /// sender's: a model bug if not zero).
+    pub expand_errors: u64,
     /// Times a switch pipeline stopped because the switch buffer was full.
     pub ingress_blocked: u64,
     /// Frames dropped by switches, per [`DROP_REASONS`].
@@ -113,6 +116,9 @@ pub struct LinkTotals {
     /// Time transmitters with something to send waited for credits or the replay window,
     /// summed, ns.
     pub credit_stall_ns: f64,
+    /// Requests that arrived compressed at switch ports (`link.compress_requests`) and were
+    /// expanded there.
+    pub requests_expanded: u64,
 }
 
 /// Conservation: everything injected was delivered or is still in flight.
