@@ -421,6 +421,48 @@ pub fn line_of(text: &str, path: &str) -> Option<usize> {
     span.map(|s| offset_to_line(text, s.start))
 }
 
+/// The dotted path of the key at byte `off` of `text` (the key itself, or its value), for a
+/// parse error the deserializer reports by position only (a value of the wrong type, an
+/// unknown key): `link.compress_requests`, `workloads.1.pattern`.
+fn field_at(text: &str, off: usize) -> Option<String> {
+    fn inside(span: Option<std::ops::Range<usize>>, off: usize) -> bool {
+        span.is_some_and(|s| s.contains(&off))
+    }
+    fn table(t: &toml_edit::Table, off: usize, path: &str) -> Option<String> {
+        for (k, item) in t.iter() {
+            let here = if path.is_empty() {
+                k.to_string()
+            } else {
+                format!("{path}.{k}")
+            };
+            match item {
+                toml_edit::Item::Table(sub) => {
+                    if let Some(f) = table(sub, off, &here) {
+                        return Some(f);
+                    }
+                }
+                toml_edit::Item::ArrayOfTables(a) => {
+                    for (i, sub) in a.iter().enumerate() {
+                        if let Some(f) = table(sub, off, &format!("{here}.{i}")) {
+                            return Some(f);
+                        }
+                    }
+                }
+                _ => {
+                    if inside(t.key(k).and_then(toml_edit::Key::span), off)
+                        || inside(item.span(), off)
+                    {
+                        return Some(here);
+                    }
+                }
+            }
+        }
+        None
+    }
+    let doc = toml_edit::ImDocument::parse(text).ok()?;
+    table(doc.as_table(), off, "")
+}
+
 fn offset_to_line(text: &str, off: usize) -> usize {
     text.as_bytes()
         .iter()
@@ -506,7 +548,7 @@ impl PodFile {
             PodError {
                 file: file.to_string(),
                 line,
-                field: None,
+                field: e.span().and_then(|s| field_at(text, s.start)),
                 message: e.message().trim().to_string(),
             }
         })?;
@@ -938,13 +980,23 @@ mod tests {
         assert_eq!(e.file, "pod.toml");
         assert_eq!(e.line, Some(7), "{e}");
         assert!(e.message.contains("lane_speed"), "{e}");
+        assert_eq!(e.field.as_deref(), Some("link.lane_speed"), "{e}");
     }
 
+    /// A value of the wrong type names its line and field, in a table or in the n-th entry
+    /// of an array of tables.
     #[test]
-    fn wrong_type_names_line() {
+    fn wrong_type_names_line_and_field() {
         let text = format!("{GOOD}[switch]\nclock_mhz = \"fast\"\n");
         let e = PodFile::parse(&text, "pod.toml").unwrap_err();
         assert_eq!(e.line, Some(6), "{e}");
+        assert_eq!(e.field.as_deref(), Some("switch.clock_mhz"), "{e}");
+        let text = format!(
+            "{GOOD}[[workloads]]\npattern = \"uniform\"\n[[workloads]]\npattern = \"uniform\"\noffered_load = \"high\"\n"
+        );
+        let e = PodFile::parse(&text, "pod.toml").unwrap_err();
+        assert_eq!(e.line, Some(9), "{e}");
+        assert_eq!(e.field.as_deref(), Some("workloads.1.offered_load"), "{e}");
     }
 
     #[test]
@@ -979,6 +1031,19 @@ mod tests {
         let text = format!("{GOOD}[link]\ncredit_return_ns = -1\n");
         let e = PodFile::parse(&text, "p").unwrap_err();
         assert_eq!(e.field.as_deref(), Some("link.credit_return_ns"), "{e}");
+    }
+
+    /// Address compression is off unless the pod file turns it on; a value that is not a
+    /// boolean names its field and line.
+    #[test]
+    fn compress_requests_parses_and_is_checked() {
+        assert!(!PodFile::parse(GOOD, "p").unwrap().link.compress_requests);
+        let text = format!("{GOOD}[link]\ncompress_requests = true\n");
+        assert!(PodFile::parse(&text, "p").unwrap().link.compress_requests);
+        let text = format!("{GOOD}[link]\ncompress_requests = \"yes\"\n");
+        let e = PodFile::parse(&text, "p").unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("link.compress_requests"), "{e}");
+        assert!(e.line.is_some(), "{e}");
     }
 
     /// The residence limit is the request timeout unless set; a set one must be positive.
