@@ -479,6 +479,31 @@ fn kept_pod_is_sound_for(file: &str, seed: u64, duration_ps: u64) -> Summary {
     s
 }
 
+/// Pod 243889, kept as a file: composed accelerators on four planes, 100 m links at a bit
+/// error rate of 1e-5 (with address compression), whose links hold TL flits past their
+/// hold limit, fault and are reset over and over (no fault plan). When a retrained
+/// accelerator end held back its fresh credit release until its completer had answered the
+/// requests it held, as a switch end does for its frames, the run ended with 508 requests
+/// and responses stuck for good: the answers needed a switch port's credits whose release
+/// waited for frames bound for another such accelerator. Only switch ends wait now
+/// (`Sim::take_due_returns`): every request given up is accounted for, nothing is left.
+#[test]
+fn retrained_composed_accelerators_do_not_wait_for_their_completers() {
+    let s = run_kept_pod("pod-mix-243889.toml", 243_889, 8_000_000);
+    assert!(
+        s.links.link_faults > 0,
+        "links fault and are reset: {:?}",
+        s.links
+    );
+    assert!(
+        s.drained && s.sound(),
+        "{:?} {:?}",
+        s.integrity,
+        s.conservation
+    );
+    assert_eq!(s.integrity.stranded, 0, "{:?}", s.integrity);
+}
+
 /// Pod 185830, kept as a file: a leaf/spine pod whose fault plan has three rogue requesters
 /// (`inject`, one of 64 writes) among outages. The requester sweep, which times requests
 /// out, stopped once the workloads' operations were all done, and nothing started it again

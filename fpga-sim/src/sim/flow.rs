@@ -572,14 +572,21 @@ impl Sim {
     }
 
     /// Move the returns end `r`'s `CreditReceiver` says are due into its owed credits;
-    /// update `EndHot::owes`. None while the end still holds buffers from before its link
-    /// was retrained (`PortState::stale`): the fresh initial release waits until they are
-    /// all freed, as the switch library's `LinkPort` waits for its orphaned slots, so the
-    /// peer is never granted a buffer that is still in use.
+    /// update `EndHot::owes`. None while a switch end still holds frames from before its
+    /// link was retrained (`PortState::stale`): the fresh initial release waits until they
+    /// have all left, as the switch library's `LinkPort` waits for its orphaned slots, so the
+    /// peer is never granted a buffer that is still in use. (A composed accelerator's end
+    /// does not wait for the requests its completer still holds: their answers may need the
+    /// credits of switch ends that wait in turn, and random pod 243889, with links faulting
+    /// at both ends of such chains, stalled for good. The endpoint model drops what its
+    /// completer holds at a reset.)
     pub(crate) fn take_due_returns(&mut self, r: u32) {
         let ri = r as usize;
         let rx = &mut self.txs[ri].credit_rx;
-        if !rx.initial_release_done() && !self.ports[ri].stale.is_zero() {
+        if !rx.initial_release_done()
+            && !self.ports[ri].stale.is_zero()
+            && matches!(self.owner[ri], Owner::Switch { .. })
+        {
             self.hot[ri].owes = self.ports[ri].owes();
             return;
         }

@@ -275,9 +275,10 @@ impl Sim {
     /// belongs to were reported failed), the TL packer and unpacker and the compressed-address
     /// caches restart, transfers taken but not sent are dropped, and credits start over: the
     /// end's `CreditSender` learns the peer's grant again from a fresh initial release, and
-    /// the end queues its own once it no longer holds buffers from before (frames received
-    /// before, requests its completer holds: `PortState::stale`), since that release grants
-    /// every buffer; freeing those buffers returns nothing.
+    /// the end queues its own. That release grants every buffer, so buffers the end still
+    /// holds from before (frames received before, requests its completer holds:
+    /// `PortState::stale`) return nothing when freed, and a switch end holds the release
+    /// back until they are all freed (`Sim::take_due_returns`).
     fn retrain(&mut self, x: u32, now: u64) {
         // Responses an endpoint's completer still holds are dropped by its reset
         // (`Completer::drop_held`); frames a model end took for its link that had not reached

@@ -158,9 +158,9 @@ pub struct PortState {
     /// answers them).
     pub held: Credits,
     /// Credits of buffers the end still held when its link was retrained (frames received
-    /// before, requests its completer held): the fresh initial release, which grants every
-    /// buffer, waits until they are all freed (`Sim::take_due_returns`), so freeing them
-    /// returns nothing.
+    /// before, requests its completer held): the fresh initial release grants every buffer,
+    /// so freeing them returns nothing; at a switch end the release waits until they are
+    /// all freed (`Sim::take_due_returns`).
     pub stale: Credits,
     /// VCs (bit per VC) whose credits this end keeps instead of returning (a fault).
     pub withheld: u8,
@@ -198,8 +198,8 @@ impl PortState {
 
     /// The end freed a buffer of a frame of `flow` with `beats` data beats on VC `vc`: its
     /// credits go to the return policy (`freed`), unless the buffer was held across a
-    /// retrain (`stale`), whose credits the fresh initial release gives back once they are
-    /// all freed.
+    /// retrain (`stale`), whose credits the fresh initial release gives back (at a switch
+    /// end, once they are all freed).
     pub fn free_buffers(&mut self, flow: Flow, vc: usize, beats: u32) {
         let (c, d) = Credits::classes(flow);
         let Some(st) = self.stale.0.get_mut(vc) else {
