@@ -10,7 +10,9 @@ use podlink_protocol::retry::LinkState;
 use podlink_protocol::time::{earliest, Instant};
 use podlink_protocol::txn::Flow;
 use podlink_protocol::wire::dl_stream::TL_FLIT_LEN;
-use podlink_protocol::wire::{AddrCache, TlField, TlItem, TlMessage, TlPushError, TlUnpacker};
+use podlink_protocol::wire::{
+    AddrCache, TlField, TlItem, TlMessage, TlPushError, TlTransfer, TlUnpacker,
+};
 use podlink_switch::header::Header;
 use std::collections::VecDeque;
 
@@ -44,28 +46,18 @@ impl TlSink for Sink<'_> {
         let _ = self.tlu.handle_flit(flit);
         loop {
             match self.tlu.poll_item() {
-                Ok(Some(TlItem::Transfer(mut t))) => {
-                    // What goes on past a switch port is uncompressed: the caches are per
-                    // link. (A request that cannot be expanded, which a lossless link never
-                    // delivers, goes on as it came and is counted: `Counters::expand_errors`.)
-                    let enables;
-                    if let Some(d) = self.decoder.as_deref_mut() {
-                        match d.forward_request(&t.field) {
-                            Ok(None) => {}
-                            Ok(Some(f)) => {
-                                if matches!(t.field, TlField::CompressedRequest(_)) {
-                                    self.expanded += 1;
-                                }
-                                t.field = TlField::UncompressedRequest(f.req);
-                                enables = f.byte_enables;
-                                if let Some(be) = enables.as_ref() {
-                                    t.byte_enables = Some(be);
-                                }
-                            }
-                            Err(_) => self.expand_errors += 1,
-                        }
-                    }
-                    let h = self.frames.alloc_transfer(&t, self.ingress);
+                Ok(Some(TlItem::Transfer(t))) => {
+                    let h = match self.decoder.as_deref_mut() {
+                        None => self.frames.alloc_transfer(&t, self.ingress),
+                        Some(d) => alloc_expanded(
+                            self.frames,
+                            d,
+                            t,
+                            self.ingress,
+                            &mut self.expanded,
+                            &mut self.expand_errors,
+                        ),
+                    };
                     self.batch.push(h);
                 }
                 Ok(Some(TlItem::Credits(fc))) => match CreditTarget::from_index(*self.target) {
@@ -92,6 +84,41 @@ impl TlSink for Sink<'_> {
             }
         }
     }
+}
+
+/// A frame for transfer `t` that arrived at a switch end whose senders compress: what goes
+/// on past a switch port is uncompressed, since the caches are per link
+/// (`AddrCache::forward_request`). A request that cannot be expanded, which a lossless link
+/// never delivers, goes on as it came and is counted (`Counters::expand_errors`). Out of
+/// line: the usual arrival has no decoder to consult.
+#[cold]
+#[inline(never)]
+fn alloc_expanded(
+    frames: &mut FrameSlab,
+    decoder: &mut AddrCache,
+    t: TlTransfer<'_>,
+    ingress: u32,
+    expanded: &mut u64,
+    errors: &mut u64,
+) -> u32 {
+    let (mut field, mut enables) = (t.field, t.byte_enables.copied());
+    match decoder.forward_request(&t.field) {
+        Ok(None) => {}
+        Ok(Some(f)) => {
+            if matches!(t.field, TlField::CompressedRequest(_)) {
+                *expanded += 1;
+            }
+            field = TlField::UncompressedRequest(f.req);
+            enables = f.byte_enables.or(enables);
+        }
+        Err(_) => *errors += 1,
+    }
+    let t = TlTransfer {
+        field,
+        byte_enables: enables.as_ref(),
+        ..t
+    };
+    frames.alloc_transfer(&t, ingress)
 }
 
 impl Sim {
@@ -456,9 +483,9 @@ impl Sim {
         // requesters compress for themselves); the encoder's state is kept only if the
         // packer takes the request, so the peer's decoder sees exactly what was sent.
         let mut encoder = None;
-        if let TlField::UncompressedRequest(r) = t.field {
-            if self.pod.link.compress_requests
-                && matches!(self.owner[e as usize], Owner::Switch { .. })
+        if self.pod.link.compress_requests {
+            if let (TlField::UncompressedRequest(r), Owner::Switch { .. }) =
+                (t.field, self.owner[e as usize])
             {
                 let mut enc = tx.encoder;
                 t.field = enc.encode_request(&r, t.byte_enables);
@@ -672,10 +699,13 @@ impl Sim {
         let ri = r as usize;
         let mut batch = std::mem::take(&mut self.batch);
         let rx = &mut self.rxs[ri];
-        let switch_end = matches!(self.owner[ri], Owner::Switch { .. });
+        // Only switch ends decode, and only when senders compress (nothing else sends a
+        // compressed request or a cache load).
+        let decodes =
+            self.pod.link.compress_requests && matches!(self.owner[ri], Owner::Switch { .. });
         let mut sink = Sink {
             tlu: &mut rx.tlu,
-            decoder: switch_end.then_some(&mut rx.decoder),
+            decoder: decodes.then_some(&mut rx.decoder),
             expanded: 0,
             expand_errors: 0,
             frames: &mut self.frames,
