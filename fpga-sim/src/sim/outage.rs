@@ -267,6 +267,21 @@ impl Sim {
         }
     }
 
+    /// The buffers end `x` holds, in credits: frames that came in on it and are still in the
+    /// model, and requests its completer holds.
+    pub(crate) fn held_at(&self, x: u32) -> Credits {
+        let mut held = self.ports[x as usize].held;
+        for f in self.frames.live_frames().filter(|f| f.ingress == x) {
+            held.give(
+                flow_of(&f.field),
+                usize::from(vc_of(&f.field).get()),
+                1,
+                f.beats(),
+            );
+        }
+        held
+    }
+
     /// Link end `x` of a link that stayed down past the hold-off (its switch and endpoints
     /// were told it was down) or past the request timeout (its operations in flight were
     /// reported failed) starts over, as a port reported down is reinitialised rather
@@ -324,15 +339,7 @@ impl Sim {
             ap.req.reset_addr_cache();
             ap.cpl.reset_addr_cache();
         }
-        let mut stale = self.ports[xi].held;
-        for f in self.frames.live_frames().filter(|f| f.ingress == x) {
-            stale.give(
-                flow_of(&f.field),
-                usize::from(vc_of(&f.field).get()),
-                1,
-                f.beats(),
-            );
-        }
+        let stale = self.held_at(x);
         let p = &mut self.ports[xi];
         p.credits = CreditSender::new();
         p.owed = Credits::default();
@@ -832,15 +839,7 @@ mod tests {
     /// the credits its peer may still spend on it; and the buffers `x` has.
     fn committed(sim: &Sim, x: u32) -> ([u32; 4], [u32; 4]) {
         let xi = x as usize;
-        let mut held = sim.ports[xi].held;
-        for f in sim.frames.live_frames().filter(|f| f.ingress == x) {
-            held.give(
-                flow_of(&f.field),
-                usize::from(vc_of(&f.field).get()),
-                1,
-                f.beats(),
-            );
-        }
+        let held = sim.held_at(x);
         let peer = sim.peer[xi];
         let (mut used, mut cap) = ([0u32; 4], [0u32; 4]);
         for (k, class) in CreditClass::ALL.into_iter().enumerate() {

@@ -602,14 +602,15 @@ fn links_a_compressed_request_that_cannot_be_expanded_is_dropped_and_counted() {
     };
     assert_eq!((s.expand_errors, s.no_slot), counted, "{s:?}");
     assert_eq!(f.ports[0].held_slots(), 0);
-    let peer = f.peers[0].credit_sender();
-    for target in CreditTarget::ALL {
-        for class in CreditClass::ALL {
-            assert_eq!(
-                peer.available(target, class),
-                peer.grant(target, class),
-                "{target:?} {class:?}"
-            );
+    holds_its_whole_grant(&f.peers[0], "peer 0");
+}
+
+/// `end` holds every credit its peer granted it (whatever it sent was released).
+fn holds_its_whole_grant(end: &Port, what: &str) {
+    let tx = end.credit_sender();
+    for t in CreditTarget::ALL {
+        for cl in CreditClass::ALL {
+            assert_eq!(tx.available(t, cl), tx.grant(t, cl), "{what} {t:?} {cl:?}");
         }
     }
 }
@@ -639,16 +640,7 @@ fn links_spoofed_and_cross_partition_frames_are_dropped_and_their_credits_return
     assert_eq!(drops, 4);
     // Dropped frames' receive slots were released: the senders hold their whole grant again.
     for p in [0usize, 4] {
-        let tx = f.peers[p].credit_sender();
-        for t in CreditTarget::ALL {
-            for cl in CreditClass::ALL {
-                assert_eq!(
-                    tx.available(t, cl),
-                    tx.grant(t, cl),
-                    "peer {p} {t:?} {cl:?}"
-                );
-            }
-        }
+        holds_its_whole_grant(&f.peers[p], &format!("peer {p}"));
     }
     f.check_conservation();
 }
