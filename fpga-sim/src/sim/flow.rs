@@ -26,7 +26,7 @@ const PREFILL_HALVES: usize = 20;
 struct Sink<'a> {
     tlu: &'a mut TlUnpacker,
     /// A switch end's address-compression decoder (`None` at an accelerator end, whose
-    /// completer decodes for itself).
+    /// completer decodes for itself, and when nothing compresses).
     decoder: Option<&'a mut AddrCache>,
     expanded: u64,
     expand_errors: u64,
