@@ -504,6 +504,30 @@ fn retrained_composed_accelerators_do_not_wait_for_their_completers() {
     assert_eq!(s.integrity.stranded, 0, "{:?}", s.integrity);
 }
 
+/// Pod 250939, kept as a file: composed accelerators under three leaves, 100 m single-lane
+/// links at a bit error rate of 1e-5 (with address compression) that fault and are reset
+/// over and over. A retrained switch port counted as still held the frames that had come in
+/// on it and waited in another port's overflow queue (`EndTx::txq`), whose buffers had been
+/// given back when the switch handed them out; its fresh credit release then waited for
+/// good, and four responses stayed in an accelerator's completer. Those frames no longer
+/// count (`Sim::held_at`).
+#[test]
+fn a_retrained_port_does_not_wait_for_frames_it_already_gave_back() {
+    let s = run_kept_pod("pod-mix-250939.toml", 250_939, 8_000_000);
+    assert!(
+        s.links.link_faults > 0,
+        "links fault and are reset: {:?}",
+        s.links
+    );
+    assert!(
+        s.drained && s.sound(),
+        "{:?} {:?}",
+        s.integrity,
+        s.conservation
+    );
+    assert_eq!(s.integrity.stranded, 0, "{:?}", s.integrity);
+}
+
 /// Pod 185830, kept as a file: a leaf/spine pod whose fault plan has three rogue requesters
 /// (`inject`, one of 64 writes) among outages. The requester sweep, which times requests
 /// out, stopped once the workloads' operations were all done, and nothing started it again

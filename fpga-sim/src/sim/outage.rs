@@ -268,10 +268,23 @@ impl Sim {
     }
 
     /// The buffers end `x` holds, in credits: frames that came in on it and are still in the
-    /// model, and requests its completer holds.
+    /// model, and requests its completer holds. A frame a switch handed an egress port whose
+    /// TL packer was full (in that end's overflow queue, `EndTx::txq`) gave its buffer back
+    /// when it was pulled, so it does not count. (Before session 37's last fix it did: such a
+    /// frame left a retrained port's `PortState::stale` above zero for good, and random pod
+    /// 250939 stalled.)
     pub(crate) fn held_at(&self, x: u32) -> Credits {
+        let released: std::collections::HashSet<u32> = self
+            .txs
+            .iter()
+            .flat_map(|t| t.txq.iter().copied())
+            .collect();
         let mut held = self.ports[x as usize].held;
-        for f in self.frames.live_frames().filter(|f| f.ingress == x) {
+        for (_, f) in self
+            .frames
+            .live_handles()
+            .filter(|(h, f)| f.ingress == x && !released.contains(h))
+        {
             held.give(
                 flow_of(&f.field),
                 usize::from(vc_of(&f.field).get()),

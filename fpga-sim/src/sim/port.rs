@@ -405,17 +405,22 @@ impl FrameSlab {
 
     /// The frames currently stored.
     pub fn live_frames(&self) -> impl Iterator<Item = &Frame> {
+        self.live_handles().map(|(_, f)| f)
+    }
+
+    /// The frames currently stored, with their handles.
+    pub fn live_handles(&self) -> impl Iterator<Item = (u32, &Frame)> {
         let mut free = vec![false; self.frames.len()];
         for &h in &self.free {
             if let Some(f) = free.get_mut(h as usize) {
                 *f = true;
             }
         }
-        self.frames
-            .iter()
+        (0u32..)
+            .zip(&self.frames)
             .zip(free)
             .filter(|(_, free)| !free)
-            .map(|(f, _)| f)
+            .map(|(hf, _)| hf)
     }
 
     /// Frames currently stored.
