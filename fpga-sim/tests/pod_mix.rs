@@ -528,6 +528,29 @@ fn a_retrained_port_does_not_wait_for_frames_it_already_gave_back() {
     assert_eq!(s.integrity.stranded, 0, "{:?}", s.integrity);
 }
 
+/// Pod 252625, kept as a file: composed accelerators with two ports each into one switch,
+/// address compression, links at a bit error rate of 1e-5 of which a few fault and are
+/// reset. Requests that had arrived compressed at an accelerator before its link was reset
+/// waited for its completer, which decoded them against its cleared cache: 12 operations
+/// failed with an error status and no fault planned. A model end now expands what arrives
+/// before it waits (`Sim::on_arrive`, `alloc_expanded`).
+#[test]
+fn requests_waiting_across_a_reset_were_expanded_on_arrival() {
+    let s = run_kept_pod("pod-mix-252625.toml", 252_625, 5_000_000);
+    assert!(
+        s.links.link_faults > 0,
+        "links fault and are reset: {:?}",
+        s.links
+    );
+    assert!(
+        s.drained && s.sound(),
+        "{:?} {:?}",
+        s.integrity,
+        s.conservation
+    );
+    assert_eq!(s.integrity.failed_not_timed_out, 0, "{:?}", s.integrity);
+}
+
 /// Pod 185830, kept as a file: a leaf/spine pod whose fault plan has three rogue requesters
 /// (`inject`, one of 64 writes) among outages. The requester sweep, which times requests
 /// out, stopped once the workloads' operations were all done, and nothing started it again

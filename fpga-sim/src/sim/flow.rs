@@ -25,8 +25,7 @@ const PREFILL_HALVES: usize = 20;
 /// stream's last `TlMessage::CreditTarget` selected).
 struct Sink<'a> {
     tlu: &'a mut TlUnpacker,
-    /// A switch end's address-compression decoder (`None` at an accelerator end, whose
-    /// completer decodes for itself, and when nothing compresses).
+    /// The end's address-compression decoder (`None` when nothing compresses).
     decoder: Option<&'a mut AddrCache>,
     expanded: u64,
     expand_errors: u64,
@@ -86,8 +85,9 @@ impl TlSink for Sink<'_> {
     }
 }
 
-/// A frame for transfer `t` that arrived at a switch end whose senders compress: what goes
-/// on past a switch port is uncompressed, since the caches are per link
+/// A frame for transfer `t` that arrived at a model end whose senders compress: what goes
+/// on past a switch port (or waits for a composed accelerator's completer) is uncompressed,
+/// since the caches are per link
 /// (`AddrCache::forward_request`). A request that cannot be expanded, which a lossless link
 /// never delivers, goes on as it came and is counted (`Counters::expand_errors`). Out of
 /// line: the usual arrival has no decoder to consult.
@@ -699,10 +699,11 @@ impl Sim {
         let ri = r as usize;
         let mut batch = std::mem::take(&mut self.batch);
         let rx = &mut self.rxs[ri];
-        // Only switch ends decode, and only when senders compress (nothing else sends a
-        // compressed request or a cache load).
-        let decodes =
-            self.pod.link.compress_requests && matches!(self.owner[ri], Owner::Switch { .. });
+        // Model ends decode at arrival when senders compress (nothing else sends a compressed
+        // request or a cache load): a switch end because the caches are per link, a composed
+        // accelerator's end so that requests waiting for its completer across a retrain are
+        // not decoded later against the cleared cache.
+        let decodes = self.pod.link.compress_requests;
         let mut sink = Sink {
             tlu: &mut rx.tlu,
             decoder: decodes.then_some(&mut rx.decoder),

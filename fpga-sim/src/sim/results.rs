@@ -196,7 +196,9 @@ impl Sim {
             links.link_faults += rs.faults;
             links.bits_flipped += wire.bits_flipped;
             links.tl_flits += packed;
-            links.requests_expanded += rx.expanded;
+            if matches!(self.owner[peer], super::Owner::Switch { .. }) {
+                links.requests_expanded += rx.expanded;
+            }
             links.acks += rs.acks_sent;
             links.nops += rs.nops_sent;
             let stall = hot.stall_ps + hot.stall_since.map_or(0, |s| now - s);
