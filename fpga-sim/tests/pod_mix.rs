@@ -479,6 +479,24 @@ fn kept_pod_is_sound_for(file: &str, seed: u64, duration_ps: u64) -> Summary {
     s
 }
 
+/// Run the pod kept under `tests/data/pods` (no fault plan, but links that fault and are
+/// reset under bit errors): some link faulted, and the run drained sound. Its summary.
+fn faulting_kept_pod_is_sound(file: &str, seed: u64, duration_ps: u64) -> Summary {
+    let s = run_kept_pod(file, seed, duration_ps);
+    assert!(
+        s.links.link_faults > 0,
+        "{file}: links fault and are reset: {:?}",
+        s.links
+    );
+    assert!(
+        s.drained && s.sound(),
+        "{file}: {:?} {:?}",
+        s.integrity,
+        s.conservation
+    );
+    s
+}
+
 /// Pod 243889, kept as a file: composed accelerators on four planes, 100 m links at a bit
 /// error rate of 1e-5 (with address compression), whose links hold TL flits past their
 /// hold limit, fault and are reset over and over (no fault plan). When a retrained
@@ -489,18 +507,7 @@ fn kept_pod_is_sound_for(file: &str, seed: u64, duration_ps: u64) -> Summary {
 /// (`Sim::take_due_returns`): every request given up is accounted for, nothing is left.
 #[test]
 fn retrained_composed_accelerators_do_not_wait_for_their_completers() {
-    let s = run_kept_pod("pod-mix-243889.toml", 243_889, 8_000_000);
-    assert!(
-        s.links.link_faults > 0,
-        "links fault and are reset: {:?}",
-        s.links
-    );
-    assert!(
-        s.drained && s.sound(),
-        "{:?} {:?}",
-        s.integrity,
-        s.conservation
-    );
+    let s = faulting_kept_pod_is_sound("pod-mix-243889.toml", 243_889, 8_000_000);
     assert_eq!(s.integrity.stranded, 0, "{:?}", s.integrity);
 }
 
@@ -513,18 +520,7 @@ fn retrained_composed_accelerators_do_not_wait_for_their_completers() {
 /// count (`Sim::held_at`).
 #[test]
 fn a_retrained_port_does_not_wait_for_frames_it_already_gave_back() {
-    let s = run_kept_pod("pod-mix-250939.toml", 250_939, 8_000_000);
-    assert!(
-        s.links.link_faults > 0,
-        "links fault and are reset: {:?}",
-        s.links
-    );
-    assert!(
-        s.drained && s.sound(),
-        "{:?} {:?}",
-        s.integrity,
-        s.conservation
-    );
+    let s = faulting_kept_pod_is_sound("pod-mix-250939.toml", 250_939, 8_000_000);
     assert_eq!(s.integrity.stranded, 0, "{:?}", s.integrity);
 }
 
@@ -536,18 +532,7 @@ fn a_retrained_port_does_not_wait_for_frames_it_already_gave_back() {
 /// before it waits (`Sim::on_arrive`, `alloc_expanded`).
 #[test]
 fn requests_waiting_across_a_reset_were_expanded_on_arrival() {
-    let s = run_kept_pod("pod-mix-252625.toml", 252_625, 5_000_000);
-    assert!(
-        s.links.link_faults > 0,
-        "links fault and are reset: {:?}",
-        s.links
-    );
-    assert!(
-        s.drained && s.sound(),
-        "{:?} {:?}",
-        s.integrity,
-        s.conservation
-    );
+    let s = faulting_kept_pod_is_sound("pod-mix-252625.toml", 252_625, 5_000_000);
     assert_eq!(s.integrity.failed_not_timed_out, 0, "{:?}", s.integrity);
 }
 
