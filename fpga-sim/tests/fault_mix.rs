@@ -21,7 +21,8 @@
 //! `FAULT_MIX_HARSH=1` draws harsher plans: up to 12 faults, error rates up to 1e-4, links
 //! that flap several times in a row. `FAULT_MIX_MODEL=endpoint` (or `composed`)
 //! runs every pod with that accelerator model (`accelerator.model`); `FAULT_MIX_COMPRESS=1`
-//! turns address compression on (`link.compress_requests`).
+//! turns address compression on (`link.compress_requests`), `FAULT_MIX_COMPRESS=responses`
+//! response compression (`link.compress_responses`), `FAULT_MIX_COMPRESS=both` both.
 
 use podlink_sim::conformance::scenarios;
 use podlink_sim::pod::config::{AccelModel, PodFile, Topology};
@@ -244,10 +245,18 @@ fn pods() -> Vec<PodFile> {
             p.accelerator.model = model;
         }
     }
-    // FAULT_MIX_COMPRESS=1: every pod with address compression on its links.
-    if std::env::var("FAULT_MIX_COMPRESS").is_ok_and(|v| v == "1") {
+    // FAULT_MIX_COMPRESS=1 (or `requests`): every pod with address compression on its
+    // links; `responses`: with compressed responses; `both`: both.
+    if let Ok(v) = std::env::var("FAULT_MIX_COMPRESS") {
+        let (requests, responses) = match v.as_str() {
+            "1" | "requests" => (true, false),
+            "responses" => (false, true),
+            "both" => (true, true),
+            other => panic!("FAULT_MIX_COMPRESS={other}: 1, requests, responses or both"),
+        };
         for p in &mut pods {
-            p.link.compress_requests = true;
+            p.link.compress_requests |= requests;
+            p.link.compress_responses |= responses;
         }
     }
     pods

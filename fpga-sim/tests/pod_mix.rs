@@ -117,6 +117,10 @@ fn pod_text(seed: u64) -> (String, u64) {
         if seed % 3 == 1 {
             let _ = writeln!(t, "compress_requests = true");
         }
+        // Response compression on every other one (session 38; from the seed too).
+        if seed % 2 == 0 {
+            let _ = writeln!(t, "compress_responses = true");
+        }
     }
     let h = n / 2;
     let _ = writeln!(

@@ -163,6 +163,10 @@ pub struct LinkParams {
     /// of every link): accelerators' requesters and switch ports send eligible requests
     /// compressed; switch ports expand what arrives compressed (the caches are per link).
     pub compress_requests: bool,
+    /// Compressed responses (FTYPE 0x4 and 0x5): completers send an OK response compressed
+    /// where nothing is lost (`wire::encode_response`); they carry no source ID, need no
+    /// cache, and switches forward them as they are.
+    pub compress_responses: bool,
 }
 
 impl Default for LinkParams {
@@ -181,6 +185,7 @@ impl Default for LinkParams {
             credit_return_threshold: 8,
             credit_return_ns: 100.0,
             compress_requests: false,
+            compress_responses: false,
         }
     }
 }
@@ -1033,17 +1038,24 @@ mod tests {
         assert_eq!(e.field.as_deref(), Some("link.credit_return_ns"), "{e}");
     }
 
-    /// Address compression is off unless the pod file turns it on; a value that is not a
-    /// boolean names its field and line.
+    /// Request and response compression are off unless the pod file turns them on (each
+    /// on its own); a value that is not a boolean names its field and line.
     #[test]
-    fn compress_requests_parses_and_is_checked() {
-        assert!(!PodFile::parse(GOOD, "p").unwrap().link.compress_requests);
+    fn compression_keys_parse_and_are_checked() {
+        let link = PodFile::parse(GOOD, "p").unwrap().link;
+        assert!(!link.compress_requests && !link.compress_responses);
         let text = format!("{GOOD}[link]\ncompress_requests = true\n");
-        assert!(PodFile::parse(&text, "p").unwrap().link.compress_requests);
-        let text = format!("{GOOD}[link]\ncompress_requests = \"yes\"\n");
-        let e = PodFile::parse(&text, "p").unwrap_err();
-        assert_eq!(e.field.as_deref(), Some("link.compress_requests"), "{e}");
-        assert!(e.line.is_some(), "{e}");
+        let link = PodFile::parse(&text, "p").unwrap().link;
+        assert!(link.compress_requests && !link.compress_responses);
+        let text = format!("{GOOD}[link]\ncompress_responses = true\n");
+        let link = PodFile::parse(&text, "p").unwrap().link;
+        assert!(!link.compress_requests && link.compress_responses);
+        for key in ["compress_requests", "compress_responses"] {
+            let text = format!("{GOOD}[link]\n{key} = \"yes\"\n");
+            let e = PodFile::parse(&text, "p").unwrap_err();
+            assert_eq!(e.field.as_deref(), Some(&*format!("link.{key}")), "{e}");
+            assert!(e.line.is_some(), "{e}");
+        }
     }
 
     /// The residence limit is the request timeout unless set; a set one must be positive.

@@ -150,6 +150,7 @@ pub(crate) fn port_configs(
     rc.tag_base = (same * TAGS) as u16;
     let mut cc = CompleterConfig::new(id);
     cc.partition = part;
+    cc.compress_responses = pod.link.compress_responses;
     (rc, cc)
 }
 

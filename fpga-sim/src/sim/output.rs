@@ -78,6 +78,13 @@ pub fn summary_text(s: &Summary) -> String {
             l.requests_expanded
         );
     }
+    if l.responses_compressed > 0 {
+        let _ = writeln!(
+            o,
+            "  response compression: {} responses sent compressed",
+            l.responses_compressed
+        );
+    }
     if l.link_faults > 0 {
         let _ = writeln!(
             o,

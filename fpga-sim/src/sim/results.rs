@@ -221,6 +221,14 @@ impl Sim {
         links.payload_utilisation_mean = round3(payload_sum / self.ends().max(1) as f64);
         links.payload_utilisation_max = round3(links.payload_utilisation_max);
         links.credit_stall_ns = round3(links.credit_stall_ns);
+        links.responses_compressed = self
+            .accels
+            .eps
+            .iter()
+            .map(|ep| ep.completer().stats())
+            .chain(self.accels.ports.iter().map(|p| p.cpl.stats()))
+            .map(|c| c.responses_compressed)
+            .sum();
         c.ops_issued = self.accels.issued;
         c.ops_completed = self.accels.completed;
         c.ops_open = self.accels.open() as u64;

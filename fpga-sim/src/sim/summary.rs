@@ -119,6 +119,9 @@ pub struct LinkTotals {
     /// Requests that arrived compressed at switch ports (`link.compress_requests`) and were
     /// expanded there.
     pub requests_expanded: u64,
+    /// Responses the completers sent compressed (`link.compress_responses`); switches
+    /// forward them as they are.
+    pub responses_compressed: u64,
 }
 
 /// Conservation: everything injected was delivered or is still in flight.

@@ -125,6 +125,8 @@ pub struct CompleterStats {
     pub busy: u64,
     /// Response fields sent.
     pub responses_sent: u64,
+    /// … of which compressed (FTYPE 0x4 or 0x5; [`CompleterConfig::compress_responses`]).
+    pub responses_compressed: u64,
     /// Requests whose responses were dropped unsent by [`Completer::drop_held`] (a link
     /// reset): their requesters time out.
     pub dropped_at_reset: u64,
@@ -516,6 +518,9 @@ impl<const Q: usize> Completer<Q> {
         } else {
             TlField::UncompressedResponse(rsp)
         };
+        if !matches!(self.staged_field, TlField::UncompressedResponse(_)) {
+            self.stats.responses_compressed += 1;
+        }
         Some(TlTransfer {
             field: self.staged_field,
             data: self.staged.get(..n).unwrap_or(&[]),
@@ -977,6 +982,7 @@ mod tests {
         assert_eq!(n, 128);
         assert_eq!(m.bytes()[128..256], [0xab; 128]);
         assert_eq!(c.stats().ok, 3);
+        assert_eq!(c.stats().responses_compressed, 3);
         c.reset_addr_cache();
         let (_, o, _) = send(&mut c, &mut m, &request(Opcode::Read, 128, 1));
         assert!(
@@ -986,5 +992,8 @@ mod tests {
             c.poll_event(),
             Some(CompleterEvent::AddrCacheMiss { way: 0, .. })
         ));
+        // The error response went uncompressed.
+        assert_eq!(c.stats().responses_compressed, 3);
+        assert_eq!(c.stats().responses_sent, 4);
     }
 }
