@@ -540,6 +540,30 @@ fn requests_waiting_across_a_reset_were_expanded_on_arrival() {
     assert_eq!(s.integrity.failed_not_timed_out, 0, "{:?}", s.integrity);
 }
 
+/// Pod 257219, kept as a file: a fault-free leaf/spine pod, three leaves of four composed
+/// accelerators and one spine with a single uplink from each leaf (3:1 oversubscribed),
+/// 100 m links, two tenants on VC 1 (64 B all-to-all reads and 128 B uniform reads and
+/// writes at load 0.7). The leaves filled their requests' share with requests going up
+/// while the spine filled its own with requests coming down to the leaves, each waiting
+/// for the other: 4,352 requests stuck for good in the switches, 34,160 operations failed.
+/// Requests going up may not take the last `UPLINK_RESERVE` request descriptors of a
+/// switch with accelerators of its own (`switch.md#buffers-and-deadlock`): every operation
+/// completes once with the right data.
+#[test]
+fn a_leaf_full_of_requests_going_up_still_takes_requests_coming_down() {
+    let s = run_kept_pod("pod-mix-257219.toml", 257_219, 8_000_000);
+    let i = &s.integrity;
+    assert!(!s.had_faults(), "{i:?}");
+    assert!(s.drained && s.sound(), "{i:?} {:?}", s.conservation);
+    assert_eq!(i.failed, 0, "{i:?}");
+    assert_eq!(i.stranded, 0, "{i:?}");
+    assert!(
+        s.conservation.ops_completed > 40_000,
+        "{:?}",
+        s.conservation
+    );
+}
+
 /// Pod 185830, kept as a file: a leaf/spine pod whose fault plan has three rogue requesters
 /// (`inject`, one of 64 writes) among outages. The requester sweep, which times requests
 /// out, stopped once the workloads' operations were all done, and nothing started it again

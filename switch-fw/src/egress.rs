@@ -11,7 +11,7 @@
 
 use crate::header::{FrameKind, Header};
 use crate::qos::{Gcra, SmoothWrr};
-use crate::{MAX_PARTITIONS, NUM_VCS, QUEUE_SLOTS, RESPONSE_RESERVE};
+use crate::{MAX_PARTITIONS, NUM_VCS, QUEUE_SLOTS, RESPONSE_RESERVE, UPLINK_RESERVE};
 use podlink_protocol::time::Instant;
 use podlink_protocol::wire::{AccelId, Vc};
 
@@ -176,15 +176,18 @@ impl<const PORTS: usize> Egress<PORTS> {
 
     /// Whether a frame with header `h` of partition index `part` would find a descriptor:
     /// any free one for a response; for a request, one within the requests' share and within
-    /// the partition's dynamic threshold ([`ALPHA`]).
-    pub(crate) fn has_room(&self, h: &Header, part: u8) -> bool {
+    /// the partition's dynamic threshold ([`ALPHA`]); for a request going up (`up`), one
+    /// that leaves [`UPLINK_RESERVE`] of the share free, with the threshold taken over what
+    /// is free beyond it.
+    pub(crate) fn has_room(&self, h: &Header, part: u8, up: bool) -> bool {
         if usize::from(self.used) >= QUEUE_SLOTS {
             return false;
         }
         if lane_of(h) == RESPONSES {
             return true;
         }
-        let free = u32::from(REQUEST_SLOTS.saturating_sub(self.requests));
+        let reserve = if up { UPLINK_RESERVE as u16 } else { 0 };
+        let free = u32::from(REQUEST_SLOTS.saturating_sub(self.requests.saturating_add(reserve)));
         let mine = self
             .part_requests
             .get(usize::from(part))
@@ -194,11 +197,14 @@ impl<const PORTS: usize> Egress<PORTS> {
     }
 
     /// Append a frame to its lane's (port, VC, partition) FIFO; `Err` when it finds no
-    /// descriptor ([`Egress::has_room`]) or the indices are out of range.
+    /// descriptor ([`Egress::has_room`]; `up`: a request going up) or the indices are out
+    /// of range.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn push(
         &mut self,
         port: u16,
         part: u8,
+        up: bool,
         handle: u32,
         header: Header,
         bytes: u16,
@@ -209,7 +215,7 @@ impl<const PORTS: usize> Egress<PORTS> {
         let fi = fifo_index(vc, part, lane);
         if usize::from(port) >= PORTS
             || usize::from(part) >= MAX_PARTITIONS
-            || !self.has_room(&header, part)
+            || !self.has_room(&header, part, up)
         {
             return Err(());
         }
@@ -386,9 +392,9 @@ mod tests {
     fn test_fifo_order_and_masks() {
         let mut e = Egress::<64>::new();
         for h in 0..3 {
-            e.push(5, 2, h, hdr(1), 64, Instant::ZERO).unwrap();
+            e.push(5, 2, false, h, hdr(1), 64, Instant::ZERO).unwrap();
         }
-        e.push(5, 3, 9, hdr(0), 64, Instant::ZERO).unwrap();
+        e.push(5, 3, false, 9, hdr(0), 64, Instant::ZERO).unwrap();
         assert_eq!(e.backlogged_ports(), 1 << 5);
         assert_eq!(e.part_mask(5, 1), 1 << 2);
         assert_eq!(e.depth(5, 1), 3);
@@ -407,7 +413,7 @@ mod tests {
         assert_eq!((e.used(), e.discarded()), (0, 0));
         // The freed descriptors are usable again.
         for h in 0..QUEUE_SLOTS as u32 {
-            e.push((h % 64) as u16, 0, h, hdr(0), 64, Instant::ZERO)
+            e.push((h % 64) as u16, 0, false, h, hdr(0), 64, Instant::ZERO)
                 .unwrap();
         }
     }
@@ -416,14 +422,14 @@ mod tests {
     fn test_pool_exhaustion() {
         let mut e = Egress::<64>::new();
         for h in 0..QUEUE_SLOTS as u32 {
-            e.push((h % 64) as u16, 0, h, hdr(0), 64, Instant::ZERO)
+            e.push((h % 64) as u16, 0, false, h, hdr(0), 64, Instant::ZERO)
                 .unwrap();
         }
-        assert!(e.push(0, 0, 0, hdr(0), 64, Instant::ZERO).is_err());
+        assert!(e.push(0, 0, false, 0, hdr(0), 64, Instant::ZERO).is_err());
         assert!(e.pop(3, 0, 0, RESPONSES).is_some());
-        assert!(e.push(0, 0, 0, hdr(0), 64, Instant::ZERO).is_ok());
-        assert!(e.push(64, 0, 0, hdr(0), 64, Instant::ZERO).is_err());
-        assert!(e.push(0, 16, 0, hdr(0), 64, Instant::ZERO).is_err());
+        assert!(e.push(0, 0, false, 0, hdr(0), 64, Instant::ZERO).is_ok());
+        assert!(e.push(64, 0, false, 0, hdr(0), 64, Instant::ZERO).is_err());
+        assert!(e.push(0, 16, false, 0, hdr(0), 64, Instant::ZERO).is_err());
     }
 
     fn req(vc: u8) -> Header {
@@ -440,8 +446,8 @@ mod tests {
         let mut e = Egress::<64>::new();
         // Requests of every partition, while any has room: never beyond the requests' share.
         let mut n = 0u32;
-        while let Some(part) = (0..16u8).find(|&p| e.has_room(&req(0), p)) {
-            e.push((n % 64) as u16, part, n, req(0), 64, Instant::ZERO)
+        while let Some(part) = (0..16u8).find(|&p| e.has_room(&req(0), p, false)) {
+            e.push((n % 64) as u16, part, false, n, req(0), 64, Instant::ZERO)
                 .unwrap();
             n += 1;
         }
@@ -449,20 +455,20 @@ mod tests {
             n <= u32::from(REQUEST_SLOTS) && n > u32::from(REQUEST_SLOTS) - 64,
             "{n}"
         );
-        assert!(e.push(0, 0, 0, req(1), 64, Instant::ZERO).is_err());
+        assert!(e.push(0, 0, false, 0, req(1), 64, Instant::ZERO).is_err());
         // Responses take everything else: at least the reserve.
         let mut k = 0u32;
-        while e.has_room(&hdr(0), 3) {
-            e.push((k % 64) as u16, 3, k, hdr(0), 64, Instant::ZERO)
+        while e.has_room(&hdr(0), 3, false) {
+            e.push((k % 64) as u16, 3, false, k, hdr(0), 64, Instant::ZERO)
                 .unwrap();
             k += 1;
         }
         assert!(k as usize >= RESPONSE_RESERVE);
         assert_eq!(usize::from(e.used()), QUEUE_SLOTS);
-        assert!(e.push(0, 0, 0, hdr(0), 64, Instant::ZERO).is_err());
+        assert!(e.push(0, 0, false, 0, hdr(0), 64, Instant::ZERO).is_err());
         // A response leaving makes room for another.
         assert!(e.pop(3, 0, 3, RESPONSES).is_some());
-        assert!(e.has_room(&hdr(0), 3));
+        assert!(e.has_room(&hdr(0), 3, false));
         // Discarded requests count as used descriptors, not as requests.
         let n = e.drain_port(1);
         assert!(n > 0);
@@ -475,35 +481,43 @@ mod tests {
     fn test_one_partition_cannot_take_every_request_descriptor() {
         let mut e = Egress::<64>::new();
         let mut n = 0u32;
-        while e.has_room(&req(0), 2) {
-            e.push((n % 64) as u16, 2, n, req(0), 64, Instant::ZERO)
+        while e.has_room(&req(0), 2, false) {
+            e.push((n % 64) as u16, 2, false, n, req(0), 64, Instant::ZERO)
                 .unwrap();
             n += 1;
             assert!(n <= u32::from(REQUEST_SLOTS));
         }
         // n < 4 (768 - n) stops at n = 615: four fifths of the requests' share.
         assert_eq!(n, 615);
-        assert!(e.push(0, 2, 0, req(0), 64, Instant::ZERO).is_err());
+        assert!(e.push(0, 2, false, 0, req(0), 64, Instant::ZERO).is_err());
         let free = u32::from(REQUEST_SLOTS) - n;
         let mut m = 0u32;
-        while e.has_room(&req(0), 5) {
-            e.push((m % 64) as u16, 5, 10_000 + m, req(0), 64, Instant::ZERO)
-                .unwrap();
+        while e.has_room(&req(0), 5, false) {
+            e.push(
+                (m % 64) as u16,
+                5,
+                false,
+                10_000 + m,
+                req(0),
+                64,
+                Instant::ZERO,
+            )
+            .unwrap();
             m += 1;
         }
         assert!(m > 0 && m < free, "{m} of {free}");
         // Both partitions stopped, yet request descriptors are left for a third.
-        assert!(e.has_room(&req(0), 9));
+        assert!(e.has_room(&req(0), 9, false));
         // Responses are never held back by the thresholds.
-        assert!(e.has_room(&hdr(0), 2));
+        assert!(e.has_room(&hdr(0), 2, false));
     }
 
     #[test]
     fn test_response_lane_is_not_behind_requests() {
         let mut e = Egress::<64>::new();
-        e.push(3, 1, 10, req(2), 64, Instant::ZERO).unwrap();
-        e.push(3, 1, 11, hdr(2), 64, Instant::ZERO).unwrap();
-        e.push(3, 1, 12, req(2), 64, Instant::ZERO).unwrap();
+        e.push(3, 1, false, 10, req(2), 64, Instant::ZERO).unwrap();
+        e.push(3, 1, false, 11, hdr(2), 64, Instant::ZERO).unwrap();
+        e.push(3, 1, false, 12, req(2), 64, Instant::ZERO).unwrap();
         assert_eq!(e.depth(3, 2), 3);
         assert_eq!(e.peek(3, 2, 1, RESPONSES).unwrap().handle, 11);
         assert_eq!(e.peek(3, 2, 1, REQUESTS).unwrap().handle, 10);

@@ -86,5 +86,11 @@ pub const QUEUE_SLOTS: usize = 1024;
 /// requests can still take the responses that let those requests' completers go on: no
 /// request/response deadlock (`spec-notes/switch.md#buffers-and-deadlock`).
 pub const RESPONSE_RESERVE: usize = QUEUE_SLOTS / 4;
+/// Of the requests' share, descriptors that requests leaving the switch's own accelerators
+/// for another switch (up toward a spine) may not take: they are kept for requests bound
+/// for an accelerator attached here, which always drain. Without it a leaf full of requests
+/// going up and a spine full of requests coming down wait for each other for good
+/// (`spec-notes/switch.md#buffers-and-deadlock`).
+pub const UPLINK_RESERVE: usize = QUEUE_SLOTS / 4;
 /// Events buffered before the oldest are counted as lost.
 pub const EVENT_QUEUE: usize = 32;

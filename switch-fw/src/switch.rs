@@ -588,8 +588,8 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
     /// (`spec-notes/switch.md#buffers-and-deadlock`).
     #[must_use]
     pub fn has_room(&self, h: &Header) -> bool {
-        let part = self.tables().partition_of(h.dst).unwrap_or(0);
-        self.egress.has_room(h, part)
+        let (part, up) = self.tables().request_class(h.src, h.dst);
+        self.egress.has_room(h, part, up)
     }
 
     /// The handle of a frame flushed from a port that went down or failed (oldest first),
@@ -1570,7 +1570,7 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
         };
         let port = stored.get();
         let vc = h.vc.get();
-        let part = self.tables().partition_of(h.dst).unwrap_or(0);
+        let (part, up) = self.tables().request_class(h.src, h.dst);
         if self.egress.depth(port, vc) == 0 && self.rate_ok(port, part, now) {
             if let Some(link) = ports.get_mut(usize::from(port)) {
                 if link.try_consume_credit(&h) {
@@ -1588,7 +1588,7 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
         }
         if self
             .egress
-            .push(port, part, frame.handle, h, frame.bytes, arrived)
+            .push(port, part, up, frame.handle, h, frame.bytes, arrived)
             .is_err()
         {
             self.drop_frame(ingress, DropReason::QueueFull, &h);

@@ -415,6 +415,19 @@ impl<const PORTS: usize, P: PortIndex> Tables<PORTS, P> {
         Ok(())
     }
 
+    /// The partition index of a frame from `src` to `dst` (0 if none), and whether it goes
+    /// up: from an accelerator attached here to one attached elsewhere (a leaf's request for
+    /// another leaf; [`crate::UPLINK_RESERVE`]).
+    pub(crate) fn request_class(&self, src: Option<AccelId>, dst: AccelId) -> (u8, bool) {
+        let entry = |a: AccelId| self.ids.get(usize::from(a.get()) & (MAX_IDS - 1));
+        let Some(d) = entry(dst) else {
+            return (0, false);
+        };
+        let part = if d.part == NO_PART { 0 } else { d.part };
+        let up = d.home == P::NONE && src.and_then(entry).is_some_and(|s| s.home != P::NONE);
+        (part, up)
+    }
+
     /// The index of the partition `accel` belongs to.
     pub fn partition_of(&self, accel: AccelId) -> Option<u8> {
         self.ids

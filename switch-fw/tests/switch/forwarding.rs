@@ -322,6 +322,109 @@ fn test_requests_cannot_fill_the_switch() {
     assert_eq!(sw.queued_frames() as usize, QUEUE_SLOTS);
 }
 
+/// Requests going up (from an accelerator attached here to one attached to another switch)
+/// cannot take the last `UPLINK_RESERVE` descriptors of the requests' share: a leaf full of
+/// them, from both partitions, still takes requests coming down from a trunk for its own
+/// accelerators (which always drain), so a spine full of requests coming down is never
+/// stuck behind a leaf full of requests going up (random pod 257219 in the simulator).
+#[test]
+fn test_requests_going_up_leave_room_for_requests_coming_down() {
+    use podlink_switch::{RESPONSE_RESERVE, UPLINK_RESERVE};
+    // No credit anywhere: every frame queues.
+    let (mut sw, mut ports) = new_switch(small_pod, 0);
+    let mut handle = 0u32;
+    // Fill with requests going up, the two partitions in turn, until neither fits.
+    let mut up = 0usize;
+    for i in 0u16.. {
+        let mut took = false;
+        for (ingress, src, dst) in [(0u16, 0u16, 100 + i % 100), (2, 2, 200 + i % 100)] {
+            let h = Header::request(aid(src), aid(dst), vc(0), u64::from(i) * 256);
+            if sw.has_room(&h) {
+                handle += 1;
+                sw.forward(t(1), ingress, frame(handle, h), &mut ports)
+                    .unwrap();
+                up += 1;
+                took = true;
+            }
+        }
+        if !took {
+            break;
+        }
+        assert!(up <= QUEUE_SLOTS);
+    }
+    let share = QUEUE_SLOTS - RESPONSE_RESERVE;
+    assert!(up <= share - UPLINK_RESERVE, "{up}");
+    assert!(up > (share - UPLINK_RESERVE) * 3 / 4, "{up}");
+    // `forward` refuses one more going up.
+    let h = Header::request(aid(0), aid(150), vc(0), 0);
+    assert_eq!(
+        sw.forward(t(1), 0, frame(handle + 1, h), &mut ports),
+        Err(DropReason::QueueFull)
+    );
+    // Requests coming down from a trunk for accelerators 1 and 3 (one per partition) are
+    // still taken, and so are requests between the leaf's own accelerators.
+    let mut down = 0usize;
+    for i in 0u16.. {
+        let mut took = false;
+        for (ingress, src, dst) in [(TRUNKS[0], 100u16, 1u16), (TRUNKS[1], 200, 3), (0, 0, 1)] {
+            let h = Header::request(aid(src), aid(dst), vc(0), u64::from(i) * 256);
+            if sw.has_room(&h) {
+                handle += 1;
+                sw.forward(t(1), ingress, frame(handle, h), &mut ports)
+                    .unwrap();
+                down += 1;
+                took = true;
+            }
+        }
+        if !took {
+            break;
+        }
+    }
+    assert!(down >= UPLINK_RESERVE * 3 / 4, "{up} up, {down} down");
+    assert!(up + down <= share, "{up} up, {down} down");
+    // A switch with no accelerator of its own (a spine) keeps no reserve: everything it
+    // carries is on its way down.
+    let spine = |t: &mut Tables| -> Result<(), ConfigError> {
+        t.set_num_ports(PORTS as u16)?;
+        for p in 0..PORTS as u16 {
+            t.set_port(
+                p,
+                PortCfg {
+                    attach: Attachment::Switch,
+                    plane: 0,
+                },
+            )?;
+        }
+        let a = t.add_partition(PartitionCfg {
+            id: PartitionId::new(10).unwrap(),
+            weight: 1,
+            rate_cap: None,
+        })?;
+        for x in 100..200 {
+            t.add_member(a, aid(x))?;
+            t.set_route(aid(x), &[x % 8])?;
+        }
+        Ok(())
+    };
+    let (mut sw, mut ports) = new_switch(spine, 0);
+    let mut n = 0usize;
+    for i in 0u16.. {
+        let h = Header::request(
+            aid(100 + i % 7 * 8),
+            aid(101 + i % 7 * 8),
+            vc(0),
+            u64::from(i) * 256,
+        );
+        if !sw.has_room(&h) {
+            break;
+        }
+        sw.forward(t(1), 0, frame(u32::from(i), h), &mut ports)
+            .unwrap();
+        n += 1;
+    }
+    assert!(n > share - UPLINK_RESERVE, "{n}");
+}
+
 /// The residence limit: a queued frame that waits past it (here behind a VC with no credit)
 /// is dropped when its turn comes instead of being sent, handed back through
 /// `poll_discarded` and counted on its egress port; frames younger than the limit behind it
