@@ -451,6 +451,45 @@ fn heavy_load_does_not_deadlock_requests_and_responses() {
     }
 }
 
+/// A leaf/spine pod at full load, 2:1 oversubscribed (two leaves of eight accelerators, one
+/// spine, two uplinks per leaf), uniform reads and writes: each leaf's requests going up and
+/// the spine's requests coming down fill their switches' request descriptors. Before the
+/// leaves kept `UPLINK_RESERVE` of them for requests bound for their own accelerators, they
+/// waited for each other for good within the first microsecond (`podlink-sim run POD
+/// --duration 3us`: 72,426 operations failed). Now every operation completes once, with
+/// either accelerator model.
+#[test]
+fn a_leaf_spine_pod_at_full_load_does_not_deadlock() {
+    let pod = PodFile::parse(
+        r#"name = "oversubscribed leaf/spine"
+[topology]
+kind = "leaf-spine"
+leaves = 2
+spines = 1
+accels_per_leaf = 8
+[[workloads]]
+pattern = "uniform"
+offered_load = 1.0
+read = 0.5
+write = 0.5
+"#,
+        "leaf-spine.toml",
+    )
+    .expect("a pod file");
+    for pod in both(pod) {
+        let name = format!("{:?}", pod.accelerator.model);
+        let s = run(&pod, &short(3000), |_, _| {}).unwrap().summary;
+        assert!(s.drained, "{name}");
+        assert_eq!(s.integrity.failed, 0, "{name}: {:?}", s.integrity);
+        assert!(s.integrity.ok() && s.conservation.ok, "{name}: {s:?}");
+        assert!(
+            s.integrity.lines_checked > 10_000,
+            "{name}: {:?}",
+            s.integrity
+        );
+    }
+}
+
 /// Several ports of one accelerator into one switch: a response comes back on whichever of
 /// the destination's ports the switch picks, and is handed to the requester that owns its
 /// tag (ports into one switch take disjoint tag ranges). Before, half the operations failed
