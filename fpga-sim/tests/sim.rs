@@ -451,42 +451,49 @@ fn heavy_load_does_not_deadlock_requests_and_responses() {
     }
 }
 
-/// A leaf/spine pod at full load, 2:1 oversubscribed (two leaves of eight accelerators, one
-/// spine, two uplinks per leaf), uniform reads and writes: each leaf's requests going up and
-/// the spine's requests coming down fill their switches' request descriptors. Before the
-/// leaves kept `UPLINK_RESERVE` of them for requests bound for their own accelerators, they
-/// waited for each other for good within the first microsecond (`podlink-sim run POD
-/// --duration 3us`: 72,426 operations failed). Now every operation completes once, with
-/// either accelerator model.
+/// Leaf/spine pods at full load, oversubscribed (one spine, two leaves of 8 or 16
+/// accelerators), 256 B operations. With uniform reads and writes, each leaf's requests
+/// going up and the spine's requests coming down filled their switches' request descriptors
+/// and waited for each other for good (16,366 operations failed in this run) until the
+/// leaves kept `UPLINK_RESERVE` of them for requests bound for their own accelerators. With
+/// all-to-all reads, the leaves then filled up with requests and responses going up while
+/// the spine held responses coming down (39,896 failed) until responses going up left
+/// `UPLINK_RESPONSE_RESERVE` to those coming down. Now every operation completes once,
+/// with either accelerator model.
 #[test]
 fn a_leaf_spine_pod_at_full_load_does_not_deadlock() {
-    let pod = PodFile::parse(
-        r#"name = "oversubscribed leaf/spine"
+    for (accels, pattern, read, duration_ns) in
+        [(8, "uniform", 0.5, 3000), (16, "all-to-all", 1.0, 4000)]
+    {
+        let text = format!(
+            r#"name = "oversubscribed leaf/spine, {pattern}"
 [topology]
 kind = "leaf-spine"
 leaves = 2
 spines = 1
-accels_per_leaf = 8
+accels_per_leaf = {accels}
 [[workloads]]
-pattern = "uniform"
+pattern = "{pattern}"
 offered_load = 1.0
-read = 0.5
-write = 0.5
+message_bytes = 256
+read = {read}
+write = {}
 "#,
-        "leaf-spine.toml",
-    )
-    .expect("a pod file");
-    for pod in both(pod) {
-        let name = format!("{:?}", pod.accelerator.model);
-        let s = run(&pod, &short(3000), |_, _| {}).unwrap().summary;
-        assert!(s.drained, "{name}");
-        assert_eq!(s.integrity.failed, 0, "{name}: {:?}", s.integrity);
-        assert!(s.integrity.ok() && s.conservation.ok, "{name}: {s:?}");
-        assert!(
-            s.integrity.lines_checked > 10_000,
-            "{name}: {:?}",
-            s.integrity
+            1.0 - read
         );
+        let pod = PodFile::parse(&text, "leaf-spine.toml").expect("a pod file");
+        for pod in both(pod) {
+            let name = format!("{} ({:?})", pod.name, pod.accelerator.model);
+            let s = run(&pod, &short(duration_ns), |_, _| {}).unwrap().summary;
+            assert!(s.drained, "{name}");
+            assert_eq!(s.integrity.failed, 0, "{name}: {:?}", s.integrity);
+            assert!(s.integrity.ok() && s.conservation.ok, "{name}: {s:?}");
+            assert!(
+                s.integrity.lines_checked > 10_000,
+                "{name}: {:?}",
+                s.integrity
+            );
+        }
     }
 }
 

@@ -11,7 +11,9 @@
 
 use crate::header::{FrameKind, Header};
 use crate::qos::{Gcra, SmoothWrr};
-use crate::{MAX_PARTITIONS, NUM_VCS, QUEUE_SLOTS, RESPONSE_RESERVE, UPLINK_RESERVE};
+use crate::{
+    MAX_PARTITIONS, NUM_VCS, QUEUE_SLOTS, RESPONSE_RESERVE, UPLINK_RESERVE, UPLINK_RESPONSE_RESERVE,
+};
 use podlink_protocol::time::Instant;
 use podlink_protocol::wire::{AccelId, Vc};
 
@@ -175,16 +177,18 @@ impl<const PORTS: usize> Egress<PORTS> {
     }
 
     /// Whether a frame with header `h` of partition index `part` would find a descriptor:
-    /// any free one for a response; for a request, one within the requests' share and within
-    /// the partition's dynamic threshold ([`ALPHA`]); for a request going up (`up`), one
-    /// that leaves [`UPLINK_RESERVE`] of the share free, with the threshold taken over what
-    /// is free beyond it.
+    /// any free one for a response, and for a response going up (`up`) only while fewer
+    /// than `RESPONSE_RESERVE - UPLINK_RESPONSE_RESERVE` responses are queued; for a
+    /// request, one within the requests' share and within the partition's dynamic threshold
+    /// ([`ALPHA`]), and for a request going up one that leaves [`UPLINK_RESERVE`] of the
+    /// share free, with the threshold taken over what is free beyond it.
     pub(crate) fn has_room(&self, h: &Header, part: u8, up: bool) -> bool {
         if usize::from(self.used) >= QUEUE_SLOTS {
             return false;
         }
         if lane_of(h) == RESPONSES {
-            return true;
+            let responses = self.used.wrapping_sub(self.requests);
+            return !up || usize::from(responses) < RESPONSE_RESERVE - UPLINK_RESPONSE_RESERVE;
         }
         let reserve = if up { UPLINK_RESERVE as u16 } else { 0 };
         let free = u32::from(REQUEST_SLOTS.saturating_sub(self.requests.saturating_add(reserve)));

@@ -92,5 +92,11 @@ pub const RESPONSE_RESERVE: usize = QUEUE_SLOTS / 4;
 /// going up and a spine full of requests coming down wait for each other for good
 /// (`spec-notes/switch.md#buffers-and-deadlock`).
 pub const UPLINK_RESERVE: usize = QUEUE_SLOTS / 4;
+/// Of the responses' reserve, descriptors that responses going up may not take: a response
+/// going up is queued only while fewer than `RESPONSE_RESERVE - UPLINK_RESPONSE_RESERVE`
+/// responses are, so a switch whose descriptors are all taken holds at least this many
+/// responses bound for its own accelerators, which always drain (requesters sink them);
+/// the responses coming down from a spine get in as they leave.
+pub const UPLINK_RESPONSE_RESERVE: usize = RESPONSE_RESERVE / 4;
 /// Events buffered before the oldest are counted as lost.
 pub const EVENT_QUEUE: usize = 32;

@@ -579,16 +579,19 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
     }
 
     /// Whether [`Switch::forward`] would find a queue descriptor for a frame with header `h`
-    /// should it have to queue it. Requests may hold at most `QUEUE_SLOTS -
-    /// RESPONSE_RESERVE` descriptors, and one partition's requests fewer than four times the
-    /// request descriptors still free (a dynamic threshold, so one tenant cannot fill the
-    /// switch); responses may take any. A caller that buffers frames
+    /// arriving on port `ingress` should it have to queue it. Requests may hold at most
+    /// `QUEUE_SLOTS - RESPONSE_RESERVE` descriptors, and one partition's requests fewer than
+    /// four times the request descriptors still free (a dynamic threshold, so one tenant
+    /// cannot fill the switch); responses may take any. Frames going up (from an accelerator
+    /// port to an accelerator attached to another switch) leave reserves to those bound for
+    /// this switch's accelerators ([`crate::UPLINK_RESERVE`],
+    /// [`crate::UPLINK_RESPONSE_RESERVE`]). A caller that buffers frames
     /// ahead of the switch (an ingress FIFO) holds a frame there while this is false, per
     /// flow, so that a waiting request never holds up a response
     /// (`spec-notes/switch.md#buffers-and-deadlock`).
     #[must_use]
-    pub fn has_room(&self, h: &Header) -> bool {
-        let (part, up) = self.tables().request_class(h.src, h.dst);
+    pub fn has_room(&self, ingress: u16, h: &Header) -> bool {
+        let (part, up) = self.tables().frame_class(ingress, h.dst);
         self.egress.has_room(h, part, up)
     }
 
@@ -1570,7 +1573,7 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
         };
         let port = stored.get();
         let vc = h.vc.get();
-        let (part, up) = self.tables().request_class(h.src, h.dst);
+        let (part, up) = self.tables().frame_class(ingress, h.dst);
         if self.egress.depth(port, vc) == 0 && self.rate_ok(port, part, now) {
             if let Some(link) = ports.get_mut(usize::from(port)) {
                 if link.try_consume_credit(&h) {

@@ -415,17 +415,21 @@ impl<const PORTS: usize, P: PortIndex> Tables<PORTS, P> {
         Ok(())
     }
 
-    /// The partition index of a frame from `src` to `dst` (0 if none), and whether it goes
-    /// up: from an accelerator attached here to one attached elsewhere (a leaf's request for
-    /// another leaf; [`crate::UPLINK_RESERVE`]).
-    pub(crate) fn request_class(&self, src: Option<AccelId>, dst: AccelId) -> (u8, bool) {
-        let entry = |a: AccelId| self.ids.get(usize::from(a.get()) & (MAX_IDS - 1));
-        let Some(d) = entry(dst) else {
+    /// The partition index of a frame for `dst` (0 if none) that arrived on port `ingress`,
+    /// and whether it goes up: from an accelerator port to an accelerator attached to another
+    /// switch (a leaf's request or response for another leaf; [`crate::UPLINK_RESERVE`]).
+    pub(crate) fn frame_class(&self, ingress: u16, dst: AccelId) -> (u8, bool) {
+        let Some(d) = self.ids.get(usize::from(dst.get()) & (MAX_IDS - 1)) else {
             return (0, false);
         };
         let part = if d.part == NO_PART { 0 } else { d.part };
-        let up = d.home == P::NONE && src.and_then(entry).is_some_and(|s| s.home != P::NONE);
-        (part, up)
+        let att = self
+            .ingress
+            .as_ref()
+            .get(usize::from(ingress))
+            .copied()
+            .unwrap_or(INGRESS_UNUSED);
+        (part, d.home == P::NONE && att < INGRESS_TRUNK)
     }
 
     /// The index of the partition `accel` belongs to.

@@ -844,7 +844,7 @@ impl Sim {
                 continue;
             };
             let sw = &mut self.switches[s as usize];
-            if !sw.fwd.has_room(&Header::from_tl(&f.field)) {
+            if !sw.fwd.has_room(p, &Header::from_tl(&f.field)) {
                 stopped[lane] = true;
                 if !sw.blocked.contains(&r) {
                     sw.blocked.push(r);

@@ -35,7 +35,7 @@ pub trait SwitchOps {
     /// [`Switch::queued_frames`].
     fn queued_frames(&self) -> u16;
     /// [`Switch::has_room`].
-    fn has_room(&self, h: &Header) -> bool;
+    fn has_room(&self, ingress: u16, h: &Header) -> bool;
     /// [`Switch::queue_depth`].
     fn queue_depth(&self, port: u16, vc: Vc) -> u16;
     /// [`Switch::refresh_port`].
@@ -89,8 +89,8 @@ impl<const PORTS: usize, P: PortIndex> SwitchOps for Switch<PORTS, P> {
     fn queued_frames(&self) -> u16 {
         Switch::queued_frames(self)
     }
-    fn has_room(&self, h: &Header) -> bool {
-        Switch::has_room(self, h)
+    fn has_room(&self, ingress: u16, h: &Header) -> bool {
+        Switch::has_room(self, ingress, h)
     }
     fn queue_depth(&self, port: u16, vc: Vc) -> u16 {
         Switch::queue_depth(self, port, vc)
@@ -261,8 +261,8 @@ impl Forwarder {
 
     /// Whether a frame with header `h` finds room in the switch's queues (requests only
     /// within their share, so that responses always find room: [`Switch::has_room`]).
-    pub fn has_room(&self, h: &Header) -> bool {
-        self.sw.has_room(h)
+    pub fn has_room(&self, ingress: u32, h: &Header) -> bool {
+        u16::try_from(ingress).is_ok_and(|i| self.sw.has_room(i, h))
     }
 
     /// Whether frames wait for egress `port`.

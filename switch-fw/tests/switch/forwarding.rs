@@ -292,7 +292,7 @@ fn test_requests_cannot_fill_the_switch() {
     let mut i = 0u32;
     loop {
         let h = Header::request(aid(0), aid(1), vc(0), u64::from(i) * 256);
-        if !sw.has_room(&h) {
+        if !sw.has_room(0, &h) {
             assert_eq!(
                 sw.forward(t(1), 0, frame(i, h), &mut ports),
                 Err(DropReason::QueueFull)
@@ -308,11 +308,11 @@ fn test_requests_cannot_fill_the_switch() {
     assert!(queued > share / 2 && queued < share, "{queued}");
     // Partition 1 (accelerators 2, 3) still gets request descriptors.
     let other = Header::request(aid(2), aid(3), vc(0), 0);
-    assert!(sw.has_room(&other));
+    assert!(sw.has_room(2, &other));
     assert!(sw.forward(t(1), 2, frame(9_000, other), &mut ports).is_ok());
     let rsp = Header::response(Some(aid(1)), aid(0), vc(0));
     let mut k = 0u32;
-    while sw.has_room(&rsp) {
+    while sw.has_room(1, &rsp) {
         assert!(sw
             .forward(t(1), 1, frame(5000 + k, rsp), &mut ports)
             .is_ok());
@@ -327,9 +327,11 @@ fn test_requests_cannot_fill_the_switch() {
 /// them, from both partitions, still takes requests coming down from a trunk for its own
 /// accelerators (which always drain), so a spine full of requests coming down is never
 /// stuck behind a leaf full of requests going up (random pod 257219 in the simulator).
+/// Responses going up likewise leave `UPLINK_RESPONSE_RESERVE` descriptors to responses
+/// coming down.
 #[test]
-fn test_requests_going_up_leave_room_for_requests_coming_down() {
-    use podlink_switch::{RESPONSE_RESERVE, UPLINK_RESERVE};
+fn test_frames_going_up_leave_room_for_frames_coming_down() {
+    use podlink_switch::{RESPONSE_RESERVE, UPLINK_RESERVE, UPLINK_RESPONSE_RESERVE};
     // No credit anywhere: every frame queues.
     let (mut sw, mut ports) = new_switch(small_pod, 0);
     let mut handle = 0u32;
@@ -339,7 +341,7 @@ fn test_requests_going_up_leave_room_for_requests_coming_down() {
         let mut took = false;
         for (ingress, src, dst) in [(0u16, 0u16, 100 + i % 100), (2, 2, 200 + i % 100)] {
             let h = Header::request(aid(src), aid(dst), vc(0), u64::from(i) * 256);
-            if sw.has_room(&h) {
+            if sw.has_room(ingress, &h) {
                 handle += 1;
                 sw.forward(t(1), ingress, frame(handle, h), &mut ports)
                     .unwrap();
@@ -368,7 +370,7 @@ fn test_requests_going_up_leave_room_for_requests_coming_down() {
         let mut took = false;
         for (ingress, src, dst) in [(TRUNKS[0], 100u16, 1u16), (TRUNKS[1], 200, 3), (0, 0, 1)] {
             let h = Header::request(aid(src), aid(dst), vc(0), u64::from(i) * 256);
-            if sw.has_room(&h) {
+            if sw.has_room(ingress, &h) {
                 handle += 1;
                 sw.forward(t(1), ingress, frame(handle, h), &mut ports)
                     .unwrap();
@@ -382,6 +384,31 @@ fn test_requests_going_up_leave_room_for_requests_coming_down() {
     }
     assert!(down >= UPLINK_RESERVE * 3 / 4, "{up} up, {down} down");
     assert!(up + down <= share, "{up} up, {down} down");
+    // Responses going up (from accelerator 0's completer to 150) are queued only while fewer
+    // than RESPONSE_RESERVE - UPLINK_RESPONSE_RESERVE responses are; responses coming down
+    // (from 100 to accelerator 1) take every descriptor left, at least the reserve.
+    let queue = |sw: &mut Switch, ports: &mut Vec<SimPort>, handle: &mut u32, ingress, h| {
+        let mut n = 0usize;
+        while sw.has_room(ingress, &h) {
+            *handle += 1;
+            sw.forward(t(1), ingress, frame(*handle, h), ports).unwrap();
+            n += 1;
+            assert!(n <= QUEUE_SLOTS);
+        }
+        *handle += 1;
+        assert_eq!(
+            sw.forward(t(1), ingress, frame(*handle, h), ports),
+            Err(DropReason::QueueFull)
+        );
+        n
+    };
+    let rsp_up = Header::response(Some(aid(0)), aid(150), vc(0));
+    let n_up = queue(&mut sw, &mut ports, &mut handle, 0, rsp_up);
+    assert_eq!(n_up, RESPONSE_RESERVE - UPLINK_RESPONSE_RESERVE);
+    let rsp_down = Header::response(Some(aid(100)), aid(1), vc(0));
+    let n_down = queue(&mut sw, &mut ports, &mut handle, TRUNKS[2], rsp_down);
+    assert!(n_down >= UPLINK_RESPONSE_RESERVE, "{n_down}");
+    assert_eq!(usize::from(sw.queued_frames()), QUEUE_SLOTS);
     // A switch with no accelerator of its own (a spine) keeps no reserve: everything it
     // carries is on its way down.
     let spine = |t: &mut Tables| -> Result<(), ConfigError> {
@@ -415,7 +442,7 @@ fn test_requests_going_up_leave_room_for_requests_coming_down() {
             vc(0),
             u64::from(i) * 256,
         );
-        if !sw.has_room(&h) {
+        if !sw.has_room(0, &h) {
             break;
         }
         sw.forward(t(1), 0, frame(u32::from(i), h), &mut ports)

@@ -62,11 +62,12 @@ proptest! {
         let mut ports = vec![SimPort::up_with_credits(0); 5];
         for p in ports.iter_mut().take(4) { *p = SimPort::up_with_credits(1_000_000); }
         for (p, l) in ports.iter().enumerate() { sw.refresh_port(p as u16, l); }
-        // Backlog every class.
+        // Backlog every class (15 responses each: responses going up, as these are, are
+        // queued only while fewer than RESPONSE_RESERVE - UPLINK_RESPONSE_RESERVE = 192 are).
         let mut handle = 0u32;
         for v in 0..4u8 {
             for part in 0..2usize {
-                for _ in 0..100 {
+                for _ in 0..15 {
                     handle += 1;
                     let (ing, f) = class_frame(handle, v, part);
                     sw.forward(t(1), ing.into(), f, &mut ports).unwrap();
@@ -118,7 +119,8 @@ fn test_incast_does_not_starve_other_partition() {
     for (p, l) in ports.iter().enumerate() {
         sw.refresh_port(p as u16, l);
     }
-    for h in 0..500 {
+    // (At most 192 responses going up are queued: `UPLINK_RESPONSE_RESERVE`.)
+    for h in 0..100 {
         let (ing, f) = class_frame(h, 0, 0);
         sw.forward(t(1), ing.into(), f, &mut ports).unwrap();
     }
