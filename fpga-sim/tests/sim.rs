@@ -26,6 +26,20 @@ fn both(pod: PodFile) -> [PodFile; 2] {
     })
 }
 
+/// The run drained, every operation completed once with the right data (none failed), the
+/// conservation balance holds, and more than `min_lines` lines of read data were checked.
+fn assert_all_complete(s: &podlink_sim::sim::results::Summary, name: &str, min_lines: u64) {
+    assert!(s.drained, "{name}");
+    assert_eq!(s.integrity.failed, 0, "{name}: {:?}", s.integrity);
+    assert!(s.integrity.ok(), "{name}: {:?}", s.integrity);
+    assert!(s.conservation.ok, "{name}: {:?}", s.conservation);
+    assert!(
+        s.integrity.lines_checked > min_lines,
+        "{name}: {:?}",
+        s.integrity
+    );
+}
+
 /// The simulated zero-load 64 B read equals the analytic sum of the modelled stages to the
 /// picosecond, stage by stage, with every wait zero, with either accelerator model.
 fn check_zero_load(pod: &PodFile, want_hops: u32) {
@@ -434,14 +448,7 @@ fn heavy_load_does_not_deadlock_requests_and_responses() {
         }
         let r = run(&pod, &short(2000), |_, _| {}).unwrap();
         let s = &r.summary;
-        assert!(s.drained, "{bytes} B: {s:?}");
-        assert_eq!(s.integrity.failed, 0, "{bytes} B: {:?}", s.integrity);
-        assert!(s.integrity.ok() && s.conservation.ok, "{bytes} B: {s:?}");
-        assert!(
-            s.integrity.lines_checked > 1000,
-            "{bytes} B: {:?}",
-            s.integrity
-        );
+        assert_all_complete(s, &format!("{bytes} B, {model:?}"), 1000);
         // Every operation finished well within the requester timeout.
         assert!(
             s.latency.iter().all(|c| c.latency.max_ns < 50_000.0),
@@ -485,14 +492,7 @@ write = {}
         for pod in both(pod) {
             let name = format!("{} ({:?})", pod.name, pod.accelerator.model);
             let s = run(&pod, &short(duration_ns), |_, _| {}).unwrap().summary;
-            assert!(s.drained, "{name}");
-            assert_eq!(s.integrity.failed, 0, "{name}: {:?}", s.integrity);
-            assert!(s.integrity.ok() && s.conservation.ok, "{name}: {s:?}");
-            assert!(
-                s.integrity.lines_checked > 10_000,
-                "{name}: {:?}",
-                s.integrity
-            );
+            assert_all_complete(&s, &name, 10_000);
         }
     }
 }
@@ -650,10 +650,7 @@ atomic = 0.2
             .map(|pod| {
                 let name = format!("{:?}, compression {compress}", pod.accelerator.model);
                 let s = run(&pod, &short(3000), |_, _| {}).unwrap().summary;
-                assert!(s.drained && s.integrity.ok(), "{name}: {:?}", s.integrity);
-                assert!(s.conservation.ok, "{name}: {:?}", s.conservation);
-                assert!(s.integrity.lines_checked > 100, "{name}");
-                assert_eq!(s.integrity.failed, 0, "{name}");
+                assert_all_complete(&s, &name, 100);
                 assert_eq!(s.links.requests_expanded > 0, compress, "{name}");
                 s.links.tl_flits
             })
@@ -711,10 +708,7 @@ atomic = 0.2
                             pod.name, pod.accelerator.model
                         );
                         let s = run(&pod, &short(3000), |_, _| {}).unwrap().summary;
-                        assert!(s.drained && s.integrity.ok(), "{name}: {:?}", s.integrity);
-                        assert!(s.conservation.ok, "{name}: {:?}", s.conservation);
-                        assert!(s.integrity.lines_checked > 100, "{name}");
-                        assert_eq!(s.integrity.failed, 0, "{name}");
+                        assert_all_complete(&s, &name, 100);
                         assert_eq!(s.links.responses_compressed > 0, responses, "{name}");
                         assert_eq!(s.links.requests_expanded > 0, requests, "{name}");
                         s.links.tl_flits

@@ -13,8 +13,8 @@ use crate::pod::topology::Fabric;
 use crate::report::OpClass;
 use podlink_protocol::time::Instant;
 use podlink_protocol::txn::{
-    Atomic, AtomicOp, AtomicSize, Completer, CompleterConfig, Flow, Operation, PartitionTable,
-    Request, Requester, RequesterConfig, RequesterStats, SubmitError, TxnError,
+    Atomic, AtomicOp, AtomicSize, Completer, CompleterConfig, CompleterStats, Flow, Operation,
+    PartitionTable, Request, Requester, RequesterConfig, RequesterStats, SubmitError, TxnError,
 };
 use podlink_protocol::wire::PartitionId;
 use podlink_protocol::wire::{AccelId, TlItem, TlPushError, Vc};
@@ -207,6 +207,18 @@ impl Accels {
 
     pub fn port_mut(&mut self, e: u32) -> Option<&mut AccelPort> {
         self.ports.get_mut(e.checked_sub(self.base)? as usize)
+    }
+
+    /// Every accelerator port's completer, in either accelerator model: its counters and the
+    /// requests it holds.
+    pub fn completers(&self) -> impl Iterator<Item = (&CompleterStats, usize)> + '_ {
+        self.ports
+            .iter()
+            .map(|p| (p.cpl.stats(), p.cpl.pending()))
+            .chain(self.eps.iter().map(|e| {
+                let c = e.completer();
+                (c.stats(), c.pending())
+            }))
     }
 
     /// The requesters' timeout and dropped-response counters, summed over both accelerator

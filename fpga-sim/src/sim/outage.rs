@@ -781,13 +781,7 @@ impl Sim {
                     .saturating_sub(self.transfers_received(y))
             })
             .sum();
-        let held: u64 = self
-            .accels
-            .eps
-            .iter()
-            .map(|ep| ep.completer().pending() as u64)
-            .chain(self.accels.ports.iter().map(|p| p.cpl.pending() as u64))
-            .sum();
+        let held: u64 = self.accels.completers().map(|(_, n)| n as u64).sum();
         [
             on_links.saturating_sub(self.reset_lost_sum),
             self.frames.live_frames().count() as u64,

@@ -223,11 +223,8 @@ impl Sim {
         links.credit_stall_ns = round3(links.credit_stall_ns);
         links.responses_compressed = self
             .accels
-            .eps
-            .iter()
-            .map(|ep| ep.completer().stats())
-            .chain(self.accels.ports.iter().map(|p| p.cpl.stats()))
-            .map(|c| c.responses_compressed)
+            .completers()
+            .map(|(c, _)| c.responses_compressed)
             .sum();
         c.ops_issued = self.accels.issued;
         c.ops_completed = self.accels.completed;
@@ -410,14 +407,7 @@ impl Sim {
             .fault
             .as_ref()
             .map_or(0, |f| f.report.ingress_discarded);
-        i.completer_drops = self
-            .accels
-            .eps
-            .iter()
-            .map(|ep| ep.completer().stats())
-            .chain(self.accels.ports.iter().map(|p| p.cpl.stats()))
-            .map(|c| c.misrouted)
-            .sum();
+        i.completer_drops = self.accels.completers().map(|(c, _)| c.misrouted).sum();
         let [links, queued, completers] = self.stranded_parts();
         i.stranded = links + queued + completers;
         i.stranded_on_links = links;

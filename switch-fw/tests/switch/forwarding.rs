@@ -335,79 +335,79 @@ fn test_frames_going_up_leave_room_for_frames_coming_down() {
     // No credit anywhere: every frame queues.
     let (mut sw, mut ports) = new_switch(small_pod, 0);
     let mut handle = 0u32;
-    // Fill with requests going up, the two partitions in turn, until neither fits.
-    let mut up = 0usize;
-    for i in 0u16.. {
-        let mut took = false;
-        for (ingress, src, dst) in [(0u16, 0u16, 100 + i % 100), (2, 2, 200 + i % 100)] {
-            let h = Header::request(aid(src), aid(dst), vc(0), u64::from(i) * 256);
-            if sw.has_room(ingress, &h) {
-                handle += 1;
-                sw.forward(t(1), ingress, frame(handle, h), &mut ports)
-                    .unwrap();
-                up += 1;
-                took = true;
+    // Queue frames of each class in turn, (ingress, frame i of the class), while any fits;
+    // once none does, `forward` refuses one more of the first class. How many were queued.
+    let mut fill =
+        |sw: &mut Switch, ports: &mut Vec<SimPort>, classes: &[(u16, &dyn Fn(u16) -> Header)]| {
+            let mut n = 0usize;
+            for i in 0u16.. {
+                let mut took = false;
+                for (ingress, class) in classes {
+                    let h = class(i);
+                    if sw.has_room(*ingress, &h) {
+                        handle += 1;
+                        sw.forward(t(1), *ingress, frame(handle, h), ports).unwrap();
+                        n += 1;
+                        took = true;
+                    }
+                }
+                if !took {
+                    let (ingress, class) = classes[0];
+                    handle += 1;
+                    assert_eq!(
+                        sw.forward(t(1), ingress, frame(handle, class(i)), ports),
+                        Err(DropReason::QueueFull)
+                    );
+                    return n;
+                }
+                assert!(n <= QUEUE_SLOTS);
             }
-        }
-        if !took {
-            break;
-        }
-        assert!(up <= QUEUE_SLOTS);
-    }
+            unreachable!()
+        };
+    let req =
+        |src: u16, dst: u16, i: u16| Header::request(aid(src), aid(dst), vc(0), u64::from(i) * 256);
+    // Requests going up, the two partitions in turn, until neither fits.
+    let up = fill(
+        &mut sw,
+        &mut ports,
+        &[
+            (0, &|i| req(0, 100 + i % 100, i)),
+            (2, &|i| req(2, 200 + i % 100, i)),
+        ],
+    );
     let share = QUEUE_SLOTS - RESPONSE_RESERVE;
     assert!(up <= share - UPLINK_RESERVE, "{up}");
     assert!(up > (share - UPLINK_RESERVE) * 3 / 4, "{up}");
-    // `forward` refuses one more going up.
-    let h = Header::request(aid(0), aid(150), vc(0), 0);
-    assert_eq!(
-        sw.forward(t(1), 0, frame(handle + 1, h), &mut ports),
-        Err(DropReason::QueueFull)
-    );
     // Requests coming down from a trunk for accelerators 1 and 3 (one per partition) are
     // still taken, and so are requests between the leaf's own accelerators.
-    let mut down = 0usize;
-    for i in 0u16.. {
-        let mut took = false;
-        for (ingress, src, dst) in [(TRUNKS[0], 100u16, 1u16), (TRUNKS[1], 200, 3), (0, 0, 1)] {
-            let h = Header::request(aid(src), aid(dst), vc(0), u64::from(i) * 256);
-            if sw.has_room(ingress, &h) {
-                handle += 1;
-                sw.forward(t(1), ingress, frame(handle, h), &mut ports)
-                    .unwrap();
-                down += 1;
-                took = true;
-            }
-        }
-        if !took {
-            break;
-        }
-    }
+    let down = fill(
+        &mut sw,
+        &mut ports,
+        &[
+            (TRUNKS[0], &|i| req(100, 1, i)),
+            (TRUNKS[1], &|i| req(200, 3, i)),
+            (0, &|i| req(0, 1, i)),
+        ],
+    );
     assert!(down >= UPLINK_RESERVE * 3 / 4, "{up} up, {down} down");
     assert!(up + down <= share, "{up} up, {down} down");
     // Responses going up (from accelerator 0's completer to 150) are queued only while fewer
     // than RESPONSE_RESERVE - UPLINK_RESPONSE_RESERVE responses are; responses coming down
     // (from 100 to accelerator 1) take every descriptor left, at least the reserve.
-    let queue = |sw: &mut Switch, ports: &mut Vec<SimPort>, handle: &mut u32, ingress, h| {
-        let mut n = 0usize;
-        while sw.has_room(ingress, &h) {
-            *handle += 1;
-            sw.forward(t(1), ingress, frame(*handle, h), ports).unwrap();
-            n += 1;
-            assert!(n <= QUEUE_SLOTS);
-        }
-        *handle += 1;
-        assert_eq!(
-            sw.forward(t(1), ingress, frame(*handle, h), ports),
-            Err(DropReason::QueueFull)
-        );
-        n
-    };
-    let rsp_up = Header::response(Some(aid(0)), aid(150), vc(0));
-    let n_up = queue(&mut sw, &mut ports, &mut handle, 0, rsp_up);
-    assert_eq!(n_up, RESPONSE_RESERVE - UPLINK_RESPONSE_RESERVE);
-    let rsp_down = Header::response(Some(aid(100)), aid(1), vc(0));
-    let n_down = queue(&mut sw, &mut ports, &mut handle, TRUNKS[2], rsp_down);
-    assert!(n_down >= UPLINK_RESPONSE_RESERVE, "{n_down}");
+    let rsp_up = fill(
+        &mut sw,
+        &mut ports,
+        &[(0, &|_| Header::response(Some(aid(0)), aid(150), vc(0)))],
+    );
+    assert_eq!(rsp_up, RESPONSE_RESERVE - UPLINK_RESPONSE_RESERVE);
+    let rsp_down = fill(
+        &mut sw,
+        &mut ports,
+        &[(TRUNKS[2], &|_| {
+            Header::response(Some(aid(100)), aid(1), vc(0))
+        })],
+    );
+    assert!(rsp_down >= UPLINK_RESPONSE_RESERVE, "{rsp_down}");
     assert_eq!(usize::from(sw.queued_frames()), QUEUE_SLOTS);
     // A switch with no accelerator of its own (a spine) keeps no reserve: everything it
     // carries is on its way down.
@@ -434,21 +434,11 @@ fn test_frames_going_up_leave_room_for_frames_coming_down() {
         Ok(())
     };
     let (mut sw, mut ports) = new_switch(spine, 0);
-    let mut n = 0usize;
-    for i in 0u16.. {
-        let h = Header::request(
-            aid(100 + i % 7 * 8),
-            aid(101 + i % 7 * 8),
-            vc(0),
-            u64::from(i) * 256,
-        );
-        if !sw.has_room(0, &h) {
-            break;
-        }
-        sw.forward(t(1), 0, frame(u32::from(i), h), &mut ports)
-            .unwrap();
-        n += 1;
-    }
+    let n = fill(
+        &mut sw,
+        &mut ports,
+        &[(0, &|i| req(100 + i % 7 * 8, 101 + i % 7 * 8, i))],
+    );
     assert!(n > share - UPLINK_RESERVE, "{n}");
 }
 
