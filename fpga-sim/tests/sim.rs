@@ -618,17 +618,9 @@ fn timeouts_accounted(pod: &PodFile, opts: &Options, m: &str) {
     assert!(s.integrity_ok() && s.sound(), "{m}: {i:?}");
 }
 
-/// Address compression on every link (`link.compress_requests`): the accelerators' requesters
-/// compress toward their switch, every switch port expands what arrives (the caches are per
-/// link) and compresses again toward the next hop. On a leaf/spine pod (three switch hops
-/// each way) with reads, writes and atomics, with either accelerator model, every operation
-/// completes with the right data, compressed requests really crossed switch ports, none
-/// failed to expand (`Conservation::ok` counts that), and the links carried fewer TL flits
-/// than the same run without compression. A switch that forwarded compressed requests as
-/// they came would hand each destination ways its cache never loaded.
-#[test]
-fn compressed_requests_cross_switches_expanded_and_recompressed() {
-    let text = r#"name = "compression"
+/// The compression tests' pod: a 2 × 2 leaf/spine of eight accelerators, uniform reads,
+/// writes and atomics at load 0.6.
+const COMPRESSION_POD: &str = r#"name = "compression"
 [topology]
 kind = "leaf-spine"
 leaves = 2
@@ -641,9 +633,20 @@ read = 0.4
 write = 0.4
 atomic = 0.2
 "#;
+
+/// Address compression on every link (`link.compress_requests`): the accelerators' requesters
+/// compress toward their switch, every switch port expands what arrives (the caches are per
+/// link) and compresses again toward the next hop. On a leaf/spine pod (three switch hops
+/// each way) with reads, writes and atomics, with either accelerator model, every operation
+/// completes with the right data, compressed requests really crossed switch ports, none
+/// failed to expand (`Conservation::ok` counts that), and the links carried fewer TL flits
+/// than the same run without compression. A switch that forwarded compressed requests as
+/// they came would hand each destination ways its cache never loaded.
+#[test]
+fn compressed_requests_cross_switches_expanded_and_recompressed() {
     // TL flits carried, per accelerator model.
     let tl_flits = |compress: bool| -> Vec<u64> {
-        let mut pod = PodFile::parse(text, "compression.toml").expect("a pod file");
+        let mut pod = PodFile::parse(COMPRESSION_POD, "compression.toml").expect("a pod file");
         pod.link.compress_requests = compress;
         both(pod)
             .into_iter()
@@ -672,23 +675,8 @@ atomic = 0.2
 /// the links than without.
 #[test]
 fn compressed_responses_are_routed_as_they_are_and_expanded_by_their_requesters() {
-    let leaf_spine = PodFile::parse(
-        r#"name = "response compression"
-[topology]
-kind = "leaf-spine"
-leaves = 2
-spines = 2
-accels_per_leaf = 4
-[[workloads]]
-pattern = "uniform"
-offered_load = 0.3
-read = 0.4
-write = 0.4
-atomic = 0.2
-"#,
-        "leaf-spine.toml",
-    )
-    .expect("a pod file");
+    let mut leaf_spine = PodFile::parse(COMPRESSION_POD, "compression.toml").expect("a pod file");
+    leaf_spine.workloads[0].offered_load = 0.3;
     let three_ports = PodFile::load(std::path::Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/data/pods/three-ports.toml"
