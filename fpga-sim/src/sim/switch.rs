@@ -259,8 +259,9 @@ impl Forwarder {
         usize::from(self.sw.queued_frames())
     }
 
-    /// Whether a frame with header `h` finds room in the switch's queues (requests only
-    /// within their share, so that responses always find room: [`Switch::has_room`]).
+    /// Whether a frame with header `h` arriving on switch port `ingress` finds room in the
+    /// switch's queues (requests only within their share, so that responses always find
+    /// room, and frames going up within theirs: [`Switch::has_room`]).
     pub fn has_room(&self, ingress: u32, h: &Header) -> bool {
         u16::try_from(ingress).is_ok_and(|i| self.sw.has_room(i, h))
     }
