@@ -201,7 +201,7 @@ impl<const PORTS: usize> Egress<PORTS> {
     }
 
     /// Append a frame to its lane's (port, VC, partition) FIFO; `Err` when it finds no
-    /// descriptor ([`Egress::has_room`]; `up`: a request going up) or the indices are out
+    /// descriptor ([`Egress::has_room`]; `up`: a frame going up) or the indices are out
     /// of range.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn push(
