@@ -91,7 +91,7 @@ pub const RESPONSE_RESERVE: usize = QUEUE_SLOTS / 4;
 /// for an accelerator attached here, which always drain. Without it a leaf full of requests
 /// going up and a spine full of requests coming down wait for each other for good
 /// (`spec-notes/switch.md#buffers-and-deadlock`).
-pub const UPLINK_RESERVE: usize = QUEUE_SLOTS / 4;
+pub const UPLINK_RESERVE: usize = QUEUE_SLOTS / 16;
 /// Of the responses' reserve, descriptors that responses going up may not take: a response
 /// going up is queued only while fewer than `RESPONSE_RESERVE - UPLINK_RESPONSE_RESERVE`
 /// responses are, so a switch whose descriptors are all taken holds at least this many

@@ -434,12 +434,19 @@ fn test_frames_going_up_leave_room_for_frames_coming_down() {
         Ok(())
     };
     let (mut sw, mut ports) = new_switch(spine, 0);
-    let n = fill(
+    let on_spine = fill(
         &mut sw,
         &mut ports,
         &[(0, &|i| req(100 + i % 7 * 8, 101 + i % 7 * 8, i))],
     );
-    assert!(n > share - UPLINK_RESERVE, "{n}");
+    // One partition's requests alone: on a leaf, going up, fewer.
+    let (mut sw, mut ports) = new_switch(small_pod, 0);
+    let going_up = fill(&mut sw, &mut ports, &[(0, &|i| req(0, 100 + i % 100, i))]);
+    assert!(
+        going_up < on_spine,
+        "{going_up} going up, {on_spine} on a spine"
+    );
+    assert!(going_up <= share - UPLINK_RESERVE, "{going_up}");
 }
 
 /// The residence limit: a queued frame that waits past it (here behind a VC with no credit)
