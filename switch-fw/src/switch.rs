@@ -7,9 +7,7 @@ use crate::event::{Counters, DropReason, Event};
 use crate::header::{FrameKind, Header};
 use crate::health::{Health, HealthMonitor, HealthPolicy, TransceiverReading};
 use crate::port::PortLink;
-use crate::tables::{
-    map_at, Attachment, PortIndex, Tables, INGRESS_TRUNK, INGRESS_UNUSED, NO_PART,
-};
+use crate::tables::{map_at, Attachment, PortIndex, Tables, INGRESS_TRUNK, NO_PART};
 use crate::{EVENT_QUEUE, FLOW_BUCKETS, MAX_IDS, MAX_PARTITIONS, MAX_PORTS, NUM_VCS};
 use heapless::Deque;
 #[cfg(feature = "residence-limit")]
@@ -662,12 +660,7 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
     /// or `INGRESS_UNUSED`.
     #[inline(always)]
     fn attachment(&self, ingress: u16) -> u16 {
-        self.tables()
-            .ingress
-            .as_ref()
-            .get(usize::from(ingress))
-            .copied()
-            .unwrap_or(INGRESS_UNUSED)
+        self.tables().attachment(ingress)
     }
 
     /// A pin holds while the generation it was last taken in holds.
@@ -1172,12 +1165,7 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
             return Err(DropReason::LinkLocal);
         }
         let t = self.tables();
-        let att = t
-            .ingress
-            .as_ref()
-            .get(usize::from(ingress))
-            .copied()
-            .unwrap_or(INGRESS_UNUSED);
+        let att = t.attachment(ingress);
         let entry = |a: u16| t.ids.get(usize::from(a) & (MAX_IDS - 1));
         let d = entry(h.dst.get()).ok_or(DropReason::NoRoute)?;
         let src_part = match h.src {

@@ -423,13 +423,21 @@ impl<const PORTS: usize, P: PortIndex> Tables<PORTS, P> {
             return (0, false);
         };
         let part = if d.part == NO_PART { 0 } else { d.part };
-        let att = self
-            .ingress
+        (
+            part,
+            d.home == P::NONE && self.attachment(ingress) < INGRESS_TRUNK,
+        )
+    }
+
+    /// The packed attachment word of ingress port `ingress`: an accelerator ID,
+    /// `INGRESS_TRUNK` or `INGRESS_UNUSED`.
+    #[inline(always)]
+    pub(crate) fn attachment(&self, ingress: u16) -> u16 {
+        self.ingress
             .as_ref()
             .get(usize::from(ingress))
             .copied()
-            .unwrap_or(INGRESS_UNUSED);
-        (part, d.home == P::NONE && att < INGRESS_TRUNK)
+            .unwrap_or(INGRESS_UNUSED)
     }
 
     /// The index of the partition `accel` belongs to.
