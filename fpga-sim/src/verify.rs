@@ -75,10 +75,8 @@ pub fn verify(pod: &PodFile, fabric: &Fabric) -> Vec<Finding> {
             ),
         });
     }
-    let max_hops = (0..fabric.accels)
-        .filter_map(|d| fabric.hops(0, d))
-        .max()
-        .unwrap_or(1);
+    // The read `podlink-sim run` traces at zero load (`Fabric::probe_pair`).
+    let max_hops = fabric.probe_pair().map_or(1, |(_, _, h)| h);
     let rtt: u64 = read_breakdown(pod, max_hops)
         .iter()
         .map(|s| s.time.as_ps())

@@ -236,6 +236,37 @@ fn a_zero_load_read_that_fails_violates_the_budget() {
     }
 }
 
+/// The zero-load read stays inside accelerator 0's partition. On a leaf/spine pod whose
+/// first tenant lives on the first leaf, the read went to the farthest accelerator, 8 (on the
+/// other leaf, another tenant's): the switches dropped it as a cross-partition request, the
+/// run reported one failed operation, no breakdown and the read budget VIOLATED (exit status
+/// 1). It now goes to accelerator 0's farthest peer, 1, over one switch, as `verify` computes.
+#[test]
+fn the_zero_load_read_stays_in_its_partition() {
+    let text = "name = \"tenants by leaf\"\n[topology]\nkind = \"leaf-spine\"\nleaves = 2\nspines = 1\naccels_per_leaf = 8\nuplinks_per_spine = 1\n\
+                [[partitions]]\nid = 1\naccelerators = \"0-5\"\n[[partitions]]\nid = 2\naccelerators = \"6-15\"\n\
+                [[workloads]]\npartition = 1\npattern = \"uniform\"\noffered_load = 0.3\n\
+                [[workloads]]\npartition = 2\npattern = \"all-to-all\"\noffered_load = 0.3\n";
+    for pod in both(PodFile::parse(text, "tenants.toml").unwrap()) {
+        let m = format!("{:?}", pod.accelerator.model);
+        let s = run(&pod, &short(500), |_, _| {}).unwrap().summary;
+        assert!(s.read_completed, "{m}: {:?}", s.integrity);
+        assert_eq!((s.read_pair, s.read_hops), ([0, 1], 1), "{m}");
+        assert!(s.drops.iter().all(|(_, n)| *n == 0), "{m}: {:?}", s.drops);
+        assert!(
+            s.budgets.iter().all(|v| v.verdict != "VIOLATED"),
+            "{m}: {:?}",
+            s.budgets
+        );
+        assert_all_complete(&s, &m, 100);
+        check_zero_load_one(&pod, 1);
+        // `verify` checks the same read: 1 hop, within the budget.
+        let fabric = podlink_sim::pod::topology::Fabric::build(&pod);
+        let findings = podlink_sim::verify::verify(&pod, &fabric);
+        assert!(findings.is_empty(), "{m}: {findings:?}");
+    }
+}
+
 #[test]
 fn trace_replay_and_tenants() {
     let dir = std::env::temp_dir().join(format!("podlink-sim-trace-{}", std::process::id()));

@@ -202,6 +202,22 @@ impl Fabric {
         ap[k as usize] = (sw, port);
     }
 
+    /// The read the zero-load trace makes (`spec-notes/simulator.md#breakdown`), as
+    /// (source, destination, switch hops): from accelerator 0 (or, when it has no peer, the
+    /// lowest accelerator that has one) to its farthest peer, the lowest ID among equals. A
+    /// peer is another accelerator of the same partition with a route to it: a read across
+    /// partitions is dropped by the switches' isolation, and would fail. `None` when no
+    /// accelerator has a peer.
+    pub fn probe_pair(&self) -> Option<(u32, u32, u32)> {
+        (0..self.accels).find_map(|s| {
+            let part = self.partition_of.get(s as usize)?;
+            (0..self.accels)
+                .filter(|&d| d != s && self.partition_of.get(d as usize) == Some(part))
+                .filter_map(|d| self.hops(s, d).map(|h| (s, d, h)))
+                .max_by_key(|&(_, d, h)| (h, std::cmp::Reverse(d)))
+        })
+    }
+
     /// Switch hops on the shortest path from `src` to `dst` (1 for single tier).
     pub fn hops(&self, src: u32, dst: u32) -> Option<u32> {
         let (sw, _) = *self.accel_ports.get(src as usize)?.first()?;
@@ -371,6 +387,32 @@ mod tests {
         assert_eq!(f.hops(0, 383), Some(3));
         let f = Fabric::build(&presets::load("ualink-1024").unwrap());
         assert_eq!(f.switch_ports(), 4096);
+    }
+
+    #[test]
+    fn the_probe_pair_is_the_farthest_peer_in_the_partition() {
+        // No partitions: accelerator 0 and the lowest of the farthest (three switches away).
+        let mut f = Fabric::build(&presets::load("two-tier-384").unwrap());
+        assert_eq!(f.probe_pair(), Some((0, 16, 3)));
+        // Accelerator 0's partition on its own leaf: its farthest peer is a neighbour.
+        for a in 0..f.accels {
+            f.partition_of[a as usize] = if a < 5 { 1 } else { 2 };
+        }
+        assert_eq!(f.probe_pair(), Some((0, 1, 1)));
+        // A peer of accelerator 0 on another leaf.
+        f.partition_of[200] = 1;
+        assert_eq!(f.probe_pair(), Some((0, 200, 3)));
+        // Accelerator 0 alone in its partition: the lowest accelerator with a peer reads.
+        for a in 1..5 {
+            f.partition_of[a] = 3;
+        }
+        f.partition_of[200] = 2;
+        assert_eq!(f.probe_pair(), Some((1, 2, 1)));
+        // Nobody has a peer.
+        for a in 0..f.accels {
+            f.partition_of[a as usize] = a as u16;
+        }
+        assert_eq!(f.probe_pair(), None);
     }
 
     #[test]

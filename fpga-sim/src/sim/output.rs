@@ -115,13 +115,14 @@ pub fn summary_text(s: &Summary) -> String {
     if s.read_completed {
         let _ = writeln!(
             o,
-            "\n  zero-load 64 B read: {:.3} ns round trip, {} switch hop(s) each way (per-hop breakdown in --out)",
-            s.read_rtt_ns, s.read_hops
+            "\n  zero-load 64 B read by accelerator {} from accelerator {}: {:.3} ns round trip, {} switch hop(s) each way (per-hop breakdown in --out)",
+            s.read_pair[0], s.read_pair[1], s.read_rtt_ns, s.read_hops
         );
     } else {
         let _ = writeln!(
             o,
-            "\n  zero-load 64 B read: did not complete (it failed or took over 1 ms on the idle pod: no breakdown)"
+            "\n  zero-load 64 B read by accelerator {} from accelerator {}: did not complete (it failed or took over 1 ms on the idle pod: no breakdown)",
+            s.read_pair[0], s.read_pair[1]
         );
     }
     let _ = writeln!(o, "\n  budgets");

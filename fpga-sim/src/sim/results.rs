@@ -370,6 +370,10 @@ impl Sim {
             read_completed,
             read_rtt_ns: ns_of(rtt),
             read_hops: hops,
+            read_pair: self
+                .fabric
+                .probe_pair()
+                .map_or([0, 0], |(src, dst, _)| [src, dst]),
             budgets,
             faults,
         };

@@ -224,6 +224,9 @@ pub struct Summary {
     pub read_rtt_ns: f64,
     /// Switch hops each way of that read.
     pub read_hops: u32,
+    /// The accelerator that read and the one read from (`Fabric::probe_pair`: accelerator 0
+    /// and its farthest peer in its partition).
+    pub read_pair: [u32; 2],
     /// Budget verdicts.
     pub budgets: Vec<Verdict>,
     /// What the run's fault plan did (only when it has one).

@@ -182,35 +182,29 @@ impl Sim {
     }
 }
 
-/// The accelerator farthest (in switch hops) from accelerator 0, and the hops.
-pub fn farthest_from_zero(sim: &Sim) -> (u32, u32) {
-    let f = sim.fabric();
-    (1..f.accels)
-        .filter_map(|d| f.hops(0, d).map(|h| (d, h)))
-        .max_by_key(|&(d, h)| (h, std::cmp::Reverse(d)))
-        .unwrap_or((0, 1))
-}
-
 /// When the traced read is issued: after link bring-up and the DL control exchange.
 pub const TRACE_AT: u64 = 5_000_000;
 
 impl Sim {
-    /// Issue one 64 B read from accelerator 0 to the farthest accelerator at `t0` on an idle
-    /// pod and run until it completes; returns the breakdown, the simulated round trip (ps)
-    /// and the switch hops each way, or `None` if the read did not complete within 1 ms or
+    /// Issue one 64 B read between the pod's probe pair (`Fabric::probe_pair`: from
+    /// accelerator 0 to its farthest peer) at `t0` on an idle pod and run until it
+    /// completes; returns the breakdown, the simulated round trip (ps) and the switch hops
+    /// each way, or `None` if the read did not complete within 1 ms or
     /// failed (a fault, a timeout, an unreachable destination: there is no round trip to
     /// break down). Tracing stops when it returns.
     pub fn trace_read(&mut self, t0: u64) -> Option<(Vec<Stage>, u64, u32)> {
-        let (dst, hops) = farthest_from_zero(self);
+        // No accelerator has a peer: accelerator 0 reads from itself (as before there were
+        // partitions to respect).
+        let (src, dst, hops) = self.fabric().probe_pair().unwrap_or((0, 0, 1));
         self.trace = Some(Trace::default());
         self.run_to(t0);
         let op = self.issue(
             OpSpec {
-                src: 0,
+                src,
                 dst,
                 class: OpClass::Read,
                 bytes: 64,
-                addr: window_base(0),
+                addr: window_base(src),
                 vc: 0,
             },
             t0,
@@ -247,7 +241,7 @@ impl Sim {
     }
 }
 
-/// Simulate one 64 B read from accelerator 0 to the farthest accelerator on an idle pod; returns
+/// Simulate one 64 B read between the pod's probe pair (`Fabric::probe_pair`) on an idle pod; returns
 /// the breakdown, the simulated round trip (ps) and the switch hops each way.
 pub fn zero_load_read(pod: &PodFile) -> Option<(Vec<Stage>, u64, u32)> {
     let opts = Options {
