@@ -636,7 +636,7 @@ fn timeouts_accounted(pod: &PodFile, opts: &Options, m: &str) {
     );
     assert_eq!(
         i.requests_timed_out,
-        i.late_responses + i.switch_drops,
+        i.late_responses + i.switch_drops + i.responses_expired,
         "{m}: every timed-out request left one trace"
     );
     let expired = s.drops.iter().find(|d| d.0 == "expired").map_or(0, |d| d.1);

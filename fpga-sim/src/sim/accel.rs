@@ -151,6 +151,9 @@ pub(crate) fn port_configs(
     let mut cc = CompleterConfig::new(id);
     cc.partition = part;
     cc.compress_responses = pod.link.compress_responses;
+    // A response that could not leave within a request timeout of being ready is useless
+    // (its requester has given up) and, sent later, could outlive the tag's quarantine.
+    cc.response_lifetime = timeout;
     (rc, cc)
 }
 
@@ -413,6 +416,13 @@ impl Sim {
         let ei = e as usize;
         let t = Instant::from_ps(now);
         let mut responded = false;
+        // Responses the completer drops past their lifetime free its slots as sent ones do.
+        let expired = |s: &Self| {
+            s.accels
+                .port(e)
+                .map_or(0, |ap| ap.cpl.stats().responses_expired)
+        };
+        let expired_before = expired(self);
         while self.txs[ei].tl.buffered_halves() < 20 {
             if let Some(h) = self.txs[ei].txq.pop_front() {
                 if !self.push_frame(e, h, now) {
@@ -469,7 +479,7 @@ impl Sim {
         // go; the end's `Tx` event, which called this, packs what is due next) and free
         // completer slots.
         self.apply_credit_policy(e, now);
-        if responded {
+        if responded || expired(self) > expired_before {
             if let Some(ap) = self.accels.port_mut(e) {
                 if std::mem::take(&mut ap.cpl_blocked) {
                     self.schedule(now, Ev::Cpl(e));

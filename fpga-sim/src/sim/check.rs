@@ -258,6 +258,9 @@ pub struct Integrity {
     /// Requests completers dropped as addressed to another accelerator
     /// (`CompleterStats::misrouted`).
     pub completer_drops: u64,
+    /// Requests whose responses completers dropped unsent, past their lifetime (a request
+    /// timeout after they were ready; `CompleterStats::responses_expired`).
+    pub responses_expired: u64,
     /// Requests and responses still in the fabric when the run ended ([`Sim::stranded`]:
     /// on links that stayed down, or held in switches): zero in a drained run without
     /// faults.
@@ -283,14 +286,15 @@ impl Integrity {
     /// Where the requests given up went: each left exactly one trace. Its response came
     /// back late (dropped by its requester), a switch dropped its request or its response,
     /// a link reset dropped one of them, a port declared down discarded one from its
-    /// ingress pipeline, a completer dropped the request as misrouted, or one of them is
-    /// still in the fabric (`stranded`).
+    /// ingress pipeline, a completer dropped the request as misrouted or its response past
+    /// its lifetime, or one of them is still in the fabric (`stranded`).
     pub fn traced(&self) -> u64 {
         self.late_responses
             + self.switch_drops
             + self.reset_drops
             + self.ingress_discarded
             + self.completer_drops
+            + self.responses_expired
             + self.stranded
     }
 
@@ -682,23 +686,25 @@ mod tests {
     }
 
     /// Under faults: requests abandoned at a port declared down count like timed-out ones,
-    /// and frames discarded from ingress pipelines and misrouted requests are traces.
+    /// and frames discarded from ingress pipelines, misrouted requests and responses dropped
+    /// past their lifetime are traces.
     #[test]
     fn requests_given_up_under_faults_are_balanced_by_every_kind_of_trace() {
         let i = Integrity {
             failed: 9,
             failed_not_timed_out: 4,
-            requests_timed_out: 5,
+            requests_timed_out: 6,
             requests_abandoned: 4,
             late_responses: 3,
             switch_drops: 1,
             reset_drops: 1,
             ingress_discarded: 2,
             completer_drops: 1,
+            responses_expired: 1,
             stranded: 1,
             ..Integrity::default()
         };
-        assert_eq!(i.traced(), 9);
+        assert_eq!(i.traced(), 10);
         assert!(i.requests_accounted() && !i.timeouts_accounted());
         for short in [
             Integrity {
@@ -707,6 +713,10 @@ mod tests {
             },
             Integrity {
                 completer_drops: 0,
+                ..i.clone()
+            },
+            Integrity {
+                responses_expired: 0,
                 ..i.clone()
             },
             Integrity {

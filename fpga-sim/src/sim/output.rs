@@ -177,6 +177,10 @@ pub fn summary_text(s: &Summary) -> String {
                 i.completer_drops,
                 "misrouted requests dropped by completers",
             ),
+            (
+                i.responses_expired,
+                "responses dropped by completers past their lifetime",
+            ),
         ] {
             if n > 0 {
                 more.push_str(&format!(", {n} {what}"));

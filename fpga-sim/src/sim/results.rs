@@ -412,6 +412,11 @@ impl Sim {
             .as_ref()
             .map_or(0, |f| f.report.ingress_discarded);
         i.completer_drops = self.accels.completers().map(|(c, _)| c.misrouted).sum();
+        i.responses_expired = self
+            .accels
+            .completers()
+            .map(|(c, _)| c.responses_expired)
+            .sum();
         let [links, queued, completers] = self.stranded_parts();
         i.stranded = links + queued + completers;
         i.stranded_on_links = links;

@@ -35,6 +35,15 @@ pub struct CompleterConfig {
     /// completer's processing latency (memory access, endpoint receive path) as a model or
     /// a device sees it. The request takes effect on memory when handled. Default zero.
     pub response_delay: Duration,
+    /// A response still unsent this long after it became ready (it waited for response
+    /// credits) is dropped instead of sent, and its request's credits are released
+    /// ([`CompleterStats::responses_expired`]). Its requester has given up on it when this is
+    /// at least the requester's request timeout (the request was sent before it was handled
+    /// here); sent later still, it could reach the requester after the tag's quarantine,
+    /// when the tag names another request, and be taken as that one's answer
+    /// (`spec-notes/transactions.md#response-lifetime`). Default 1 ms, the requester's
+    /// default request timeout.
+    pub response_lifetime: Duration,
 }
 
 impl CompleterConfig {
@@ -46,6 +55,7 @@ impl CompleterConfig {
             beats_per_response: MAX_BEATS as u8,
             compress_responses: false,
             response_delay: Duration::ZERO,
+            response_lifetime: Duration::from_ms(1),
         }
     }
 }
@@ -130,6 +140,9 @@ pub struct CompleterStats {
     /// Requests whose responses were dropped unsent by [`Completer::drop_held`] (a link
     /// reset): their requesters time out.
     pub dropped_at_reset: u64,
+    /// Requests whose responses were dropped unsent, past their
+    /// [`response_lifetime`](CompleterConfig::response_lifetime): their requesters time out.
+    pub responses_expired: u64,
     /// Events discarded because the event queue was full.
     pub events_lost: u64,
 }
@@ -469,6 +482,16 @@ impl<const Q: usize> Completer<Q> {
         credits: &mut impl CreditGate,
     ) -> Option<TlTransfer<'_>> {
         self.clock = self.clock.max(now);
+        // Responses past their lifetime are dropped (ready times never decrease along the
+        // queue, so they are at its front).
+        while let Some(p) = self.queue.get(0) {
+            if p.ready.saturating_add(self.config.response_lifetime) >= now {
+                break;
+            }
+            credits.release(Flow::Request, p.vc, p.req_pool, p.req_beats);
+            let _ = self.queue.remove(0);
+            self.stats.responses_expired = self.stats.responses_expired.saturating_add(1);
+        }
         let bpr = self.config.beats_per_response.clamp(1, MAX_BEATS as u8);
         let mut chosen = None;
         for pos in 0..self.queue.len() {
@@ -680,6 +703,64 @@ mod tests {
         // Both slots are free again.
         assert_eq!(run(&mut c, &mut m, &w).len(), 1);
         assert_eq!(c.drop_held(), 0);
+    }
+
+    /// Response credits refused while `shut`; request credits released are counted.
+    struct Gate {
+        shut: bool,
+        released: u32,
+    }
+
+    impl CreditGate for Gate {
+        fn try_consume(&mut self, _flow: Flow, _vc: Vc, _data_beats: u8) -> Option<Pool> {
+            (!self.shut).then_some(Pool::PerVc)
+        }
+        fn release(&mut self, flow: Flow, _vc: Vc, _pool: Pool, _data_beats: u8) {
+            assert_eq!(flow, Flow::Request);
+            self.released += 1;
+        }
+    }
+
+    #[test]
+    fn a_response_past_its_lifetime_is_dropped_not_sent() {
+        let (mut c, mut m) = (cpl(), Mem::new(0));
+        assert_eq!(c.config().response_lifetime, Duration::from_ms(1));
+        c.config.response_lifetime = Duration::from_us(10);
+        let mut gate = Gate {
+            shut: true,
+            released: 0,
+        };
+        let r = request(Opcode::Read, 256, 1);
+        let t = |us| Instant::ZERO + Duration::from_us(us);
+        c.handle_request(t(0), &r.as_transfer(), &mut m, &mut gate)
+            .unwrap();
+        c.handle_request(t(5), &r.as_transfer(), &mut m, &mut gate)
+            .unwrap();
+        // No credits: both wait; at the end of the first one's lifetime it still may go.
+        assert!(c.poll_transmit(t(10), &mut gate).is_none());
+        assert_eq!((c.pending(), c.stats().responses_expired), (2, 0));
+        // Past it, the first is dropped (its request credits go back), the second waits.
+        assert!(c
+            .poll_transmit(t(10) + Duration::from_ps(1), &mut gate)
+            .is_none());
+        assert_eq!((c.pending(), c.stats().responses_expired), (1, 1));
+        assert_eq!(gate.released, 1);
+        // Credits come back within the second one's lifetime: it is sent.
+        gate.shut = false;
+        assert!(c.poll_transmit(t(15), &mut gate).is_some());
+        assert_eq!((c.pending(), c.stats().responses_sent), (0, 1));
+        assert_eq!(gate.released, 2);
+        // And one that waited past its lifetime is not sent when credits come back.
+        gate.shut = true;
+        c.handle_request(t(20), &r.as_transfer(), &mut m, &mut gate)
+            .unwrap();
+        gate.shut = false;
+        assert!(c.poll_transmit(t(31), &mut gate).is_none());
+        assert_eq!(c.stats().responses_expired, 2);
+        assert_eq!(
+            (c.pending(), c.stats().responses_sent, gate.released),
+            (0, 1, 3)
+        );
     }
 
     #[test]
