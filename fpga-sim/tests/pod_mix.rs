@@ -270,6 +270,17 @@ fn run_pod(k: u64) -> String {
         s.integrity,
         s.conservation
     );
+    // Workloads draw their destinations from their partitions, and the zero-load read goes
+    // to a peer in accelerator 0's (`simulator.md`, finding 13): only a rogue write (a fault
+    // plan's `inject`) is dropped for crossing partitions.
+    if !text.contains("kind = \"inject\"") {
+        let cross = s.drops.iter().find(|d| d.0 == "cross-partition");
+        assert_eq!(
+            cross.map_or(0, |d| d.1),
+            0,
+            "pod {k}: cross-partition drops without a rogue write\n{text}"
+        );
+    }
     serde_json::to_string(&s).unwrap()
 }
 
