@@ -267,6 +267,29 @@ fn the_zero_load_read_stays_in_its_partition() {
     }
 }
 
+/// A response can reach its requester long after the request timed out: held in a switch
+/// up to the residence limit (3 ms here), behind an accelerator that withholds its VC 0
+/// credits for 1.55 ms. With the protocol's default 1 ms tag quarantine, accelerator 1's
+/// tags were reused while those responses waited, and when the credits came back six reads
+/// took them as their own (another line's data). The simulator's quarantine now outlasts
+/// the longest a response can take (`accel::tag_quarantine`): every one is dropped as late.
+#[test]
+fn a_tag_is_not_reused_while_its_response_may_still_come() {
+    let text = "name = \"late responses\"\n[topology]\nkind = \"single-switch\"\naccelerators = 4\n\
+                [accelerator]\ntimeout_us = 10\n[switch]\nmax_residence_us = 3000\n\
+                [[workloads]]\npattern = \"uniform\"\nmessage_bytes = 64\noffered_load = 0.001\nread = 1.0\nwrite = 0.0\n\
+                [faults]\n[[faults.events]]\nat_us = 50\nkind = \"withhold\"\naccel = 1\nvc = 0\n\
+                [[faults.events]]\nat_us = 1600\nkind = \"release\"\naccel = 1\nvc = 0\n";
+    let pod = PodFile::parse(text, "late.toml").unwrap();
+    let mut opts = short(2_000_000);
+    opts.faults = pod.fault_plan();
+    let s = run(&pod, &opts, |_, _| {}).unwrap().summary;
+    let i = &s.integrity;
+    assert!(i.late_responses > 1000, "{i:?}");
+    assert!(i.sound_but_failed() && i.requests_accounted(), "{i:?}");
+    assert!(s.drained && s.conservation.ok, "{:?}", s.conservation);
+}
+
 #[test]
 fn trace_replay_and_tenants() {
     let dir = std::env::temp_dir().join(format!("podlink-sim-trace-{}", std::process::id()));

@@ -218,6 +218,22 @@ impl Fabric {
         })
     }
 
+    /// The most switch hops from a switch an accelerator is attached to, to an accelerator
+    /// it has a route to (1 for one tier, 3 for leaf/spine); 1 with no route at all.
+    pub fn diameter(&self) -> u32 {
+        let mut from: Vec<u32> = self
+            .accel_ports
+            .iter()
+            .flat_map(|p| p.iter().map(|&(sw, _)| sw))
+            .collect();
+        from.sort_unstable();
+        from.dedup();
+        from.iter()
+            .flat_map(|&sw| (0..self.accels).filter_map(move |d| self.walk(sw, d, 0)))
+            .max()
+            .unwrap_or(1)
+    }
+
     /// Switch hops on the shortest path from `src` to `dst` (1 for single tier).
     pub fn hops(&self, src: u32, dst: u32) -> Option<u32> {
         let (sw, _) = *self.accel_ports.get(src as usize)?.first()?;
@@ -394,6 +410,9 @@ mod tests {
         // No partitions: accelerator 0 and the lowest of the farthest (three switches away).
         let mut f = Fabric::build(&presets::load("two-tier-384").unwrap());
         assert_eq!(f.probe_pair(), Some((0, 16, 3)));
+        assert_eq!(f.diameter(), 3);
+        let one = Fabric::build(&presets::load("ualink-64x4").unwrap());
+        assert_eq!(one.diameter(), 1);
         // Accelerator 0's partition on its own leaf: its farthest peer is a neighbour.
         for a in 0..f.accels {
             f.partition_of[a as usize] = if a < 5 { 1 } else { 2 };

@@ -11,7 +11,7 @@ use super::{class_index, Ev, Owner, Sim};
 use crate::pod::config::{AccelModel, PodFile};
 use crate::pod::topology::Fabric;
 use crate::report::OpClass;
-use podlink_protocol::time::Instant;
+use podlink_protocol::time::{Duration, Instant};
 use podlink_protocol::txn::{
     Atomic, AtomicOp, AtomicSize, Completer, CompleterConfig, CompleterStats, Flow, Operation,
     PartitionTable, Request, Requester, RequesterConfig, RequesterStats, SubmitError, TxnError,
@@ -127,12 +127,30 @@ pub(crate) fn partition_table(fabric: &Fabric) -> PartitionTable {
     table
 }
 
-/// The requester and completer settings of accelerator `a`'s port `k`.
+/// How long a requester keeps a timed-out request's tag from reuse: until its response, if
+/// it comes, has certainly arrived or been dropped (`simulator.md`, finding 15). The request
+/// and the response each stay in the fabric at most `PodFile::hop_residence_ps` per switch
+/// on their path (then a switch drops them, or a link reset does), and the completer holds
+/// the response at most its lifetime, a request timeout after it was ready; the request
+/// timed out a request timeout after it was sent. So twice the request timeout plus twice
+/// the fabric's diameter in hop residences, and at least the protocol's default 1 ms.
+pub(crate) fn tag_quarantine(pod: &PodFile, fabric: &Fabric) -> Duration {
+    let timeout = crate::pod::timing::ns(pod.accelerator.timeout_us * 1000.0).as_ps();
+    let fabric_ps = u64::from(fabric.diameter())
+        .saturating_mul(pod.hop_residence_ps())
+        .saturating_mul(2);
+    let ps = timeout.saturating_mul(2).saturating_add(fabric_ps);
+    Duration::from_ps(ps).max(Duration::from_ms(1))
+}
+
+/// The requester and completer settings of accelerator `a`'s port `k`; `quarantine` is
+/// [`tag_quarantine`] (worked out once per pod).
 pub(crate) fn port_configs(
     pod: &PodFile,
     fabric: &Fabric,
     a: usize,
     k: usize,
+    quarantine: Duration,
 ) -> (RequesterConfig, CompleterConfig) {
     let part = PartitionId::from_bits_truncate(fabric.partition_of[a]);
     let timeout = crate::pod::timing::ns(pod.accelerator.timeout_us * 1000.0);
@@ -143,6 +161,7 @@ pub(crate) fn port_configs(
     rc.compress_requests = pod.link.compress_requests;
     rc.request_timeout = timeout;
     rc.queue_timeout = timeout;
+    rc.tag_quarantine = quarantine;
     // Ports of this accelerator into the same switch take disjoint tag ranges: a response
     // may come back on any of them (the switch routes by destination).
     let sw = p[k].0;
@@ -165,11 +184,12 @@ impl Accels {
         let mut nports = Vec::new();
         let composed = pod.accelerator.model == AccelModel::Composed;
         let table = partition_table(fabric);
+        let quarantine = tag_quarantine(pod, fabric);
         for (a, p) in fabric.accel_ports.iter().enumerate() {
             nports.push(p.len() as u32);
             let built = if composed { p.len() } else { 0 };
             for k in 0..built {
-                let (rc, cc) = port_configs(pod, fabric, a, k);
+                let (rc, cc) = port_configs(pod, fabric, a, k, quarantine);
                 ports.push(AccelPort {
                     req: Requester::new(rc),
                     cpl: Completer::new(cc, table.clone()),

@@ -158,11 +158,12 @@ pub(crate) fn build(
     let g = u16::try_from(pod.switch.buffer_flits_per_vc).unwrap_or(u16::MAX);
     let cmds = request_grants(g, vcs);
     let table = super::accel::partition_table(fabric);
+    let quarantine = super::accel::tag_quarantine(pod, fabric);
     let mut out = Vec::new();
     let mut e = first_end;
     for (a, p) in fabric.accel_ports.iter().enumerate() {
         for (k, &(sw, _)) in p.iter().enumerate() {
-            let (rc, mut cc) = super::accel::port_configs(pod, fabric, a, k);
+            let (rc, mut cc) = super::accel::port_configs(pod, fabric, a, k, quarantine);
             cc.response_delay = ns(pod.accelerator.completer_ns + pod.accelerator.endpoint_ns);
             let mut cfg = EndpointConfig::new(rc, cc);
             cfg.partitions = table.clone();
