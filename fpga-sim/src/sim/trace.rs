@@ -189,12 +189,12 @@ impl Sim {
     /// Issue one 64 B read between the pod's probe pair (`Fabric::probe_pair`: from
     /// accelerator 0 to its farthest peer) at `t0` on an idle pod and run until it
     /// completes; returns the breakdown, the simulated round trip (ps) and the switch hops
-    /// each way, or `None` if the read did not complete within 1 ms or
-    /// failed (a fault, a timeout, an unreachable destination: there is no round trip to
-    /// break down). Tracing stops when it returns.
+    /// each way, or `None` if the read did not complete within 1 ms or failed (a fault, a
+    /// timeout, an unreachable destination: there is no round trip to break down). Tracing
+    /// stops when it returns.
     pub fn trace_read(&mut self, t0: u64) -> Option<(Vec<Stage>, u64, u32)> {
-        // No accelerator has a peer: accelerator 0 reads from itself (as before there were
-        // partitions to respect).
+        // No accelerator has a peer: accelerator 0 reads from itself, as the probe always
+        // did when it found no destination.
         let (src, dst, hops) = self.fabric().probe_pair().unwrap_or((0, 0, 1));
         self.trace = Some(Trace::default());
         self.run_to(t0);
@@ -241,8 +241,8 @@ impl Sim {
     }
 }
 
-/// Simulate one 64 B read between the pod's probe pair (`Fabric::probe_pair`) on an idle pod; returns
-/// the breakdown, the simulated round trip (ps) and the switch hops each way.
+/// Simulate one 64 B read between the pod's probe pair (`Fabric::probe_pair`) on an idle
+/// pod; returns the breakdown, the simulated round trip (ps) and the switch hops each way.
 pub fn zero_load_read(pod: &PodFile) -> Option<(Vec<Stage>, u64, u32)> {
     let opts = Options {
         traffic: false,
