@@ -435,14 +435,9 @@ impl Sim {
     pub(crate) fn prefill_accel(&mut self, e: u32, now: u64) {
         let ei = e as usize;
         let t = Instant::from_ps(now);
-        let mut responded = false;
-        // Responses the completer drops past their lifetime free its slots as sent ones do.
-        let expired = |s: &Self| {
-            s.accels
-                .port(e)
-                .map_or(0, |ap| ap.cpl.stats().responses_expired)
-        };
-        let expired_before = expired(self);
+        // Responses sent, and those the completer drops past their lifetime, free its slots.
+        let pending = |s: &Self| s.accels.port(e).map_or(0, |ap| ap.cpl.pending());
+        let pending_before = pending(self);
         while self.txs[ei].tl.buffered_halves() < 20 {
             if let Some(h) = self.txs[ei].txq.pop_front() {
                 if !self.push_frame(e, h, now) {
@@ -455,10 +450,7 @@ impl Sim {
             };
             let port = &mut self.ports[ei];
             let item = match ap.cpl.poll_transmit(t, port) {
-                Some(x) => {
-                    responded = true;
-                    Some(x)
-                }
+                Some(x) => Some(x),
                 None => ap.req.poll_transmit(t, port),
             };
             let Some(item) = item else {
@@ -499,7 +491,7 @@ impl Sim {
         // go; the end's `Tx` event, which called this, packs what is due next) and free
         // completer slots.
         self.apply_credit_policy(e, now);
-        if responded || expired(self) > expired_before {
+        if pending(self) < pending_before {
             if let Some(ap) = self.accels.port_mut(e) {
                 if std::mem::take(&mut ap.cpl_blocked) {
                     self.schedule(now, Ev::Cpl(e));

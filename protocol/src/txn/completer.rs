@@ -482,31 +482,28 @@ impl<const Q: usize> Completer<Q> {
         credits: &mut impl CreditGate,
     ) -> Option<TlTransfer<'_>> {
         self.clock = self.clock.max(now);
-        // Responses past their lifetime are dropped (ready times never decrease along the
-        // queue, so they are at its front).
-        while let Some(p) = self.queue.get(0) {
-            if p.ready.saturating_add(self.config.response_lifetime) >= now {
-                break;
-            }
-            credits.release(Flow::Request, p.vc, p.req_pool, p.req_beats);
-            let _ = self.queue.remove(0);
-            self.stats.responses_expired = self.stats.responses_expired.saturating_add(1);
-        }
         let bpr = self.config.beats_per_response.clamp(1, MAX_BEATS as u8);
         let mut chosen = None;
-        for pos in 0..self.queue.len() {
-            let Some(p) = self.queue.get(pos) else {
-                break;
-            };
+        let mut pos = 0;
+        while let Some(p) = self.queue.get(pos) {
             if p.ready > now {
                 // The rest were handled later still.
                 break;
+            }
+            if pos == 0 && p.ready.saturating_add(self.config.response_lifetime) < now {
+                // Past its lifetime: dropped. Ready times never decrease along the queue,
+                // so the expired responses are at its front.
+                credits.release(Flow::Request, p.vc, p.req_pool, p.req_beats);
+                let _ = self.queue.remove(0);
+                self.stats.responses_expired = self.stats.responses_expired.saturating_add(1);
+                continue;
             }
             let chunk = p.beats.saturating_sub(p.next).min(bpr);
             if let Some(pool) = credits.try_consume(Flow::Response, p.vc, chunk) {
                 chosen = Some((pos, pool, chunk));
                 break;
             }
+            pos += 1;
         }
         let (pos, pool, chunk) = chosen?;
         let p = self.queue.get_mut(pos)?;
