@@ -76,8 +76,8 @@ pub fn verify(pod: &PodFile, fabric: &Fabric) -> Vec<Finding> {
         });
     }
     // The read `podlink-sim run` traces at zero load (`Fabric::probe_pair`).
-    let max_hops = fabric.probe_pair().map_or(1, |(_, _, h)| h);
-    let rtt: u64 = read_breakdown(pod, max_hops)
+    let hops = fabric.probe_pair().map_or(1, |(_, _, h)| h);
+    let rtt: u64 = read_breakdown(pod, hops)
         .iter()
         .map(|s| s.time.as_ps())
         .sum();
@@ -86,7 +86,7 @@ pub fn verify(pod: &PodFile, fabric: &Fabric) -> Vec<Finding> {
         out.push(Finding {
             check: "budgets",
             message: format!(
-                "64 B read round trip {rtt:.3} ns at zero load ({max_hops} switch hops) exceeds budgets.read_rtt_ns = {}",
+                "64 B read round trip {rtt:.3} ns at zero load ({hops} switch hops) exceeds budgets.read_rtt_ns = {}",
                 pod.budgets.read_rtt_ns
             ),
         });

@@ -184,7 +184,12 @@ impl Accels {
         let mut nports = Vec::new();
         let composed = pod.accelerator.model == AccelModel::Composed;
         let table = partition_table(fabric);
-        let quarantine = tag_quarantine(pod, fabric);
+        // Only composed ports are built here (`endpoint::build` works out its own).
+        let quarantine = if composed {
+            tag_quarantine(pod, fabric)
+        } else {
+            Duration::ZERO
+        };
         for (a, p) in fabric.accel_ports.iter().enumerate() {
             nports.push(p.len() as u32);
             let built = if composed { p.len() } else { 0 };
