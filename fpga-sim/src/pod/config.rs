@@ -815,10 +815,18 @@ impl PodFile {
                 return e(name, format!("{v}: must be at most 1000"));
             }
         }
-        if !(1..=4096).contains(&s.buffer_flits_per_vc) {
+        // A sender takes every credit of a frame before it sends it: a grant below one
+        // 256 B request's or response's data beats could never pass one (the frames wait
+        // for good, and the operations fail).
+        let beats = podlink_protocol::wire::tl_flit::MAX_BEATS as u32;
+        if !(beats..=4096).contains(&s.buffer_flits_per_vc) {
             return e(
                 "switch.buffer_flits_per_vc",
-                format!("{}: must be 1..=4096", s.buffer_flits_per_vc),
+                format!(
+                    "{}: must be {beats}..=4096 (a 256 B request or response takes {beats} \
+                     data credits at once)",
+                    s.buffer_flits_per_vc
+                ),
             );
         }
         if let Some(r) = s.max_residence_us {
@@ -1036,6 +1044,32 @@ mod tests {
         let text = format!("{GOOD}[link]\ncredit_return_ns = -1\n");
         let e = PodFile::parse(&text, "p").unwrap_err();
         assert_eq!(e.field.as_deref(), Some("link.credit_return_ns"), "{e}");
+    }
+
+    /// A switch buffer smaller than one 256 B request's or response's data beats is refused:
+    /// its port could never grant the credits such a frame takes at once (session 40: pods
+    /// with 1 to 3 flits per VC ended with every such operation failed and frames stuck).
+    #[test]
+    fn a_switch_buffer_holds_at_least_one_largest_frame() {
+        let text = format!("{GOOD}[switch]\nbuffer_flits_per_vc = 3\n");
+        let e = PodFile::parse(&text, "p").unwrap_err();
+        assert_eq!(
+            e.field.as_deref(),
+            Some("switch.buffer_flits_per_vc"),
+            "{e}"
+        );
+        assert_eq!(e.line, Some(6), "{e}");
+        assert!(e.message.contains("must be 4..=4096"), "{e}");
+        let text = format!("{GOOD}[switch]\nbuffer_flits_per_vc = 4\n");
+        assert_eq!(
+            PodFile::parse(&text, "p")
+                .unwrap()
+                .switch
+                .buffer_flits_per_vc,
+            4
+        );
+        let text = format!("{GOOD}[switch]\nbuffer_flits_per_vc = 4097\n");
+        assert!(PodFile::parse(&text, "p").is_err());
     }
 
     /// Request and response compression are off unless the pod file turns them on (each

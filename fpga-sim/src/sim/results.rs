@@ -97,6 +97,12 @@ pub(crate) fn run_built(
     // trace (answered late, or dropped by a switch), so that the memory audit sees each late
     // write land and the timeouts balance (`Integrity::timeouts_accounted`). A frame lost
     // without a trace keeps this going to the drain limit, and the balance fails the run.
+    // Every request given up leaves its trace within a tag quarantine of its timeout (the
+    // request's and its response's bounded lives in the fabric, and the completer's), so
+    // the limit is at least that from now: a pod whose links take milliseconds recovers
+    // more slowly than the default drain.
+    let settle = super::accel::tag_quarantine(&sim.pod, &sim.fabric).as_ps();
+    limit = limit.max(sim.now().saturating_add(settle));
     if !sim.fault_events_planned() {
         while sim.untraced_timeouts() > 0 {
             match sim.next_event() {
@@ -442,8 +448,6 @@ impl Sim {
             .sum()
     }
 
-    /// Requests that timed out and have left no trace yet (neither answered late nor
-    /// dropped by a switch): their request or response is still in the fabric, or was lost.
     /// TL flits end `e` dropped at retrains so far: queued in the link (never packed), and
     /// packed into DL flits the peer never delivered.
     pub(crate) fn discarded(&self, e: u32) -> (u64, u64) {
@@ -454,10 +458,22 @@ impl Sim {
         }
     }
 
+    /// Requests that timed out and have left no trace yet (not answered late, nor dropped
+    /// by a switch, a link reset or a completer, misrouted or past its lifetime): their
+    /// request or response is still in the fabric, or was lost.
     pub(crate) fn untraced_timeouts(&self) -> u64 {
         let r = self.accels.requester_stats();
+        let completers: u64 = self
+            .accels
+            .completers()
+            .map(|(c, _)| c.misrouted + c.responses_expired)
+            .sum();
         r.request_timeouts.saturating_sub(
-            r.dropped_late + r.dropped_unknown_tag + self.switch_drops() + self.reset_drops(),
+            r.dropped_late
+                + r.dropped_unknown_tag
+                + self.switch_drops()
+                + self.reset_drops()
+                + completers,
         )
     }
 
@@ -580,6 +596,39 @@ mod tests {
     use crate::pod::config::Pattern;
     use crate::pod::presets;
     use podlink_protocol::txn::{ByteEnables, MemoryTarget};
+
+    /// A pod without faults whose links take milliseconds (`tests/data/pods/millisecond-links.toml`):
+    /// the run goes on after its last operation until every request given up has left its
+    /// trace, however slowly (the drain limit covers a tag quarantine, not only the default
+    /// 20 ms), and responses dropped by completers past their lifetime count as traces (so
+    /// the run ends when the last one is, not at the drain limit).
+    #[test]
+    fn a_pod_with_millisecond_links_drains_every_late_answer() {
+        let text = include_str!("../../tests/data/pods/millisecond-links.toml");
+        let pod = PodFile::parse(text, "millisecond-links.toml").unwrap();
+        let opts = Options {
+            seed: 184,
+            duration_ps: 3_000_000,
+            warmup_ps: 300_000,
+            ..Options::default()
+        };
+        let (mut untraced, mut stranded) = (u64::MAX, u64::MAX);
+        let s = run_then(
+            &pod,
+            &opts,
+            |_, _| {},
+            |sim| (untraced, stranded) = (sim.untraced_timeouts(), sim.stranded()),
+        )
+        .unwrap()
+        .summary;
+        let i = &s.integrity;
+        assert!(i.responses_expired > 0 && i.requests_timed_out > 0, "{i:?}");
+        assert_eq!((untraced, stranded), (0, 0), "{i:?}");
+        assert!(s.drained && s.sound(), "{i:?} {:?}", s.conservation);
+        // It ended when the last trace was left, well short of the quarantine's 2 x 100 us
+        // plus two hop residences of about 40 ms each.
+        assert!(s.end_ns < 30e6, "ended at {} ns", s.end_ns);
+    }
 
     /// A write-only run (all-to-all reads nothing back) is still checked: memory is audited
     /// against the reference after the drain, and one byte changed behind the protocol's back
