@@ -363,8 +363,8 @@ fn cmd_sweep(a: &RunArgs, loads: &str) -> ExitCode {
         }
     } else {
         let mut t = format!(
-            "{}: latency versus offered load (seed {})\n  {:>6} {:>12} {:>8}",
-            pod.name, a.seed, "load", "Gb/s", "util %"
+            "{}: latency versus offered load (seed {})\n  {:>6} {:>12} {:>8} {:>8}",
+            pod.name, a.seed, "load", "Gb/s", "util %", "failed"
         );
         if let Some(p) = points.first() {
             for (c, _) in &p.latency {
@@ -374,13 +374,19 @@ fn cmd_sweep(a: &RunArgs, loads: &str) -> ExitCode {
         t.push('\n');
         for p in &points {
             t.push_str(&format!(
-                "  {:>6.3} {:>12.1} {:>8.1}",
+                "  {:>6.3} {:>12.1} {:>8.1} {:>8}",
                 p.load,
                 p.throughput_gbps,
-                p.utilisation_mean * 100.0
+                p.utilisation_mean * 100.0,
+                p.failed
             ));
             for (_, l) in &p.latency {
-                t.push_str(&format!("   {:>9.1} {:>9.1}", l.p50_ns, l.p99_ns));
+                if l.count == 0 {
+                    // No operation of the class completed: no latency to show.
+                    t.push_str(&format!("   {:>9} {:>9}", "-", "-"));
+                } else {
+                    t.push_str(&format!("   {:>9.1} {:>9.1}", l.p50_ns, l.p99_ns));
+                }
             }
             if !p.sound {
                 t.push_str("   UNSOUND");

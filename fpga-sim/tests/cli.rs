@@ -165,6 +165,51 @@ fn sweep_writes_latency_versus_load() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A sweep says how many operations failed at each load (an overloaded pod with a short
+/// request timeout fails some at full load and none at a light one), and shows no latency for
+/// a class of which nothing completed rather than 0.0.
+#[test]
+fn sweep_reports_failed_operations_per_load() {
+    let dir = tmp("sweep-failed");
+    let pod = format!(
+        "{}/tests/data/pods/overload-short-timeout.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = run_out(
+        &["sweep", &pod, "--duration", "2us", "--loads", "0.05,1.0"],
+        &dir,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = std::fs::read_to_string(dir.join("latency_vs_load.csv")).unwrap();
+    let failed = |load: &str| -> u64 {
+        let row = csv
+            .lines()
+            .find(|l| l.starts_with(&format!("{load},read,")))
+            .unwrap_or_else(|| panic!("{csv}"));
+        row.split(',').nth(10).unwrap().parse().unwrap()
+    };
+    assert!(
+        csv.lines().next().unwrap().ends_with(",failed,sound"),
+        "{csv}"
+    );
+    assert_eq!(failed("0.050"), 0, "{csv}");
+    assert!(failed("1.000") > 0, "{csv}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let full = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("1.000"))
+        .unwrap();
+    let cols: Vec<&str> = full.split_whitespace().collect();
+    assert_eq!(cols[3], failed("1.000").to_string(), "{text}");
+    // The pod issues no atomics: their columns say so.
+    assert_eq!(cols[cols.len() - 2..], ["-", "-"], "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A pod file's `[faults]` section is applied by `run`: the summary reports the faults and
 /// what they cost, operations reported failed do not fail the run (reads and completions are
 /// still checked), the same pod and seed give the same bytes, and a bad event is refused with

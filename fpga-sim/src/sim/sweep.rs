@@ -23,6 +23,9 @@ pub struct SweepPoint {
     pub latency: Vec<(String, LatencySummary)>,
     /// Mean link utilisation.
     pub utilisation_mean: f64,
+    /// Operations reported failed (timed out, or given up under faults): neither in the
+    /// latencies nor in the throughput.
+    pub failed: u64,
     /// Every operation completed and checked, conservation held.
     pub sound: bool,
     /// Every budget held.
@@ -56,6 +59,7 @@ pub fn sweep(
                 .map(|c| (c.class.to_string(), c.latency))
                 .collect(),
             utilisation_mean: s.links.utilisation_mean,
+            failed: s.integrity.failed,
             sound: s.sound(),
             budgets_ok: !s.violated(),
         });
@@ -84,6 +88,7 @@ pub fn write_sweep(dir: &Path, pod: &str, points: &[SweepPoint]) -> io::Result<(
                 f(l.p999_ns),
                 f(l.max_ns),
                 f(p.utilisation_mean),
+                p.failed.to_string(),
                 p.sound.to_string(),
             ]);
         }
@@ -101,6 +106,7 @@ pub fn write_sweep(dir: &Path, pod: &str, points: &[SweepPoint]) -> io::Result<(
             "p999_ns",
             "max_ns",
             "utilisation",
+            "failed",
             "sound",
         ],
         &rows,
