@@ -71,6 +71,11 @@ pub struct RouterConfig {
     /// Flits an output queue may hold before switch allocation stops granting it
     /// (`output_buffer_size`; `None` is unlimited, BookSim's -1).
     pub output_buffer_size: Option<usize>,
+    /// Keep a switch connection for the rest of a packet once its head (or any flit with
+    /// more of the packet buffered behind it) wins switch allocation: the packet's next flit
+    /// crosses without competing, until the packet ends, the VC's buffer runs dry or the
+    /// output VC has no credit (`hold_switch_for_packet`).
+    pub hold_switch_for_packet: bool,
 }
 
 impl Default for RouterConfig {
@@ -98,6 +103,7 @@ impl Default for RouterConfig {
             vc_allocator: AllocatorKind::SeparableInputFirst,
             sw_allocator: AllocatorKind::SeparableInputFirst,
             output_buffer_size: None,
+            hold_switch_for_packet: false,
         }
     }
 }
@@ -138,6 +144,14 @@ pub enum RouterConfigError {
     /// `output_buffer_size` of zero.
     #[error("output_buffer_size = 0: use a positive size, or none for unlimited")]
     OutputBufferSize,
+    /// A held switch connection with a limited output buffer and output speedup: BookSim
+    /// checks the held connection's output queue by its expanded output number, which is
+    /// not an output then.
+    #[error(
+        "hold_switch_for_packet with output_buffer_size and output_speedup > 1: \
+         BookSim indexes the output queues by expanded output there"
+    )]
+    HoldWithOutputSpeedup,
 }
 
 impl RouterConfig {
@@ -180,6 +194,12 @@ impl RouterConfig {
         }
         if self.output_buffer_size == Some(0) {
             return Err(RouterConfigError::OutputBufferSize);
+        }
+        if self.hold_switch_for_packet
+            && self.output_buffer_size.is_some()
+            && self.output_speedup > 1
+        {
+            return Err(RouterConfigError::HoldWithOutputSpeedup);
         }
         Ok(())
     }

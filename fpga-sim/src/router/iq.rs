@@ -464,6 +464,17 @@ pub struct IqRouter {
     credit_front: Vec<Credit>,
     credit_mask: Vec<u64>,
 
+    /// `hold_switch_for_packet`: per expanded input, the expanded output it holds and the
+    /// VC holding it; per expanded output, the expanded input holding it (-1: none).
+    hold: bool,
+    hold_in: Vec<i32>,
+    hold_vc: Vec<i32>,
+    hold_out: Vec<i32>,
+    /// Input VCs whose next flit crosses a held connection, with this step's verdict (the
+    /// expanded output, or `STALL` without credit); the first `hold_n` were evaluated.
+    hold_q: std::collections::VecDeque<StageItem>,
+    hold_n: usize,
+
     active: bool,
     partial_internal: f64,
     stats: RouterStats,
@@ -580,7 +591,8 @@ impl IqRouter {
                 && cfg.output_speedup == 1
                 && cfg.alloc_iters == 1
                 && cfg.vc_allocator == AllocatorKind::SeparableInputFirst
-                && cfg.sw_allocator == AllocatorKind::SeparableInputFirst,
+                && cfg.sw_allocator == AllocatorKind::SeparableInputFirst
+                && !cfg.hold_switch_for_packet,
             fast: false,
             va_set: vec![0; ivcs.div_ceil(64)],
             va_next: vec![0; ivcs.div_ceil(64)],
@@ -592,6 +604,16 @@ impl IqRouter {
             xbar_mask: vec![0; n_out.div_ceil(64)],
             credit_front: vec![Credit::default(); n_in],
             credit_mask: vec![0; n_in.div_ceil(64)],
+            hold: cfg.hold_switch_for_packet,
+            hold_in: vec![-1; exp_in],
+            hold_vc: vec![-1; exp_in],
+            hold_out: vec![-1; exp_out],
+            hold_q: std::collections::VecDeque::with_capacity(if cfg.hold_switch_for_packet {
+                ivcs
+            } else {
+                0
+            }),
+            hold_n: 0,
             active: false,
             partial_internal: 0.0,
             stats: RouterStats::default(),
@@ -794,6 +816,9 @@ impl IqRouter {
         if !self.va_q.is_empty() {
             self.va_evaluate(now);
         }
+        if !self.hold_q.is_empty() {
+            self.hold_evaluate();
+        }
         self.sw_alloc.clear();
         if !self.sa_q.is_empty() {
             self.sa_evaluate(now);
@@ -807,6 +832,10 @@ impl IqRouter {
         if !self.va_q.is_empty() {
             self.va_update(now)?;
             activity |= !self.va_q.is_empty();
+        }
+        if !self.hold_q.is_empty() {
+            self.hold_update(routing)?;
+            activity |= !self.hold_q.is_empty();
         }
         if !self.sa_q.is_empty() {
             self.sa_update(now, routing)?;
@@ -856,6 +885,8 @@ impl IqRouter {
             route_q,
             va_q,
             sa_q,
+            hold_q,
+            hold_vc,
             ..
         } = self;
         let (vcs, bufs, in_flit) = (&mut vcs[..], &mut bufs[..], &in_flit[..]);
@@ -898,7 +929,14 @@ impl IqRouter {
                             va_q.push(item);
                         }
                     }
-                    VcState::Active if len == 0 => sa_q.push(item),
+                    // A flit of a packet holding its switch connection crosses it.
+                    VcState::Active if len == 0 => {
+                        if hold_vc.get(st.exp_in as usize) == Some(&i32::from(f.vc)) {
+                            hold_q.push_back(item);
+                        } else {
+                            sa_q.push(item);
+                        }
+                    }
                     _ => {}
                 }
             }
@@ -1288,6 +1326,13 @@ impl IqRouter {
             let output = self.exp_out_port[it.result as usize] as usize;
             let ivc = it.ivc as usize;
             let st = self.vcs[ivc];
+            // A grant made before a packet took the input or the output is void.
+            if self.hold
+                && (self.hold_in[st.exp_in as usize] >= 0 || self.hold_out[it.result as usize] >= 0)
+            {
+                it.result = STALL;
+                continue;
+            }
             let dest = &self.next_buf[output];
             it.result = if self.speculative && st.state == VcState::VcAlloc {
                 match st.va_grant {
@@ -1322,9 +1367,13 @@ impl IqRouter {
             spec_check_elig,
             spec_check_cred,
             pri_seen,
+            hold,
+            hold_in,
+            hold_out,
             ..
         } = self;
         let pri_seen = *pri_seen;
+        let (hold, hold_in, hold_out) = (*hold, &hold_in[..], &hold_out[..]);
         let (vcs, next_buf, bufs, sw_rr_offset) =
             (&vcs[..], &next_buf[..], &bufs[..], &sw_rr_offset[..]);
         let (out_limit, speculative) = (*out_limit, *speculative);
@@ -1371,6 +1420,11 @@ impl IqRouter {
                 }
             }
             let exp_out = port as u32 * os + u32::from(st.out_off);
+            // An input or output held for a packet takes no other request (the entry stays
+            // undecided and finds no grant).
+            if hold && (hold_in[st.exp_in as usize] >= 0 || hold_out[exp_out as usize] >= 0) {
+                continue;
+            }
             if pri_seen {
                 prio += i32::from(bufs[st.head as usize * n_ivc + ivc].pri);
             }
@@ -1443,6 +1497,11 @@ impl IqRouter {
             sw_rr_offset,
             sw_rr_next,
             batch,
+            hold,
+            hold_in,
+            hold_vc,
+            hold_out,
+            hold_q,
             ..
         } = self;
         let (vcs, bufs, exp_out_port) = (&mut vcs[..], &bufs[..], &exp_out_port[..]);
@@ -1533,8 +1592,122 @@ impl IqRouter {
                     }
                     va_q.push(item);
                 }
+            } else if *hold {
+                // The rest of the packet keeps the connection.
+                hold_vc[st.exp_in as usize] = i32::from(st.vc);
+                hold_in[st.exp_in as usize] = result;
+                hold_out[result as usize] = st.exp_in as i32;
+                hold_q.push_back(retry);
             } else {
                 sa_q.push(retry);
+            }
+        }
+        Ok(())
+    }
+
+    // ---- held switch connections (`hold_switch_for_packet`) -------------------------
+
+    /// Held connections: each waiting VC's next flit may cross if its output VC has credit.
+    fn hold_evaluate(&mut self) {
+        let os = self.out_speedup as i32;
+        for it in self.hold_q.iter_mut() {
+            let st = &self.vcs[it.ivc as usize];
+            let port = usize::from(st.out_port);
+            it.result = if self.next_buf[port].is_full_for(usize::from(st.out_vc)) {
+                STALL
+            } else {
+                port as i32 * os + i32::from(st.out_off)
+            };
+        }
+        self.hold_n = self.hold_q.len();
+    }
+
+    /// The connection of `exp_in` is released.
+    fn release_hold(&mut self, exp_in: usize) {
+        let out = std::mem::replace(&mut self.hold_in[exp_in], -1);
+        self.hold_vc[exp_in] = -1;
+        if out >= 0 {
+            self.hold_out[out as usize] = -1;
+        }
+    }
+
+    /// Held connections evaluated this step: a flit with credit (and room in its output
+    /// queue) crosses; the connection ends with the packet, when the VC has nothing more
+    /// buffered, or when the flit could not cross (the VC then bids for the switch again).
+    fn hold_update<R: RoutingFunction>(&mut self, routing: &mut R) -> Result<(), RouterError> {
+        let (b, n_ivc) = (self.b, self.vcs.len());
+        for _ in 0..std::mem::take(&mut self.hold_n) {
+            let Some(it) = self.hold_q.pop_front() else {
+                break;
+            };
+            let ivc = it.ivc as usize;
+            let st = self.vcs[ivc];
+            let exp_in = st.exp_in as usize;
+            let retry = StageItem {
+                ivc: it.ivc,
+                result: UNDECIDED,
+            };
+            let output = usize::from(st.out_port);
+            let room = self.out_limit == usize::MAX || self.out_q.len(output) < self.out_limit;
+            if it.result < 0 || !room {
+                self.release_hold(exp_in);
+                self.sa_q.push(retry);
+                continue;
+            }
+            let (input, vcn) = (usize::from(st.input), usize::from(st.vc));
+            let mut f = self.bufs[st.head as usize * n_ivc + ivc];
+            let len = st.len - 1;
+            let head = if len == 0 || st.head as usize + 1 == b {
+                0
+            } else {
+                st.head + 1
+            };
+            (self.vcs[ivc].len, self.vcs[ivc].head) = (len, head);
+            f.vc = st.out_vc;
+            if self.routing_delay == 0 && f.is_head() {
+                f.la_route = routing.lookahead(self.id, output, &f).unwrap_or_default();
+            }
+            self.next_buf[output].sending_flit(&f)?;
+            self.xbar_q.push(XbarItem {
+                flit: f,
+                out: output as u32,
+            });
+            self.stats.flits_switched += 1;
+            if self.credit_direct {
+                self.credit_q.push(input, Credit(1u64 << vcn));
+            } else {
+                let credit = &mut self.step_credit[input];
+                if *credit == 0 {
+                    self.step_credit_inputs.push(input as u32);
+                }
+                *credit |= 1u64 << vcn;
+            }
+            if len == 0 {
+                self.release_hold(exp_in);
+                if f.is_tail() {
+                    self.vcs[ivc].state = VcState::Idle;
+                }
+            } else if f.is_tail() {
+                self.release_hold(exp_in);
+                let nf = self.bufs[head as usize * n_ivc + ivc];
+                if !nf.is_head() {
+                    return Err(RouterError::NotHead { input, vc: nf.vc });
+                }
+                let s = &mut self.vcs[ivc];
+                if self.routing_delay > 0 {
+                    s.state = VcState::Routing;
+                    self.route_q.push(retry);
+                } else {
+                    s.route = nf.la_route;
+                    s.head_pri = nf.pri;
+                    s.state = VcState::VcAlloc;
+                    if self.speculative {
+                        self.sa_q.push(retry);
+                    }
+                    self.va_q.push(retry);
+                }
+            } else {
+                self.hold_q.push_back(retry);
             }
         }
         Ok(())
@@ -1950,6 +2123,56 @@ mod tests {
         let times: Vec<u64> = out.iter().map(|o| o.0).collect();
         assert_eq!(times, vec![3, 4, 5]);
         assert!(out.iter().all(|o| o.2.vc == out[0].2.vc));
+    }
+
+    /// Two 4-flit packets from two inputs to one output, on different output VCs: switch
+    /// allocation per flit interleaves them at the output; with `hold_switch_for_packet`
+    /// the first packet to win keeps the connection to its tail, then the other crosses.
+    /// A connection whose VC runs dry is given up (the input bids again for the next flit).
+    #[test]
+    fn a_held_switch_connection_carries_the_whole_packet() {
+        let packet = |id: u32, vc: u8| -> Vec<Flit> {
+            (0..4)
+                .map(|k| {
+                    let mut f = Flit::new(id, 1, k == 0, k == 3);
+                    f.vc = vc;
+                    f
+                })
+                .collect()
+        };
+        let mut inject = Vec::new();
+        for (k, (a, b)) in packet(10, 0).into_iter().zip(packet(20, 1)).enumerate() {
+            inject.push((k as u64, 0, a));
+            inject.push((k as u64, 1, b));
+        }
+        let order = |hold: bool| -> Vec<u32> {
+            let c = RouterConfig {
+                hold_switch_for_packet: hold,
+                ..cfg()
+            };
+            let mut r = IqRouter::new(0, &c).unwrap();
+            let out = run(&mut r, &inject, 30);
+            assert!(r.is_idle() && r.hold_q.is_empty());
+            assert!(r.hold_in.iter().chain(&r.hold_out).all(|&h| h == -1));
+            out.iter().map(|o| o.2.payload).collect()
+        };
+        assert_eq!(order(false), [10, 20, 10, 20, 10, 20, 10, 20]);
+        assert_eq!(order(true), [10, 10, 10, 10, 20, 20, 20, 20]);
+        // One packet whose body arrives with a gap: the connection is dropped when the VC
+        // runs dry and the late flits still get through.
+        let late: Vec<_> = packet(30, 0)
+            .into_iter()
+            .zip([0u64, 1, 8, 9])
+            .map(|(f, t)| (t, 0, f))
+            .collect();
+        let c = RouterConfig {
+            hold_switch_for_packet: true,
+            ..cfg()
+        };
+        let mut r = IqRouter::new(0, &c).unwrap();
+        let out = run(&mut r, &late, 30);
+        assert_eq!(out.len(), 4);
+        assert!(r.is_idle() && r.hold_in.iter().all(|&h| h == -1));
     }
 
     #[test]
