@@ -198,3 +198,21 @@ fn command_line_errors_name_the_key_and_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent.cfg"));
 }
+
+/// BookSim2's own example configurations (`tests/data/booksim/examples/`, their settings as
+/// shipped in BookSim2 master): the fat tree, which holds the switch for the rest of a packet
+/// and sends watch output to standard output, runs as BookSim2 28f4329 does, to its printed
+/// digits; the dragonfly parses (its 1,056 terminals run for minutes in a debug build).
+#[test]
+fn booksim2s_own_examples_run_as_booksim2_does() {
+    let dir = format!("{}/tests/data/booksim/examples", env!("CARGO_MANIFEST_DIR"));
+    let text = |name: &str| std::fs::read_to_string(format!("{dir}/{name}")).unwrap();
+    let cfg = BooksimConfig::from_text(&text("fattree_config"), &[]).unwrap();
+    assert!(cfg.router.hold_switch_for_packet);
+    let (lat, acc) = headline(&run(cfg).unwrap());
+    // BookSim prints 6 significant digits.
+    let same = |a: f64, b: f64| ((a - b) / b).abs() < 5e-6;
+    assert!(same(lat, 27.5504) && same(acc, 0.599387), "{lat} {acc}");
+    let cfg = BooksimConfig::from_text(&text("dragonflyconfig"), &[]).unwrap();
+    assert_eq!(cfg.topology.nodes(), 1056);
+}
