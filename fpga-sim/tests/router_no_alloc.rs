@@ -59,17 +59,19 @@ impl RoutingFunction for ToDest {
 }
 
 /// A 16-port router with sinks that return credits two cycles later and sources that send
-/// 3-flit packets whenever their VC has credit; `order_free` selects the one-cycle pipeline.
-fn run_router(cycles: u64, count_from: u64, order_free: bool) -> u64 {
+/// 3-flit packets whenever their VC has credit; `order_free` selects the one-cycle pipeline
+/// (not with `hold`, BookSim's `hold_switch_for_packet`).
+fn run_router(cycles: u64, count_from: u64, order_free: bool, hold: bool) -> u64 {
     let cfg = RouterConfig {
         inputs: 16,
         outputs: 16,
         vcs: 4,
         vc_buf_size: 8,
+        hold_switch_for_packet: hold,
         ..RouterConfig::default()
     };
     let mut r = IqRouter::new(0, &cfg).unwrap();
-    assert_eq!(r.set_order_free_routing(order_free), order_free);
+    assert_eq!(r.set_order_free_routing(order_free), order_free && !hold);
     let mut credit = [[8u32; 4]; 16];
     let mut pending_credits: Vec<(u64, usize, Credit)> = Vec::with_capacity(1024);
     let mut pending_flits: Vec<(u64, usize, Flit)> = Vec::with_capacity(1024);
@@ -152,13 +154,13 @@ fn run_booksim() -> u64 {
 #[test]
 fn steady_state_allocates_nothing() {
     // One test function: the counter is process-wide.
-    for order_free in [false, true] {
-        let sent = run_router(6000, 1000, order_free);
+    for (order_free, hold) in [(false, false), (true, false), (false, true)] {
+        let sent = run_router(6000, 1000, order_free, hold);
         assert!(sent > 20_000, "traffic flowed: {sent}");
         assert_eq!(
             ALLOCS.load(Ordering::Relaxed),
             0,
-            "router (order-free routing {order_free}): allocations in steady state"
+            "router (order-free routing {order_free}, held switch {hold}): allocations in steady state"
         );
     }
     let flits = run_booksim();
