@@ -417,12 +417,7 @@ impl Sim {
             .fault
             .as_ref()
             .map_or(0, |f| f.report.ingress_discarded);
-        i.completer_drops = self.accels.completers().map(|(c, _)| c.misrouted).sum();
-        i.responses_expired = self
-            .accels
-            .completers()
-            .map(|(c, _)| c.responses_expired)
-            .sum();
+        (i.completer_drops, i.responses_expired) = self.completer_drops();
         let [links, queued, completers] = self.stranded_parts();
         i.stranded = links + queued + completers;
         i.stranded_on_links = links;
@@ -463,18 +458,23 @@ impl Sim {
     /// request or response is still in the fabric, or was lost.
     pub(crate) fn untraced_timeouts(&self) -> u64 {
         let r = self.accels.requester_stats();
-        let completers: u64 = self
-            .accels
-            .completers()
-            .map(|(c, _)| c.misrouted + c.responses_expired)
-            .sum();
+        let (misrouted, expired) = self.completer_drops();
         r.request_timeouts.saturating_sub(
             r.dropped_late
                 + r.dropped_unknown_tag
                 + self.switch_drops()
                 + self.reset_drops()
-                + completers,
+                + misrouted
+                + expired,
         )
+    }
+
+    /// Requests the completers dropped as misrouted, and responses they dropped past their
+    /// lifetime: each the trace of a request given up.
+    fn completer_drops(&self) -> (u64, u64) {
+        self.accels.completers().fold((0, 0), |(m, e), (c, _)| {
+            (m + c.misrouted, e + c.responses_expired)
+        })
     }
 
     /// The fault report, completed with the switches' drop counters and the links' states.
