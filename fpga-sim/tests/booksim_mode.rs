@@ -216,3 +216,44 @@ fn booksim2s_own_examples_run_as_booksim2_does() {
     let cfg = BooksimConfig::from_text(&text("dragonflyconfig"), &[]).unwrap();
     assert_eq!(cfg.topology.nodes(), 1056);
 }
+
+/// BookSim2 runs every topology with k = 1 (a one-terminal mesh, torus or fat tree, a
+/// one-terminal fly of n routers in a row); the mode runs them too, with BookSim2's figures
+/// (master 28f4329, the same overrides). The 6-terminal dragonfly (p = 1) and the one-router
+/// concentrated mesh are in `sweep.csv`.
+#[test]
+fn one_terminal_networks_run_as_booksim2_does() {
+    let same = |a: f64, b: f64| ((a - b) / b).abs() < 5e-6;
+    for (topo, lat, acc) in [
+        (
+            &["topology=mesh", "routing_function=dim_order", "n=2"][..],
+            10.1547,
+            0.515,
+        ),
+        (
+            &["topology=torus", "routing_function=dim_order", "n=2"][..],
+            10.1547,
+            0.515,
+        ),
+        (
+            &["topology=fattree", "routing_function=nca", "n=3"][..],
+            10.1547,
+            0.515,
+        ),
+        (
+            &["topology=fly", "routing_function=dest_tag", "n=3"][..],
+            20.1547,
+            0.5155,
+        ),
+    ] {
+        let mut o = topo.to_vec();
+        o.extend_from_slice(&[
+            "k=1",
+            "sample_period=1000",
+            "packet_size=3",
+            "injection_rate=0.5",
+        ]);
+        let (l, a) = latency_and_rate(&o);
+        assert!(same(l, lat) && same(a, acc), "{topo:?}: {l} {a}");
+    }
+}

@@ -1343,12 +1343,12 @@ impl BooksimConfig {
                         "BookSim's cmesh asserts x = y (the values are not used otherwise)",
                     ));
                 }
-                if k % 2 != 0 {
+                if k % 2 != 0 && k != 1 {
                     return Err(unsupported(
                         "k",
                         k,
                         "the concentrated mesh's express channels pair rows and columns k/2 \
-                         apart: k must be even",
+                         apart: k must be 1 or even",
                     ));
                 }
                 Topology::CMesh {
@@ -1394,14 +1394,6 @@ impl BooksimConfig {
                 ))
             }
         };
-        if k < 2 && !(matches!(topology, Topology::Fly { .. }) && n == 1) {
-            return Err(bad(
-                "k",
-                &Value::Int(k),
-                "must be at least 2",
-                raw.origin("k"),
-            ));
-        }
         if matches!(
             topology,
             Topology::Mesh { .. } | Topology::MeshXyYx { .. } | Topology::Torus { .. }
