@@ -257,3 +257,30 @@ fn one_terminal_networks_run_as_booksim2_does() {
         assert!(same(l, lat) && same(a, acc), "{topo:?}: {l} {a}");
     }
 }
+
+/// `on_off` injection with `randperm` traffic and no initial states given: BookSim2 draws
+/// them from the generator the permutation left half-restored. Figures of BookSim2 (master
+/// 28f4329, the same overrides). With 100 terminals the permutation uses up its buffer, so
+/// every source starts off whatever `perm_seed` is, and the two seeds agree, in BookSim2 too.
+#[test]
+fn on_off_initial_states_after_a_random_permutation_are_booksim2s() {
+    let same = |a: f64, b: f64| ((a - b) / b).abs() < 5e-6;
+    for (k, seed, lat, acc) in [
+        ("k=16", "perm_seed=3", 8.20439, 0.299812),
+        ("k=16", "perm_seed=11", 8.20244, 0.296729),
+        ("k=100", "perm_seed=3", 8.21365, 0.297687),
+        ("k=100", "perm_seed=11", 8.21365, 0.297687),
+    ] {
+        let o = [
+            k,
+            seed,
+            "traffic=randperm",
+            "injection_process=on_off",
+            "sample_period=1000",
+            "injection_rate=0.3",
+            "packet_size=2",
+        ];
+        let (l, a) = latency_and_rate(&o);
+        assert!(same(l, lat) && same(a, acc), "{o:?}: {l} {a}");
+    }
+}

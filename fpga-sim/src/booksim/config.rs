@@ -1190,16 +1190,13 @@ fn parse_injection(
                 let last = *v.last().ok_or_else(|| refuse("no initial states"))?;
                 v.resize(nodes, last);
                 v
+            } else if let Traffic::RandPerm { seed } = *traffic {
+                // randperm reseeds BookSim's generator and restores only part of its state:
+                // the draws that follow read what is left of the permutation's buffer, then
+                // an all-zero generator.
+                let mut g = KnuthInt::after_permutation(seed, nodes);
+                (0..nodes).map(|_| g.int(1) != 0).collect()
             } else {
-                if matches!(traffic, Traffic::RandPerm { .. }) {
-                    // randperm reseeds BookSim's generator and restores only part of its
-                    // state: the draws that follow read what is left of the permutation's
-                    // buffer, then an all-zero generator.
-                    return Err(refuse(
-                        "with traffic = randperm, BookSim draws the initial on/off states from a \
-                         half-restored generator; give them explicitly",
-                    ));
-                }
                 (0..nodes).map(|_| unseeded.int(1) != 0).collect()
             };
             Ok(Injection::OnOff(OnOff {
@@ -1889,7 +1886,6 @@ mod tests {
             ("injection_process=on_off burst_r1=0.5", "injection_process"),
             ("injection_process=on_off burst_alpha=-1.0", "injection_process"),
             ("injection_process=on_off burst_beta=1.5", "injection_process"),
-            ("injection_process=on_off traffic=randperm", "injection_process"),
             ("router=event", "router"),
             ("sim_type=batch", "sim_type"),
             ("num_vcs=0", "num_vcs"),
@@ -2127,6 +2123,31 @@ mod tests {
         };
         assert_eq!(p.initial, after);
         assert_ne!(after, drawn);
+        // After randperm: the rest of the permutation's buffer (16 of its 100 numbers drawn),
+        // whatever the pattern's parameter or perm_seed says.
+        let mut perm = KnuthInt::new(5);
+        for _ in 0..16 {
+            perm.next_raw();
+        }
+        let rest: Vec<bool> = (0..16).map(|_| perm.int(1) != 0).collect();
+        for o in [
+            &[
+                "injection_process=on_off",
+                "traffic=randperm",
+                "perm_seed=5",
+            ][..],
+            &[
+                "injection_process=on_off",
+                "traffic=randperm(5)",
+                "perm_seed=9",
+            ],
+        ] {
+            let Injection::OnOff(p) = inj(o) else {
+                panic!("on_off")
+            };
+            assert_eq!(p.initial, rest, "{o:?}");
+        }
+        assert_ne!(rest, drawn);
         let Injection::OnOff(p) = inj(&["injection_process=on_off({0.25,-1.0,0.75,{1,0}})"]) else {
             panic!("on_off")
         };

@@ -138,6 +138,21 @@ impl KnuthInt {
         g
     }
 
+    /// The generator BookSim's `randperm` leaves behind when it is the first to draw:
+    /// `RandomPermutationTrafficPattern::randomize` saves Knuth's window (still the zeros
+    /// of a generator never started), reseeds with `seed`, draws `draws` numbers and
+    /// restores the window, but not the buffer of numbers being handed out or the position
+    /// in it. The next draws read the rest of that buffer; after it, the all-zero window
+    /// yields zeros.
+    pub fn after_permutation(seed: i64, draws: usize) -> Self {
+        let mut g = KnuthInt::new(seed);
+        for _ in 0..draws {
+            g.next_raw();
+        }
+        g.x = [0; KK];
+        g
+    }
+
     /// Knuth's `ran_array(aa, n)`: the `n` numbers it yields start with the current
     /// window, and the window moves past them.
     fn array(x: &mut [u32; KK], n: usize) {
@@ -450,6 +465,25 @@ mod tests {
             KnuthInt::array(&mut g.x, 2009);
         }
         assert_eq!(a0 & MASK30, 995_235_265);
+    }
+
+    /// BookSim's generator after `randperm`: the rest of the buffer the permutation's draws
+    /// left, then zeros (the restored window of a generator never started).
+    #[test]
+    fn after_a_permutation_the_buffer_runs_out_into_zeros() {
+        // (BookSim's permutation draws once per terminal, so at least once.)
+        for draws in [1usize, 37, 99, 100, 101, 250] {
+            let mut full = KnuthInt::new(11);
+            for _ in 0..draws {
+                full.next_raw();
+            }
+            let left = (USED - draws % USED) % USED;
+            let expect: Vec<u32> = (0..left).map(|_| full.next_raw()).collect();
+            let mut g = KnuthInt::after_permutation(11, draws);
+            let got: Vec<u32> = (0..left).map(|_| g.next_raw()).collect();
+            assert_eq!(got, expect, "{draws}");
+            assert!((0..3 * USED).all(|_| g.next_raw() == 0), "{draws}");
+        }
     }
 
     #[test]
