@@ -763,6 +763,62 @@ pub struct BooksimConfig {
     pub print_csv_results: bool,
     /// `deadlock_warn_timeout`, cycles.
     pub deadlock_warn_timeout: i64,
+    /// `use_read_write = 1`: request/reply traffic (`None`: every packet is BookSim's
+    /// `ANY_TYPE`, of `packet_size` flits, on any VC).
+    pub read_write: Option<ReadWrite>,
+}
+
+/// A packet's type under `use_read_write` (BookSim's `Flit::FlitType`), as an index into
+/// [`ReadWrite::size`] and [`ReadWrite::vcs`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PacketKind {
+    /// `READ_REQUEST`.
+    ReadRequest = 0,
+    /// `WRITE_REQUEST`.
+    WriteRequest = 1,
+    /// `READ_REPLY`.
+    ReadReply = 2,
+    /// `WRITE_REPLY`.
+    WriteReply = 3,
+}
+
+impl PacketKind {
+    /// The kinds, by index.
+    pub const ALL: [PacketKind; 4] = [
+        PacketKind::ReadRequest,
+        PacketKind::WriteRequest,
+        PacketKind::ReadReply,
+        PacketKind::WriteReply,
+    ];
+
+    /// The reply a request of this kind is answered with.
+    pub fn reply(self) -> PacketKind {
+        match self {
+            PacketKind::ReadRequest | PacketKind::ReadReply => PacketKind::ReadReply,
+            PacketKind::WriteRequest | PacketKind::WriteReply => PacketKind::WriteReply,
+        }
+    }
+
+    /// Whether this is a request (answered by a reply when its tail is ejected).
+    pub fn is_request(self) -> bool {
+        matches!(self, PacketKind::ReadRequest | PacketKind::WriteRequest)
+    }
+}
+
+/// `use_read_write = 1` (BookSim's `TrafficManager`): a source injects read and write
+/// requests (a write with probability `write_fraction`); when a request's tail is ejected,
+/// its destination owes the source a reply, which it injects before any new request, with
+/// its latency counted from the request's ejection. Each kind has its own size and VC range.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReadWrite {
+    /// `write_fraction`.
+    pub write_fraction: f64,
+    /// Flits per packet, by [`PacketKind`] (`read_request_size`, `write_request_size`,
+    /// `read_reply_size`, `write_reply_size`).
+    pub size: [u32; 4],
+    /// VC range (first, last) by [`PacketKind`] (`read_request_begin_vc` ..
+    /// `write_reply_end_vc`).
+    pub vcs: [(u8, u8); 4],
 }
 
 /// Keys BookSim knows that change nothing in what this mode simulates (other topologies,
@@ -836,7 +892,6 @@ const FIXED_KEYS: &[(&str, &str, &str)] = &[
     ("subnets", "1", "one network"),
     ("classes", "1", "one traffic class"),
     ("priority", "none", "no message priorities"),
-    ("use_read_write", "0", "no request/reply traffic"),
     ("buffer_policy", "private", "private per-VC buffers"),
     ("buf_size", "-1", "per-VC buffers sized by vc_buf_size"),
     ("noq", "0", "no next-hop output queueing"),
@@ -902,6 +957,74 @@ impl Raw {
             line: 0,
         })
     }
+}
+
+/// The keys of `use_read_write = 1`, with BookSim's defaults. BookSim would index past its
+/// VCs or subnetworks (or, on a torus or with xy_yx, assert) on what is refused here.
+fn read_write_keys(
+    raw: &mut Raw,
+    topology: &Topology,
+    vcs: usize,
+) -> Result<ReadWrite, ConfigError> {
+    let write_fraction = raw.float("write_fraction", 0.5)?;
+    if !write_fraction.is_finite() {
+        return Err(bad(
+            "write_fraction",
+            &Value::Float(write_fraction),
+            "must be a finite number",
+            raw.origin("write_fraction"),
+        ));
+    }
+    let names = ["read_request", "write_request", "read_reply", "write_reply"];
+    let defaults = [(0, 5), (2, 7), (8, 13), (10, 15)];
+    let mut size = [1u32; 4];
+    let mut ranges = [(0u8, 0u8); 4];
+    // Two VC classes per range (dateline or XY/YX order) on these.
+    let split = matches!(topology, Topology::Torus { .. } | Topology::MeshXyYx { .. });
+    for (i, name) in names.iter().enumerate() {
+        let key = format!("{name}_size");
+        let v = raw.int(&key, 1)?;
+        if !(1..=1 << 16).contains(&v) {
+            return Err(bad(
+                &key,
+                &Value::Int(v),
+                "must be 1..=65536 flits",
+                raw.origin(&key),
+            ));
+        }
+        size[i] = v as u32;
+        let (bk, ek) = (format!("{name}_begin_vc"), format!("{name}_end_vc"));
+        let (b, e) = (raw.int(&bk, defaults[i].0)?, raw.int(&ek, defaults[i].1)?);
+        if b < 0 || e < b || e >= vcs as i64 {
+            return Err(unsupported(
+                &bk,
+                format!("{b} ({ek} = {e})"),
+                &format!("the VC range must lie within the {vcs} VCs (num_vcs), first <= last"),
+            ));
+        }
+        if split && e - b < 1 {
+            return Err(unsupported(
+                &bk,
+                format!("{b} ({ek} = {e})"),
+                "the torus's dimension-order routing and xy_yx split each VC range in two \
+                 classes: at least 2 VCs (BookSim2 asserts)",
+            ));
+        }
+        ranges[i] = (b as u8, e as u8);
+        let sk = format!("{name}_subnet");
+        if raw.int(&sk, 0)? != 0 {
+            return Err(unsupported(
+                &sk,
+                raw.string(&sk, "0"),
+                "one network (subnets = 1)",
+            ));
+        }
+    }
+    Ok(ReadWrite {
+        write_fraction,
+        size,
+        vcs: ranges,
+    })
 }
 
 fn bad(key: &str, v: &Value, reason: &str, origin: Origin) -> ConfigError {
@@ -1589,6 +1712,17 @@ impl BooksimConfig {
                 raw.origin("packet_size"),
             ));
         }
+        let read_write = if nonneg(&mut raw, "use_read_write", 0, 0)? != 0 {
+            Some(read_write_keys(&mut raw, &topology, router.vcs)?)
+        } else {
+            None
+        };
+        // BookSim divides a flit rate by the average packet size, which under
+        // `use_read_write` is half the sum of the four sizes (integer division).
+        let rate_size = match &read_write {
+            Some(rw) => rw.size.iter().map(|&s| i64::from(s)).sum::<i64>() / 2,
+            None => packet_size,
+        };
         let injection_rate = match raw.take("injection_rate") {
             None => 0.1,
             Some((Value::Int(v), _)) => v as f64,
@@ -1607,7 +1741,7 @@ impl BooksimConfig {
         };
         let uses_flits = nonneg(&mut raw, "injection_rate_uses_flits", 0, 0)? != 0;
         let packet_rate = if uses_flits {
-            injection_rate / packet_size as f64
+            injection_rate / rate_size as f64
         } else {
             injection_rate
         };
@@ -1682,6 +1816,7 @@ impl BooksimConfig {
             sim_count: nonneg(&mut raw, "sim_count", 1, 1)? as u32,
             print_csv_results: false,
             deadlock_warn_timeout: raw.int("deadlock_warn_timeout", 256)?,
+            read_write,
         };
 
         // Everything else must be a known key that changes nothing here.
@@ -1796,6 +1931,36 @@ mod tests {
         let c = BooksimConfig::from_text(XBAR, &["packet_size=5", "injection_rate=0.5"]).unwrap();
         assert_eq!(c.packet_size, 5);
         assert!((c.packet_rate - 0.1).abs() < 1e-12);
+        // Under use_read_write the flit rate is divided by half the sum of the four sizes
+        // (integer division), whatever packet_size says.
+        let c = BooksimConfig::from_text(
+            XBAR,
+            &[
+                "packet_size=5",
+                "injection_rate=0.5",
+                "use_read_write=1",
+                "num_vcs=16",
+                "write_request_size=4",
+                "read_reply_size=4",
+            ],
+        )
+        .unwrap();
+        assert_eq!(c.packet_rate, 0.5 / 5.0);
+        let rw = c.read_write.expect("use_read_write");
+        assert_eq!(rw.size, [1, 4, 4, 1]);
+        assert_eq!(rw.vcs, [(0, 5), (2, 7), (8, 13), (10, 15)]);
+        assert_eq!(rw.write_fraction, 0.5);
+        let c = BooksimConfig::from_text(
+            XBAR,
+            &[
+                "injection_rate=0.5",
+                "use_read_write=1",
+                "num_vcs=16",
+                "read_reply_size=2",
+            ],
+        )
+        .unwrap();
+        assert_eq!(c.packet_rate, 0.5 / 2.0);
     }
 
     #[test]
@@ -1886,6 +2051,20 @@ mod tests {
             ("injection_process=on_off burst_r1=0.5", "injection_process"),
             ("injection_process=on_off burst_alpha=-1.0", "injection_process"),
             ("injection_process=on_off burst_beta=1.5", "injection_process"),
+            // BookSim's default VC ranges reach VC 15; the file has 4 VCs.
+            ("use_read_write=1", "read_request_begin_vc"),
+            ("use_read_write=1 num_vcs=16 read_reply_subnet=1", "read_reply_subnet"),
+            ("use_read_write=1 num_vcs=16 read_request_size=0", "read_request_size"),
+            ("use_read_write=1 num_vcs=16 write_fraction=nan", "write_fraction"),
+            (
+                "use_read_write=1 num_vcs=16 topology=torus routing_function=dim_order \
+                 write_reply_begin_vc=3 write_reply_end_vc=3",
+                "write_reply_begin_vc",
+            ),
+            (
+                "use_read_write=1 num_vcs=16 read_request_begin_vc=4 read_request_end_vc=3",
+                "read_request_begin_vc",
+            ),
             ("router=event", "router"),
             ("sim_type=batch", "sim_type"),
             ("num_vcs=0", "num_vcs"),

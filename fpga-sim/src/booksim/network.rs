@@ -109,6 +109,11 @@ pub struct Wiring {
     pub router_out: Vec<Vec<u32>>,
     /// VCs per channel.
     pub vcs: u8,
+    /// VC range (first, last) by packet kind code (0: every VC; 1 to 4: `use_read_write`'s
+    /// [`PacketKind`](super::config::PacketKind) + 1). Set with [`Wiring::set_kind_vcs`].
+    pub kind_vcs: [(u8, u8); 5],
+    /// Whether packets have kinds (`use_read_write`): routes then read the packet's kind.
+    pub typed: bool,
     /// Latency of each channel, cycles (injection and ejection channels take 1).
     pub latency: Vec<u32>,
     /// Routing table: output port of router `r` for destination `d` at `r * nodes + d`,
@@ -120,6 +125,12 @@ pub struct Wiring {
 const UP: u16 = u16::MAX;
 
 impl Wiring {
+    /// The VC ranges of `use_read_write`'s packet kinds, by [`PacketKind`](super::config::PacketKind).
+    pub fn set_kind_vcs(&mut self, ranges: [(u8, u8); 4]) {
+        self.kind_vcs[1..].copy_from_slice(&ranges);
+        self.typed = true;
+    }
+
     /// Channel on which terminal `n` injects.
     #[inline]
     pub fn inject(&self, n: usize) -> usize {
@@ -453,6 +464,8 @@ pub fn build(
         router_in: radix_in.iter().map(|&r| vec![u32::MAX; r]).collect(),
         router_out: radix_out.iter().map(|&r| vec![u32::MAX; r]).collect(),
         vcs: base.vcs as u8,
+        kind_vcs: [(0, base.vcs.saturating_sub(1) as u8); 5],
+        typed: false,
         latency: (0..chans)
             .map(|c| if c >= 2 * nodes { link_latency } else { 1 })
             .collect(),
@@ -729,6 +742,18 @@ pub struct BookSimRouting<'a> {
 }
 
 impl BookSimRouting<'_> {
+    /// The VC range of flit `f`'s packet: its kind's under `use_read_write` (BookSim's
+    /// `vcBegin`, `vcEnd` by flit type), else every VC.
+    #[inline(always)]
+    fn vc_range(&self, f: &Flit) -> (u8, u8) {
+        let w = self.wiring;
+        if !w.typed {
+            return (0, w.vcs - 1);
+        }
+        let kind = self.packets.get(f.payload as usize).map_or(0, Packet::kind);
+        w.kind_vcs[kind as usize % 5]
+    }
+
     /// Route at router `router` (not at injection).
     #[inline(always)]
     pub fn route_at(&mut self, router: u32, in_port: usize, f: &Flit) -> Route {
@@ -752,7 +777,8 @@ impl BookSimRouting<'_> {
         } else {
             entry
         };
-        Route::new(port, 0, w.vcs - 1)
+        let (lo, hi) = self.vc_range(f);
+        Route::new(port, lo, hi)
     }
 
     /// `dim_order_torus` (`dor_next_torus` without balancing): in the lowest dimension whose
@@ -776,15 +802,17 @@ impl BookSimRouting<'_> {
     /// then reads the order as YX).
     #[inline(never)]
     fn xy_yx_route(&mut self, router: u32, in_port: usize, f: &Flit, k: u32, n: u32) -> Route {
-        let vcs = self.wiring.vcs;
+        let (lo, hi) = self.vc_range(f);
         let (k, n) = (k as usize, n as usize);
         let (cur, dest) = (router as usize, f.dest as usize);
         if cur == dest {
-            return Route::new(2 * n as u16, 0, vcs - 1);
+            return Route::new(2 * n as u16, lo, hi);
         }
-        let avail = vcs / 2;
+        // BookSim's `available_vcs`: half the range's VCs, rounded down.
+        let count = hi - lo + 1;
+        let avail = count / 2;
         let xy = if in_port < 2 * n {
-            f.vc < avail
+            f.vc < lo + avail
         } else {
             self.rng.int(1) > 0
         };
@@ -799,9 +827,9 @@ impl BookSimRouting<'_> {
         .unwrap_or(0);
         let port = 2 * dim as usize + usize::from(digit(cur, dim) >= digit(dest, dim));
         if xy {
-            Route::new(port as u16, 0, vcs - 1 - avail)
+            Route::new(port as u16, lo, hi - avail)
         } else {
-            Route::new(port as u16, avail, vcs - 1)
+            Route::new(port as u16, lo + avail, hi)
         }
     }
 
@@ -827,7 +855,7 @@ impl BookSimRouting<'_> {
     #[inline(never)]
     fn torus_route(&mut self, router: u32, in_port: usize, f: &Flit, k: u32, n: u32) -> Route {
         let (k, n) = (k as usize, n as usize);
-        let vcs = self.wiring.vcs;
+        let (lo, hi) = self.vc_range(f);
         let (mut cur, mut dest) = (router as usize, f.dest as usize);
         let mut src = self
             .packets
@@ -841,7 +869,7 @@ impl BookSimRouting<'_> {
             dim += 1;
         }
         if dim == n {
-            return Route::new(2 * n as u16, 0, vcs - 1);
+            return Route::new(2 * n as u16, lo, hi);
         }
         let (c, d) = (cur % k, dest % k);
         let port = if in_port / 2 != dim {
@@ -854,11 +882,13 @@ impl BookSimRouting<'_> {
         } else {
             in_port ^ 1
         };
-        let avail = vcs / 2;
+        // BookSim's `available_vcs`: half the range's VCs, rounded down.
+        let count = hi - lo + 1;
+        let avail = count / 2;
         if src % k > d {
-            Route::new(port as u16, avail, vcs - 1)
+            Route::new(port as u16, lo + avail, hi)
         } else {
-            Route::new(port as u16, 0, vcs - 1 - avail)
+            Route::new(port as u16, lo, hi - avail)
         }
     }
 }

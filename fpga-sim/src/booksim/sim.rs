@@ -6,9 +6,11 @@
 //! sources generate and inject; sinks return credits; routers evaluate (idle routers sleep);
 //! routers write their outputs.
 
+use std::collections::VecDeque;
+
 use thiserror::Error;
 
-use super::config::{BooksimConfig, Injection, OnOff, SimType, Topology, Traffic};
+use super::config::{BooksimConfig, Injection, OnOff, PacketKind, SimType, Topology, Traffic};
 use super::network::{build, BookSimRouting, Channels, End, Wiring};
 use super::rng::{BookSimRng, FastMod, KnuthFloat};
 use crate::engine::{run_until, Model, Scheduler};
@@ -155,13 +157,74 @@ struct Ledger {
     pstats: PacketStats,
     /// Flits of retired packets.
     retired_flits: u64,
-    /// Flits per packet (the configuration's single size).
-    packet_size: u32,
+    /// Flits per packet by kind code (0: the configuration's `packet_size`; 1 to 4: the
+    /// `use_read_write` kinds, [`PacketKind`] + 1).
+    sizes: [u32; 5],
     /// A flit retired since the flag was last cleared (BookSim resets its deadlock timer).
     retired_any: bool,
+    /// Replies owed by requests whose tails were ejected this cycle: (the terminal that
+    /// owes it, the reply). They join the terminals' queues after this cycle's generation,
+    /// as BookSim retires flits after `_Inject`.
+    new_replies: Vec<(u32, Reply)>,
+}
+
+/// A reply owed (BookSim's `PacketReplyInfo`).
+#[derive(Clone, Copy, Debug)]
+struct Reply {
+    /// The requester.
+    source: u32,
+    /// When the request's tail was ejected (the reply's creation time).
+    time: i64,
+    /// Whether the request was measured.
+    record: bool,
+    /// The reply's kind code.
+    kind: u32,
 }
 
 impl Ledger {
+    /// A packet of `size` flits from the source and kind in `src_rec` to `dest`, created at
+    /// `ctime`, enters: the source's partial packet, its flits counted in flight.
+    #[inline]
+    fn start(&mut self, src_rec: u32, dest: u32, ctime: i64, size: u32) -> Partial {
+        let p = Packet {
+            src_rec,
+            dest,
+            ctime,
+            itime: 0,
+            head_atime: 0,
+        };
+        Partial {
+            slot: self.admit(p, size),
+            sent: 0,
+            vc: -1,
+            dest,
+            size,
+        }
+    }
+
+    /// A new packet of `size` flits enters: its slot, and its flits counted in flight.
+    #[inline]
+    fn admit(&mut self, p: Packet, size: u32) -> u32 {
+        let slot = match self.free.pop() {
+            Some(s) => {
+                if let Some(old) = self.packets.get_mut(s as usize) {
+                    *old = p;
+                }
+                s
+            }
+            None => {
+                self.packets.push(p);
+                (self.packets.len() - 1) as u32
+            }
+        };
+        self.in_flight += u64::from(size);
+        self.in_flight_ctime += i64::from(size) * p.ctime;
+        if p.record() {
+            self.measured_in_flight += u64::from(size);
+        }
+        slot
+    }
+
     /// Flit `f` reached terminal `n` at `time`; a tail retires its packet (measured if it
     /// is `record`ed, or if `record_all`, during warm-up).
     #[inline]
@@ -192,24 +255,40 @@ impl Ledger {
         }
         if f.is_tail() {
             let p = *p;
+            let kind = p.kind();
+            let size = self.sizes[kind as usize];
             if record_all || p.record() {
                 let hops = i64::from(wiring.hops(p.src() as usize, p.dest as usize));
                 self.pstats.add([
                     time - p.ctime,
                     time - p.itime,
-                    (time - p.head_atime) - i64::from(self.packet_size - 1),
+                    (time - p.head_atime) - i64::from(size - 1),
                     hops,
                 ]);
             }
+            if let Some(k) = kind.checked_sub(1).map(|k| PacketKind::ALL[k as usize & 3]) {
+                if k.is_request() {
+                    self.new_replies.push((
+                        n,
+                        Reply {
+                            source: p.src(),
+                            time,
+                            record: p.record(),
+                            kind: k.reply() as u32 + 1,
+                        },
+                    ));
+                }
+            }
             self.free.push(slot as u32);
-            self.retired_flits += u64::from(self.packet_size);
+            self.retired_flits += u64::from(size);
         }
         Ok(())
     }
 }
 
-/// A packet in flight: 32 bytes (two per cache line). Every packet has the configured size;
-/// bit 31 of `src_rec` is set when the packet is measured (`record`).
+/// A packet in flight: 32 bytes (two per cache line). `src_rec` holds the source (bits 0 to
+/// 27; at most 2^20 terminals), the kind code (bits 28 to 30: 0 for BookSim's `ANY_TYPE`,
+/// else [`PacketKind`] + 1) and, in bit 31, whether the packet is measured (`record`).
 #[derive(Clone, Copy, Default)]
 pub struct Packet {
     ctime: i64,
@@ -220,6 +299,8 @@ pub struct Packet {
 }
 
 const RECORD: u32 = 1 << 31;
+const KIND_SHIFT: u32 = 28;
+const KIND: u32 = 7 << KIND_SHIFT;
 
 impl Packet {
     /// A packet from `src` (for routing tests).
@@ -234,7 +315,13 @@ impl Packet {
     /// The source terminal.
     #[inline]
     pub fn src(&self) -> u32 {
-        self.src_rec & !RECORD
+        self.src_rec & !(RECORD | KIND)
+    }
+
+    /// The kind code: 0 for BookSim's `ANY_TYPE`, else [`PacketKind`] + 1.
+    #[inline]
+    pub fn kind(&self) -> u32 {
+        (self.src_rec & KIND) >> KIND_SHIFT
     }
 
     #[inline]
@@ -250,6 +337,8 @@ struct Partial {
     sent: u32,
     vc: i32,
     dest: u32,
+    /// Flits in the packet.
+    size: u32,
 }
 
 const NO_PACKET: u32 = u32::MAX;
@@ -260,6 +349,7 @@ impl Partial {
         sent: 0,
         vc: -1,
         dest: 0,
+        size: 0,
     };
 }
 
@@ -559,6 +649,9 @@ pub struct Sim {
     rate_threshold: u64,
     sources: Sources,
     ledger: Ledger,
+    /// Under `use_read_write`, each terminal's replies owed, oldest first (BookSim's
+    /// `_repliesPending`); empty otherwise.
+    replies: Vec<VecDeque<Reply>>,
     time: i64,
     global: u64,
     state: State,
@@ -578,7 +671,14 @@ pub struct Sim {
 impl Sim {
     /// Build the network and terminals of `cfg`.
     pub fn new(cfg: BooksimConfig) -> Result<Self, SimError> {
-        let (wiring, routers) = build(cfg.topology, cfg.link_latency, &cfg.router)?;
+        let (mut wiring, routers) = build(cfg.topology, cfg.link_latency, &cfg.router)?;
+        match &cfg.read_write {
+            // min_dragonflynew picks VCs by phase and ignores packet types.
+            Some(rw) if !matches!(cfg.topology, Topology::DragonFly { .. }) => {
+                wiring.set_kind_vcs(rw.vcs);
+            }
+            _ => {}
+        }
         let max_latency = wiring.max_latency();
         // Validated with the configuration; an out-of-range table cannot get here.
         let dest_table = cfg.traffic.table(wiring.nodes).unwrap_or(None);
@@ -625,7 +725,19 @@ impl Sim {
                 pstats: PacketStats::EMPTY,
                 retired_flits: 0,
                 retired_any: false,
-                packet_size: cfg.packet_size,
+                sizes: match &cfg.read_write {
+                    None => [cfg.packet_size; 5],
+                    Some(rw) => {
+                        let z = rw.size;
+                        [cfg.packet_size, z[0], z[1], z[2], z[3]]
+                    }
+                },
+                new_replies: Vec::new(),
+            },
+            replies: if cfg.read_write.is_some() {
+                vec![VecDeque::new(); nodes]
+            } else {
+                Vec::new()
             },
             time: 0,
             global: 0,
@@ -746,9 +858,19 @@ impl Sim {
         let slot = self.flits.slot(g);
         let short = self.flits.slot_after(g, 1);
         if !self.empty_network {
-            self.generate();
+            if self.cfg.read_write.is_some() {
+                self.generate_read_write();
+            } else {
+                self.generate();
+            }
         }
         self.inject(short)?;
+        // Replies owed by this cycle's ejections (BookSim retires after injection).
+        for (n, r) in self.ledger.new_replies.drain(..) {
+            if let Some(q) = self.replies.get_mut(n as usize) {
+                q.push_back(r);
+            }
+        }
         // Routers evaluate and write.
         let mut routing = BookSimRouting {
             wiring: &self.wiring,
@@ -925,14 +1047,6 @@ impl Sim {
         let dest_table = dest_table.as_deref();
         let traffic = &cfg.traffic;
         let uniform = *traffic == Traffic::Uniform;
-        let Ledger {
-            packets,
-            free,
-            in_flight,
-            in_flight_ctime,
-            measured_in_flight,
-            ..
-        } = ledger;
         let draining = state == State::Draining;
         // BookSim's RandomInt(nodes - 1): the raw value modulo `nodes`.
         let dest_mod = FastMod::new(nodes as u32);
@@ -1054,36 +1168,111 @@ impl Sim {
                     State::Draining => ctime < drain_time,
                     State::WarmingUp => false,
                 };
-                let p = Packet {
-                    src_rec: n as u32 | if record { RECORD } else { 0 },
-                    dest,
-                    ctime,
-                    itime: 0,
-                    head_atime: 0,
-                };
-                let slot = match free.pop() {
-                    Some(s) => {
-                        if let Some(old) = packets.get_mut(s as usize) {
-                            *old = p;
-                        }
-                        s
+                let src_rec = n as u32 | if record { RECORD } else { 0 };
+                t.pkt = ledger.start(src_rec, dest, ctime, size);
+            }
+        }
+    }
+
+    /// [`Sim::generate`] under `use_read_write` (BookSim's `_Inject`, `_IssuePacket` and
+    /// `_GeneratePacket` with `use_read_write`), node by node: an idle source that owes a
+    /// reply due by now generates it without a trial and without moving its clock; otherwise
+    /// it makes its trials as in [`Sim::generate`], and a success is a write request with
+    /// probability `write_fraction` (a second fraction drawn), else a read request. Every
+    /// packet, reply or not, draws its destination from the traffic pattern (a reply then
+    /// goes to its requester); typed packets draw no subnetwork. A reply is created at its
+    /// request's ejection and is measured if its request was, or if it is created while
+    /// measuring (or draining, before the drain began).
+    fn generate_read_write(&mut self) {
+        let threshold = self.rate_threshold;
+        let nodes = self.wiring.nodes;
+        let time = self.time;
+        let (state, drain_time) = (self.state, self.drain_time);
+        let draining = state == State::Draining;
+        let include_queuing = self.cfg.include_queuing;
+        let Sim {
+            sources,
+            rng,
+            ledger,
+            dest_table,
+            onoff,
+            cfg,
+            replies,
+            ..
+        } = self;
+        let Some(rw) = cfg.read_write.as_ref() else {
+            return;
+        };
+        let dest_table = dest_table.as_deref();
+        let traffic = &cfg.traffic;
+        let uniform = *traffic == Traffic::Uniform;
+        let dest_mod = FastMod::new(nodes as u32);
+        for n in 0..nodes {
+            let (w, bit) = (n / 64, 1u64 << (n % 64));
+            let (Some(busy), Some(chunk), Some(owed)) = (
+                sources.busy.get_mut(w),
+                sources.term.get_mut(w),
+                replies.get_mut(n),
+            ) else {
+                continue;
+            };
+            if *busy & bit != 0 {
+                continue;
+            }
+            let t = &mut chunk[n % 64];
+            let mut generated = false;
+            while !generated && t.qtime <= time {
+                // (kind code, creation time, measured already, reply's requester)
+                let born = match owed.front() {
+                    Some(r) if r.time <= time => {
+                        let r = *r;
+                        owed.pop_front();
+                        Some((r.kind, r.time, r.record, Some(r.source)))
                     }
+                    Some(_) => None,
                     None => {
-                        packets.push(p);
-                        (packets.len() - 1) as u32
+                        let hit = match onoff.as_mut() {
+                            Some(oo) => oo.trial(n, &mut rng.float),
+                            None => rng.float.below(threshold),
+                        };
+                        hit.then(|| {
+                            let write = rng.float.fraction() < rw.write_fraction;
+                            let kind = if write {
+                                PacketKind::WriteRequest
+                            } else {
+                                PacketKind::ReadRequest
+                            };
+                            let ctime = if include_queuing { t.qtime } else { time };
+                            (kind as u32 + 1, ctime, false, None)
+                        })
                     }
                 };
-                *in_flight += u64::from(size);
-                *in_flight_ctime += i64::from(size) * ctime;
-                if record {
-                    *measured_in_flight += u64::from(size);
+                let reply = matches!(born, Some((_, _, _, Some(_))));
+                if let Some((kind, ctime, recorded, requester)) = born {
+                    generated = true;
+                    let drawn = match dest_table {
+                        None if uniform => rng.int.int_below(dest_mod),
+                        None => traffic.random_dest(n as u32, nodes as u32, &mut rng.int),
+                        Some(tbl) => tbl.get(n).copied().unwrap_or(0),
+                    };
+                    let dest = requester.unwrap_or(drawn);
+                    let record = match state {
+                        State::Running => true,
+                        State::Draining => ctime < drain_time || recorded,
+                        State::WarmingUp => recorded,
+                    };
+                    let size = ledger.sizes[kind as usize % 5];
+                    let src_rec = n as u32 | kind << KIND_SHIFT | if record { RECORD } else { 0 };
+                    t.pkt = ledger.start(src_rec, dest, ctime, size);
+                    *busy |= bit;
                 }
-                t.pkt = Partial {
-                    slot,
-                    sent: 0,
-                    vc: -1,
-                    dest,
-                };
+                // A reply does not move the source's clock.
+                if !reply {
+                    t.qtime += 1;
+                }
+            }
+            if draining && t.qtime > drain_time {
+                t.qdrained = true;
             }
         }
     }
@@ -1094,7 +1283,6 @@ impl Sim {
         let vcs = self.cfg.router.vcs as i32;
         let counting = self.counting();
         let time = self.time;
-        let size = self.cfg.packet_size;
         let lookahead = self.cfg.router.routing_delay == 0;
         let random_vc = matches!(self.cfg.topology, Topology::DragonFly { .. });
         let Sim {
@@ -1118,11 +1306,22 @@ impl Sim {
                 let (p, last_vc) = (&mut t.pkt, &mut t.last_vc);
                 let head = p.sent == 0;
                 if head && p.vc < 0 {
-                    // The first VC after the last one used that is free and has credit (BookSim
-                    // tries VC 0 only while the source has used none). min_dragonflynew's
-                    // injection route is one random VC instead, drawn at every attempt.
+                    // The first VC of the packet's range (every VC, or its kind's under
+                    // use_read_write) after the last one used that is free and has credit
+                    // (BookSim tries the range's first VC only while the last one used lies
+                    // outside the range). min_dragonflynew's injection route is one random VC
+                    // of all instead, drawn at every attempt.
                     let ok = buf.avail_mask() & !buf.full_mask();
                     let lvc = *last_vc;
+                    let (lo, hi) = if wiring.typed {
+                        let kind = packets.get(p.slot as usize).map_or(0, Packet::kind);
+                        let (lo, hi) = wiring.kind_vcs[kind as usize % 5];
+                        (i32::from(lo), i32::from(hi))
+                    } else {
+                        (0, vcs - 1)
+                    };
+                    // The range's VCs (hi < 64).
+                    let ok = ok & (!0u64 >> (63 - hi)) & (!0u64 << lo);
                     p.vc = if random_vc {
                         let v = rng.int.int(vcs as u32 - 1);
                         if ok >> v & 1 != 0 {
@@ -1130,14 +1329,14 @@ impl Sim {
                         } else {
                             -1
                         }
-                    } else if lvc < 0 || lvc > vcs - 1 {
-                        if ok & 1 != 0 {
-                            0
+                    } else if lvc < lo || lvc > hi {
+                        if ok >> lo & 1 != 0 {
+                            lo
                         } else {
                             -1
                         }
                     } else {
-                        let start = if lvc + 1 == vcs { 0 } else { lvc as u32 + 1 };
+                        let start = if lvc == hi { lo as u32 } else { lvc as u32 + 1 };
                         let upper = ok & (!0u64 << start);
                         if upper != 0 {
                             upper.trailing_zeros() as i32
@@ -1151,7 +1350,7 @@ impl Sim {
                 if p.vc < 0 || buf.is_full_for(p.vc as usize) {
                     continue;
                 }
-                let tail = p.sent + 1 == size;
+                let tail = p.sent + 1 == p.size;
                 let mut f = Flit::new(p.slot, p.dest, head, tail);
                 f.vc = p.vc as u8;
                 let terr = |err| SimError::Terminal {
@@ -1339,6 +1538,8 @@ impl Sim {
             for t in self.sources.all() {
                 (t.qtime, t.qdrained) = (0, false);
             }
+            // Replies still owed from the previous simulation are dropped, as BookSim does.
+            self.replies.iter_mut().for_each(VecDeque::clear);
             // The network is empty: every source is idle, and caught up at time 0.
             self.sources.lag.fill(0);
             if let Some(oo) = self.onoff.as_mut() {
