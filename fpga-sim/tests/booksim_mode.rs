@@ -341,3 +341,35 @@ fn request_reply_traffic_runs_as_booksim2_does() {
         assert!(same(l, lat) && same(a, acc), "{extra:?}: {l} {a}");
     }
 }
+
+/// Several packet sizes (`packet_size = {{...}}` with `packet_size_rate`), each packet's size
+/// drawn before its destination: BookSim2's figures (master 28f4329, the same overrides). A
+/// flat list `{1,5}` gives the first class its first element only, 1 flit.
+#[test]
+fn packet_size_mixes_run_as_booksim2_does() {
+    let same = |a: f64, b: f64| ((a - b) / b).abs() < 5e-6;
+    for (extra, lat, acc) in [
+        (&["packet_size={{1,5}}"][..], 19.2358, 0.505609),
+        (
+            &["packet_size={{1,5}}", "packet_size_rate={{3,1}}"][..],
+            14.8765,
+            0.504962,
+        ),
+        (
+            &["packet_size={{1,2,8}}", "packet_size_rate=2"][..],
+            22.994,
+            0.5056,
+        ),
+        (
+            &["packet_size={{1,5}}", "packet_size_rate={{0,1}}"][..],
+            24.2665,
+            0.504078,
+        ),
+        (&["packet_size={1,5}"][..], 8.40736, 0.502708),
+    ] {
+        let mut o = vec!["sample_period=1000", "injection_rate=0.5"];
+        o.extend_from_slice(extra);
+        let (l, a) = latency_and_rate(&o);
+        assert!(same(l, lat) && same(a, acc), "{extra:?}: {l} {a}");
+    }
+}

@@ -766,6 +766,49 @@ pub struct BooksimConfig {
     /// `use_read_write = 1`: request/reply traffic (`None`: every packet is BookSim's
     /// `ANY_TYPE`, of `packet_size` flits, on any VC).
     pub read_write: Option<ReadWrite>,
+    /// Several packet sizes (`packet_size = {{a,b,...}}` with `packet_size_rate`); `None`:
+    /// every packet has `packet_size` flits. Not used under `use_read_write`.
+    pub packet_mix: Option<PacketSizes>,
+}
+
+/// Packet sizes drawn per packet (BookSim's `_GetNextPacketSize`): size `i` with weight
+/// `rates[i]`, by one `RandomInt(max_val)` per packet.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PacketSizes {
+    /// Flits per packet.
+    pub sizes: Vec<u32>,
+    /// Weights, one per size.
+    pub rates: Vec<u32>,
+    /// The sum of the weights less one (BookSim's `_packet_size_max_val`).
+    pub max_val: u32,
+}
+
+impl PacketSizes {
+    /// The most sizes a mix may have (they are numbered in a packet's 11-bit kind code).
+    pub const MAX: usize = 2000;
+
+    /// The index of the size a draw `pct` in `0..=max_val` picks.
+    pub fn pick(&self, mut pct: u32) -> usize {
+        let last = self.sizes.len() - 1;
+        for (i, &limit) in self.rates[..last].iter().enumerate() {
+            if limit > pct {
+                return i;
+            }
+            pct -= limit;
+        }
+        last
+    }
+
+    /// BookSim's `_GetAveragePacketSize`.
+    pub fn average(&self) -> f64 {
+        let sum: i64 = self
+            .sizes
+            .iter()
+            .zip(&self.rates)
+            .map(|(&s, &r)| i64::from(s) * i64::from(r))
+            .sum();
+        sum as f64 / (f64::from(self.max_val) + 1.0)
+    }
 }
 
 /// A packet's type under `use_read_write` (BookSim's `Flit::FlitType`), as an index into
@@ -907,7 +950,6 @@ const FIXED_KEYS: &[(&str, &str, &str)] = &[
     ("arb_type", "round_robin", "round-robin arbiters"),
     ("link_failures", "0", "no failed links"),
     ("measure_stats", "1", "class 0 measured"),
-    ("packet_size_rate", "1", "a single packet size"),
     (
         "print_csv_results",
         "0",
@@ -957,6 +999,68 @@ impl Raw {
             line: 0,
         })
     }
+}
+
+/// `packet_size` and `packet_size_rate` as BookSim's `TrafficManager` reads them: an integer,
+/// or a per-class list whose first element (one class) is read with `tokenize_int`; the
+/// rates likewise, or one integer rate for every size; rates shorter than the sizes repeat
+/// their last value.
+fn packet_sizes(raw: &mut Raw) -> Result<PacketSizes, ConfigError> {
+    let first_class = |raw: &mut Raw, key: &str| -> Option<Vec<i64>> {
+        match raw.take(key) {
+            Some((Value::Str(s), _)) => {
+                let classes = tokenize(&s);
+                Some(
+                    classes
+                        .first()
+                        .map(|c| tokenize_ints(c))
+                        .unwrap_or_default(),
+                )
+            }
+            _ => None,
+        }
+    };
+    let sizes = match first_class(raw, "packet_size") {
+        Some(v) => v,
+        None => vec![raw.int("packet_size", 1)?],
+    };
+    let origin = raw.origin("packet_size");
+    if sizes.is_empty() || sizes.len() > PacketSizes::MAX {
+        return Err(unsupported(
+            "packet_size",
+            raw.string("packet_size", "1"),
+            &format!("1 to {} packet sizes", PacketSizes::MAX),
+        ));
+    }
+    for &v in &sizes {
+        if !(1..=1 << 16).contains(&v) {
+            return Err(bad(
+                "packet_size",
+                &Value::Int(v),
+                "must be 1..=65536 flits",
+                origin,
+            ));
+        }
+    }
+    let mut rates = match first_class(raw, "packet_size_rate") {
+        Some(v) => v,
+        None => vec![raw.int("packet_size_rate", 1)?; sizes.len()],
+    };
+    let last = *rates.last().unwrap_or(&1);
+    rates.resize(sizes.len(), last);
+    let sum: i64 = rates.iter().sum();
+    if rates.iter().any(|&r| !(0..=1 << 20).contains(&r)) || sum < 1 {
+        return Err(unsupported(
+            "packet_size_rate",
+            raw.string("packet_size_rate", "1"),
+            "weights 0..=2^20, at least one above 0 (BookSim asserts)",
+        ));
+    }
+    Ok(PacketSizes {
+        sizes: sizes.iter().map(|&v| v as u32).collect(),
+        rates: rates.iter().map(|&v| v as u32).collect(),
+        max_val: (sum - 1) as u32,
+    })
 }
 
 /// The keys of `use_read_write = 1`, with BookSim's defaults. BookSim would index past its
@@ -1576,13 +1680,8 @@ impl BooksimConfig {
         )?;
         for (key, want, why) in FIXED_KEYS {
             let got = raw.string(key, want);
-            let got_norm = if *key == "packet_size_rate" && got == "{1}" {
-                "1".to_string()
-            } else {
-                got
-            };
-            if got_norm != *want {
-                return Err(unsupported(key, got_norm, why));
+            if got != *want {
+                return Err(unsupported(key, got, why));
             }
         }
         let nonneg =
@@ -1693,25 +1792,9 @@ impl BooksimConfig {
             ));
         }
 
-        let packet_size_str = raw.string("packet_size", "1");
-        let packet_size: i64 = packet_size_str
-            .trim_matches(|c| c == '{' || c == '}')
-            .parse()
-            .map_err(|_| {
-                unsupported(
-                    "packet_size",
-                    &packet_size_str,
-                    "a single packet size (an integer)",
-                )
-            })?;
-        if !(1..=1 << 16).contains(&packet_size) {
-            return Err(bad(
-                "packet_size",
-                &Value::Int(packet_size),
-                "must be 1..=65536 flits",
-                raw.origin("packet_size"),
-            ));
-        }
+        let mix = packet_sizes(&mut raw)?;
+        let packet_size = i64::from(mix.sizes[0]);
+        let packet_mix = (mix.sizes.len() > 1).then_some(mix);
         let read_write = if nonneg(&mut raw, "use_read_write", 0, 0)? != 0 {
             Some(read_write_keys(&mut raw, &topology, router.vcs)?)
         } else {
@@ -1719,9 +1802,10 @@ impl BooksimConfig {
         };
         // BookSim divides a flit rate by the average packet size, which under
         // `use_read_write` is half the sum of the four sizes (integer division).
-        let rate_size = match &read_write {
-            Some(rw) => rw.size.iter().map(|&s| i64::from(s)).sum::<i64>() / 2,
-            None => packet_size,
+        let rate_size = match (&read_write, &packet_mix) {
+            (Some(rw), _) => (rw.size.iter().map(|&s| i64::from(s)).sum::<i64>() / 2) as f64,
+            (None, Some(mix)) => mix.average(),
+            (None, None) => packet_size as f64,
         };
         let injection_rate = match raw.take("injection_rate") {
             None => 0.1,
@@ -1741,7 +1825,7 @@ impl BooksimConfig {
         };
         let uses_flits = nonneg(&mut raw, "injection_rate_uses_flits", 0, 0)? != 0;
         let packet_rate = if uses_flits {
-            injection_rate / rate_size as f64
+            injection_rate / rate_size
         } else {
             injection_rate
         };
@@ -1817,6 +1901,7 @@ impl BooksimConfig {
             print_csv_results: false,
             deadlock_warn_timeout: raw.int("deadlock_warn_timeout", 256)?,
             read_write,
+            packet_mix,
         };
 
         // Everything else must be a known key that changes nothing here.
@@ -1961,6 +2046,36 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.packet_rate, 0.5 / 2.0);
+        // A mix of sizes: the rate is divided by the weighted average size.
+        let c = BooksimConfig::from_text(
+            XBAR,
+            &[
+                "injection_rate=0.5",
+                "packet_size={{1,5}}",
+                "packet_size_rate={{3}}",
+            ],
+        )
+        .unwrap();
+        let mix = c.packet_mix.expect("two sizes");
+        assert_eq!(
+            (mix.sizes, mix.rates, mix.max_val),
+            (vec![1, 5], vec![3, 3], 5)
+        );
+        assert_eq!(c.packet_rate, 0.5 / 3.0);
+        let c = BooksimConfig::from_text(
+            XBAR,
+            &["packet_size={{1,2,8}}", "packet_size_rate={{1,0,2}}"],
+        )
+        .unwrap();
+        let mix = c.packet_mix.expect("three sizes");
+        let picks: Vec<usize> = (0..=mix.max_val).map(|p| mix.pick(p)).collect();
+        assert_eq!(picks, [0, 2, 2]);
+        // One size in a list is no mix; a flat list is one size per class.
+        for ov in ["packet_size={{4}}", "packet_size={4,5}"] {
+            let c = BooksimConfig::from_text(XBAR, &[ov]).unwrap();
+            assert!(c.packet_mix.is_none(), "{ov}");
+            assert_eq!(c.packet_size, 4, "{ov}");
+        }
     }
 
     #[test]
@@ -2053,6 +2168,9 @@ mod tests {
             ("injection_process=on_off burst_beta=1.5", "injection_process"),
             // BookSim's default VC ranges reach VC 15; the file has 4 VCs.
             ("use_read_write=1", "read_request_begin_vc"),
+            ("packet_size={{1,5}} packet_size_rate={{0,0}}", "packet_size_rate"),
+            ("packet_size={{1,0}}", "packet_size"),
+            ("packet_size={{}}", "packet_size"),
             ("use_read_write=1 num_vcs=16 read_reply_subnet=1", "read_reply_subnet"),
             ("use_read_write=1 num_vcs=16 read_request_size=0", "read_request_size"),
             ("use_read_write=1 num_vcs=16 write_fraction=nan", "write_fraction"),
@@ -2070,7 +2188,6 @@ mod tests {
             ("num_vcs=0", "num_vcs"),
             ("vc_alloc_delay=0", "vc_alloc_delay"),
             ("injection_rate=7", "injection_rate"),
-            ("packet_size={1,2}", "packet_size"),
             ("k=abc", "k"),
             ("watch_out=trace.txt", "watch_out"),
             ("watch_flits={3}", "watch_flits"),

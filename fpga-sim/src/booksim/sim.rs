@@ -158,8 +158,11 @@ struct Ledger {
     /// Flits of retired packets.
     retired_flits: u64,
     /// Flits per packet by kind code (0: the configuration's `packet_size`; 1 to 4: the
-    /// `use_read_write` kinds, [`PacketKind`] + 1).
-    sizes: [u32; 5],
+    /// `use_read_write` kinds, [`PacketKind`] + 1; else 1 to n: the sizes of a packet-size
+    /// mix).
+    sizes: Vec<u32>,
+    /// Whether packets are requests and replies (`use_read_write`).
+    read_write: bool,
     /// A flit retired since the flag was last cleared (BookSim resets its deadlock timer).
     retired_any: bool,
     /// Replies owed by requests whose tails were ejected this cycle: (the terminal that
@@ -256,7 +259,7 @@ impl Ledger {
         if f.is_tail() {
             let p = *p;
             let kind = p.kind();
-            let size = self.sizes[kind as usize];
+            let size = self.sizes.get(kind as usize).copied().unwrap_or(1);
             if record_all || p.record() {
                 let hops = i64::from(wiring.hops(p.src() as usize, p.dest as usize));
                 self.pstats.add([
@@ -266,7 +269,8 @@ impl Ledger {
                     hops,
                 ]);
             }
-            if let Some(k) = kind.checked_sub(1).map(|k| PacketKind::ALL[k as usize & 3]) {
+            let rw_kind = kind.checked_sub(1).filter(|_| self.read_write);
+            if let Some(k) = rw_kind.map(|k| PacketKind::ALL[k as usize & 3]) {
                 if k.is_request() {
                     self.new_replies.push((
                         n,
@@ -287,8 +291,10 @@ impl Ledger {
 }
 
 /// A packet in flight: 32 bytes (two per cache line). `src_rec` holds the source (bits 0 to
-/// 27; at most 2^20 terminals), the kind code (bits 28 to 30: 0 for BookSim's `ANY_TYPE`,
-/// else [`PacketKind`] + 1) and, in bit 31, whether the packet is measured (`record`).
+/// 19; at most 2^20 terminals), the kind code (bits 20 to 30: 0 for a packet of the
+/// configuration's one size, else under `use_read_write` [`PacketKind`] + 1, or the size's
+/// number in a packet-size mix, from 1) and, in bit 31, whether the packet is measured
+/// (`record`).
 #[derive(Clone, Copy, Default)]
 pub struct Packet {
     ctime: i64,
@@ -299,8 +305,8 @@ pub struct Packet {
 }
 
 const RECORD: u32 = 1 << 31;
-const KIND_SHIFT: u32 = 28;
-const KIND: u32 = 7 << KIND_SHIFT;
+const KIND_SHIFT: u32 = 20;
+const KIND: u32 = 0x7ff << KIND_SHIFT;
 
 impl Packet {
     /// A packet from `src` (for routing tests).
@@ -725,13 +731,17 @@ impl Sim {
                 pstats: PacketStats::EMPTY,
                 retired_flits: 0,
                 retired_any: false,
-                sizes: match &cfg.read_write {
-                    None => [cfg.packet_size; 5],
-                    Some(rw) => {
+                sizes: match (&cfg.read_write, &cfg.packet_mix) {
+                    (Some(rw), _) => {
                         let z = rw.size;
-                        [cfg.packet_size, z[0], z[1], z[2], z[3]]
+                        vec![cfg.packet_size, z[0], z[1], z[2], z[3]]
                     }
+                    (None, Some(mix)) => std::iter::once(cfg.packet_size)
+                        .chain(mix.sizes.iter().copied())
+                        .collect(),
+                    (None, None) => vec![cfg.packet_size],
                 },
+                read_write: cfg.read_write.is_some(),
                 new_replies: Vec::new(),
             },
             replies: if cfg.read_write.is_some() {
@@ -1047,6 +1057,7 @@ impl Sim {
         let dest_table = dest_table.as_deref();
         let traffic = &cfg.traffic;
         let uniform = *traffic == Traffic::Uniform;
+        let mix = cfg.packet_mix.as_ref();
         let draining = state == State::Draining;
         // BookSim's RandomInt(nodes - 1): the raw value modulo `nodes`.
         let dest_mod = FastMod::new(nodes as u32);
@@ -1157,6 +1168,14 @@ impl Sim {
                     t.qtime = time + 1;
                     time
                 };
+                // A mix of sizes draws the packet's size first (`_GetNextPacketSize`).
+                let (code, size) = match mix {
+                    None => (0, size),
+                    Some(m) => {
+                        let i = m.pick(rng.int.int(m.max_val));
+                        (i as u32 + 1, m.sizes[i])
+                    }
+                };
                 let dest = match dest_table {
                     None if uniform => rng.int.int_below(dest_mod),
                     None => traffic.random_dest(n as u32, nodes as u32, &mut rng.int),
@@ -1168,7 +1187,7 @@ impl Sim {
                     State::Draining => ctime < drain_time,
                     State::WarmingUp => false,
                 };
-                let src_rec = n as u32 | if record { RECORD } else { 0 };
+                let src_rec = n as u32 | code << KIND_SHIFT | if record { RECORD } else { 0 };
                 t.pkt = ledger.start(src_rec, dest, ctime, size);
             }
         }
