@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use podlink_sim::booksim::{headline, run, BooksimConfig, Outcome};
+use podlink_sim::booksim::{headline, run, BooksimConfig, Outcome, SimError};
 
 const CFG: &str = include_str!("data/booksim/xbar16.cfg");
 
@@ -371,5 +371,33 @@ fn packet_size_mixes_run_as_booksim2_does() {
         o.extend_from_slice(extra);
         let (l, a) = latency_and_rate(&o);
         assert!(same(l, lat) && same(a, acc), "{extra:?}: {l} {a}");
+    }
+}
+
+/// Request/reply traffic on a torus whose reply VC ranges overlap the requests' deadlocks
+/// the network. BookSim2 (master 28f4329) runs this throughput simulation forever, emptying
+/// the network after its last sample and printing its deadlock warning every 256 cycles;
+/// the mode stops with an error once no flit has arrived for far longer than a moving network
+/// can go without one.
+#[test]
+fn a_deadlocked_drain_stops_with_an_error() {
+    let text = "topology = torus; routing_function = dim_order; k = 4; n = 2; router = iq;
+        num_vcs = 8; vc_buf_size = 4; vc_allocator = islip; sw_allocator = separable_input_first;
+        st_final_delay = 2; credit_delay = 2; input_speedup = 2; internal_speedup = 2.0;
+        output_buffer_size = 4; packet_size = 5; traffic = uniform; injection_process = on_off;
+        injection_rate_uses_flits = 1; injection_rate = 0.603; sim_type = throughput;
+        warmup_periods = 3; sample_period = 500; max_samples = 5; seed = 34139;
+        use_read_write = 1; read_request_begin_vc = 5; read_request_end_vc = 6;
+        write_request_begin_vc = 0; write_request_end_vc = 6; read_reply_begin_vc = 6;
+        read_reply_end_vc = 7; write_reply_begin_vc = 2; write_reply_end_vc = 3;
+        read_reply_size = 4; write_reply_size = 1;";
+    let cfg = BooksimConfig::from_text(text, &[]).unwrap();
+    match run(cfg) {
+        Err(SimError::Deadlock {
+            in_flight, cycles, ..
+        }) => {
+            assert!(in_flight > 0 && cycles > 10_000, "{in_flight} {cycles}");
+        }
+        other => panic!("{:?}", other.map(|o| headline(&o))),
     }
 }

@@ -47,6 +47,23 @@ pub enum SimError {
         /// What.
         err: RouterError,
     },
+    /// While draining, no flit arrived anywhere for `cycles` cycles with flits in flight:
+    /// the network is deadlocked (possible with `use_read_write` VC ranges that let replies
+    /// wait behind requests). Where BookSim2 has no way out of its drain loop (emptying the
+    /// network after a simulation, or draining measured packets with `latency_thres`
+    /// disabled), it runs forever, printing its deadlock warning; the mode stops.
+    #[error(
+        "network deadlock at cycle {cycle}: no flit moved for {cycles} cycles with {in_flight} \
+         flits in flight (BookSim2 would run forever)"
+    )]
+    Deadlock {
+        /// BookSim time.
+        cycle: i64,
+        /// Cycles without a flit arriving anywhere.
+        cycles: u64,
+        /// Flits generated and not retired.
+        in_flight: u64,
+    },
     /// A packet reached the wrong terminal (a routing bug).
     #[error("packet for terminal {want} ejected at terminal {got}")]
     Misrouted {
@@ -666,6 +683,12 @@ pub struct Sim {
     reset_time: i64,
     cur: SimResult,
     deadlock_timer: i64,
+    /// Consecutive cycles in which no flit arrived anywhere while flits were in flight.
+    still: u64,
+    /// [`Sim::still`] at which the network counts as deadlocked: far beyond the longest a
+    /// network that moves can go without a flit arriving (a flit's pipeline, its channel and
+    /// the credit's way back).
+    still_limit: u64,
     credits_in_channels: i64,
     work: Work,
     error: Option<SimError>,
@@ -757,6 +780,17 @@ impl Sim {
             reset_time: 0,
             cur: SimResult::default(),
             deadlock_timer: 0,
+            still: 0,
+            still_limit: {
+                let r = &cfg.router;
+                let stages = r.routing_delay
+                    + r.vc_alloc_delay
+                    + r.sw_alloc_delay
+                    + r.st_prepare_delay
+                    + r.st_final_delay
+                    + r.credit_delay;
+                1000 * (stages as u64 + 2 * u64::from(max_latency) + 2) + 10_000
+            },
             credits_in_channels: 0,
             work: Work::default(),
             error: None,
@@ -980,6 +1014,11 @@ impl Sim {
         let (cycle, counting) = (self.time, self.counting());
         let slot = self.flits.slot(g);
         let arrivals = self.flits.take(slot);
+        if arrivals.is_empty() && self.ledger.in_flight > 0 {
+            self.still += 1;
+        } else {
+            self.still = 0;
+        }
         // Sinks return their credits on the 1-cycle ejection channels.
         let short = self.credits.slot_after(g, 1);
         let result = self.deliver(&arrivals, short, cycle, counting);
@@ -1429,6 +1468,20 @@ impl Sim {
         }
     }
 
+    /// The drain's one cycle: a simulation error, or [`SimError::Deadlock`] once no flit has
+    /// arrived for [`Sim::still_limit`] cycles.
+    fn drain_cycle(&mut self) -> Result<(), SimError> {
+        self.run_cycles(1)?;
+        if self.still > self.still_limit {
+            return Err(SimError::Deadlock {
+                cycle: self.time,
+                cycles: self.still,
+                in_flight: self.ledger.in_flight,
+            });
+        }
+        Ok(())
+    }
+
     /// Latency of retired packets plus the age of every flit in flight
     /// (BookSim's instability test).
     fn latency_with_in_flight(&self) -> f64 {
@@ -1526,7 +1579,12 @@ impl Sim {
             if measure_latency {
                 let mut empty_steps = 0u64;
                 while self.packets_outstanding() {
-                    self.run_cycles(1)?;
+                    // With latency_thres disabled nothing else ends a deadlocked drain.
+                    if cfg.latency_thres < 0.0 {
+                        self.drain_cycle()?;
+                    } else {
+                        self.run_cycles(1)?;
+                    }
                     empty_steps += 1;
                     if empty_steps % 1000 == 0
                         && cfg.latency_thres >= 0.0
@@ -1573,7 +1631,7 @@ impl Sim {
             // Empty the network, then wait for the last credits.
             self.empty_network = true;
             while self.ledger.in_flight > 0 {
-                self.run_cycles(1)?;
+                self.drain_cycle()?;
             }
             while !self.routers.iter().all(IqRouter::is_idle) || self.credits_in_channels > 0 {
                 self.run_cycles(1)?;
