@@ -163,4 +163,22 @@ mod tests {
             assert_eq!(fmt_g(x), s, "{x}");
         }
     }
+
+    /// With no samples BookSim prints `-nan` for the average and the maximum (its `Stats`
+    /// start the maximum at a negated NaN) and `nan` for the minimum.
+    #[test]
+    fn an_empty_statistic_prints_as_booksim_does() {
+        let mut out = String::new();
+        line3(
+            &mut out,
+            "Packet latency average",
+            stat3(&Stat::default()),
+            1,
+        );
+        assert_eq!(
+            out,
+            "Packet latency average = -nan (1 samples)\n\tminimum = nan (1 samples)\n\t\
+             maximum = -nan (1 samples)\n"
+        );
+    }
 }

@@ -95,19 +95,26 @@ pub struct Stat {
 }
 
 impl Default for Stat {
+    /// No samples: BookSim's `Stats::Clear` sets the minimum to a quiet NaN and the maximum
+    /// to its negation, so an empty maximum prints as `-nan` and an empty minimum as `nan`.
     fn default() -> Self {
         Stat {
             n: 0,
             sum: 0.0,
             min: f64::NAN,
-            max: f64::NAN,
+            max: -f64::NAN,
         }
     }
 }
 
 impl Stat {
-    /// Mean (NaN when empty, as in BookSim).
+    /// Mean (a negative NaN when empty, as BookSim computes it on x86).
     pub fn avg(&self) -> f64 {
+        if self.n == 0 {
+            // BookSim's 0.0 / 0.0 on x86 is the default NaN, sign bit set (printed `-nan`);
+            // spelled out so that constant folding cannot give the other sign.
+            return -f64::NAN;
+        }
         self.sum / self.n as f64
     }
 }
