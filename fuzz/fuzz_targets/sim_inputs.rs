@@ -2,7 +2,9 @@
 //! is the text (invalid UTF-8 replaced). Pod files (`PodFile::parse`, including the
 //! `[faults]` section; an accepted pod of up to 64 accelerators also builds its fabric, runs
 //! `podlink-sim verify`'s checks and yields its fault plan), operation traces (CSV) and BookSim
-//! configuration files. Every input is refused with an error or accepted; nothing panics.
+//! configuration files (an accepted one that is small and short is also simulated: every run
+//! ends, stably, unstable or with a typed error). Every input is refused with an error or
+//! accepted; nothing panics.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -29,7 +31,44 @@ fuzz_target!(|data: &[u8]| {
             let _ = podlink_sim::workload::parse_trace(&text, 16);
         }
         _ => {
-            let _ = BooksimConfig::from_text(&text, &[]);
+            if let Ok(cfg) = BooksimConfig::from_text(&text, &[]) {
+                if small_and_short(&cfg) {
+                    let _ = podlink_sim::booksim::run(cfg);
+                }
+            }
         }
     }
 });
+
+/// A BookSim configuration that simulates in milliseconds: at most 16 terminals and a few
+/// routers' worth of stages, short samples, small packets, a latency threshold that ends a
+/// stuck measurement soon (or none: then the mode's deadlock stop ends the drain).
+fn small_and_short(cfg: &BooksimConfig) -> bool {
+    let r = &cfg.router;
+    let n = cfg.topology.k_n().1;
+    let largest = cfg
+        .packet_mix
+        .iter()
+        .flat_map(|m| m.sizes.iter())
+        .chain(cfg.read_write.iter().flat_map(|rw| rw.size.iter()))
+        .copied()
+        .max()
+        .unwrap_or(0)
+        .max(cfg.packet_size);
+    cfg.topology.nodes() <= 16
+        && n <= 4
+        && cfg.sample_period <= 200
+        && cfg.max_samples <= 4
+        && cfg.warmup_periods <= 4
+        && cfg.sim_count <= 2
+        && cfg.latency_thres <= 2000.0
+        && largest <= 16
+        && r.vc_buf_size <= 64
+        && [r.routing_delay, r.vc_alloc_delay, r.sw_alloc_delay, r.credit_delay]
+            .iter()
+            .all(|&d| d <= 4)
+        && r.st_prepare_delay + r.st_final_delay <= 4
+        && r.input_speedup <= 4
+        && r.output_speedup <= 4
+        && r.internal_speedup <= 4.0
+}
