@@ -64,9 +64,14 @@ fn small_and_short(cfg: &BooksimConfig) -> bool {
         && cfg.latency_thres <= 2000.0
         && largest <= 16
         && r.vc_buf_size <= 64
-        && [r.routing_delay, r.vc_alloc_delay, r.sw_alloc_delay, r.credit_delay]
-            .iter()
-            .all(|&d| d <= 4)
+        && [
+            r.routing_delay,
+            r.vc_alloc_delay,
+            r.sw_alloc_delay,
+            r.credit_delay,
+        ]
+        .iter()
+        .all(|&d| d <= 4)
         && r.st_prepare_delay + r.st_final_delay <= 4
         && r.input_speedup <= 4
         && r.output_speedup <= 4
