@@ -387,6 +387,17 @@ fn packet_size_mixes_run_as_booksim2_does() {
     }
 }
 
+/// `run(cfg)` on a thread, failing the test if it has not ended within `secs` seconds (the
+/// runs below loop forever in BookSim2; a regression must fail, not hang the suite).
+fn run_within(cfg: BooksimConfig, secs: u64) -> Result<Outcome, SimError> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(run(cfg));
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(secs))
+        .expect("the run did not end")
+}
+
 /// Request/reply traffic on a torus whose reply VC ranges overlap the requests' deadlocks
 /// the network. BookSim2 (master 28f4329) runs this throughput simulation forever, emptying
 /// the network after its last sample and printing its deadlock warning every 256 cycles;
@@ -394,22 +405,31 @@ fn packet_size_mixes_run_as_booksim2_does() {
 /// can go without one.
 #[test]
 fn a_deadlocked_drain_stops_with_an_error() {
-    let text = "topology = torus; routing_function = dim_order; k = 4; n = 2; router = iq;
-        num_vcs = 8; vc_buf_size = 4; vc_allocator = islip; sw_allocator = separable_input_first;
-        st_final_delay = 2; credit_delay = 2; input_speedup = 2; internal_speedup = 2.0;
-        output_buffer_size = 4; packet_size = 5; traffic = uniform; injection_process = on_off;
-        injection_rate_uses_flits = 1; injection_rate = 0.603; sim_type = throughput;
-        warmup_periods = 3; sample_period = 500; max_samples = 5; seed = 34139;
-        use_read_write = 1; read_request_begin_vc = 5; read_request_end_vc = 6;
-        write_request_begin_vc = 0; write_request_end_vc = 6; read_reply_begin_vc = 6;
-        read_reply_end_vc = 7; write_reply_begin_vc = 2; write_reply_end_vc = 3;
-        read_reply_size = 4; write_reply_size = 1;";
+    let text = include_str!("data/booksim/endless/torus_rw_deadlock.cfg");
     let cfg = BooksimConfig::from_text(text, &[]).unwrap();
-    match run(cfg) {
+    match run_within(cfg, 120) {
         Err(SimError::Deadlock {
             in_flight, cycles, ..
         }) => {
             assert!(in_flight > 0 && cycles > 10_000, "{in_flight} {cycles}");
+        }
+        other => panic!("{:?}", other.map(|o| headline(&o))),
+    }
+}
+
+/// Request/reply traffic where one source keeps serving replies it owes (a reply does not
+/// move a source's clock) and never gets its clock past the drain's start: BookSim2 (master
+/// 28f4329, assertion and `-DNDEBUG` builds) drains this latency run forever with no measured
+/// flit left; the mode stops with an error.
+#[test]
+fn a_drain_whose_clocks_stall_stops_with_an_error() {
+    let text = include_str!("data/booksim/endless/fly_rw_drain_stall.cfg");
+    let cfg = BooksimConfig::from_text(text, &[]).unwrap();
+    match run_within(cfg, 120) {
+        Err(SimError::DrainStalled {
+            sources, cycles, ..
+        }) => {
+            assert!(sources > 0 && cycles > 10_000, "{sources} {cycles}");
         }
         other => panic!("{:?}", other.map(|o| headline(&o))),
     }

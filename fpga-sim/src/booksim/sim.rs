@@ -64,6 +64,23 @@ pub enum SimError {
         /// Flits generated and not retired.
         in_flight: u64,
     },
+    /// Draining measured packets under `use_read_write`, no measured flit was left in flight,
+    /// yet for `cycles` cycles no source still to drain moved its clock: each kept serving
+    /// replies it owed (a reply does not move the clock) or could not inject, so the drain
+    /// could not end. BookSim2 runs such a configuration forever; the mode stops.
+    #[error(
+        "the drain cannot end at cycle {cycle}: for {cycles} cycles none of the {sources} \
+         sources still to drain moved its clock (each serves replies it owes or cannot \
+         inject; BookSim2 would run forever)"
+    )]
+    DrainStalled {
+        /// BookSim time.
+        cycle: i64,
+        /// Cycles without a clock step.
+        cycles: u64,
+        /// Sources not drained.
+        sources: usize,
+    },
     /// A packet reached the wrong terminal (a routing bug).
     #[error("packet for terminal {want} ejected at terminal {got}")]
     Misrouted {
@@ -696,6 +713,9 @@ pub struct Sim {
     /// network that moves can go without a flit arriving (a flit's pipeline, its channel and
     /// the credit's way back).
     still_limit: u64,
+    /// Under `use_read_write`: the last cycle in which a source not yet drained moved its
+    /// clock (the drain ends only when every source's clock passes the drain's start).
+    clock_moved_at: i64,
     credits_in_channels: i64,
     work: Work,
     error: Option<SimError>,
@@ -788,6 +808,7 @@ impl Sim {
             cur: SimResult::default(),
             deadlock_timer: 0,
             still: 0,
+            clock_moved_at: 0,
             still_limit: {
                 let r = &cfg.router;
                 let stages = r.routing_delay
@@ -1272,6 +1293,7 @@ impl Sim {
         let traffic = &cfg.traffic;
         let uniform = *traffic == Traffic::Uniform;
         let dest_mod = FastMod::new(nodes as u32);
+        let mut clock_moved = false;
         for n in 0..nodes {
             let (w, bit) = (n / 64, 1u64 << (n % 64));
             let (Some(busy), Some(chunk), Some(owed)) = (
@@ -1334,11 +1356,15 @@ impl Sim {
                 // A reply does not move the source's clock.
                 if !reply {
                     t.qtime += 1;
+                    clock_moved |= !t.qdrained;
                 }
             }
             if draining && t.qtime > drain_time {
                 t.qdrained = true;
             }
+        }
+        if clock_moved {
+            self.clock_moved_at = time;
         }
     }
 
@@ -1489,6 +1515,27 @@ impl Sim {
         Ok(())
     }
 
+    /// Under `use_read_write`, with no measured flit in flight: [`SimError::DrainStalled`]
+    /// once no source still to drain has moved its clock for [`Sim::still_limit`] cycles
+    /// plus 1,000 per flit of the largest packet (a source injecting one is busy that long).
+    fn check_clocks_move(&self) -> Result<(), SimError> {
+        let stalled = (self.time - self.clock_moved_at) as u64;
+        let largest = self.ledger.sizes.iter().copied().max().unwrap_or(1);
+        if self.cfg.read_write.is_none()
+            || self.ledger.measured_in_flight > 0
+            || stalled <= self.still_limit + 1000 * u64::from(largest)
+        {
+            return Ok(());
+        }
+        let nodes = self.sources.nodes;
+        let sources = self.sources.term.iter().flatten().take(nodes);
+        Err(SimError::DrainStalled {
+            cycle: self.time,
+            cycles: stalled,
+            sources: sources.filter(|t| !t.qdrained).count(),
+        })
+    }
+
     /// Latency of retired packets plus the age of every flit in flight
     /// (BookSim's instability test).
     fn latency_with_in_flight(&self) -> f64 {
@@ -1585,6 +1632,7 @@ impl Sim {
             self.drain_time = self.time;
             if measure_latency {
                 let mut empty_steps = 0u64;
+                self.clock_moved_at = self.time;
                 while self.packets_outstanding() {
                     // With latency_thres disabled nothing else ends a deadlocked drain.
                     if cfg.latency_thres < 0.0 {
@@ -1592,6 +1640,7 @@ impl Sim {
                     } else {
                         self.run_cycles(1)?;
                     }
+                    self.check_clocks_move()?;
                     empty_steps += 1;
                     if empty_steps % 1000 == 0
                         && cfg.latency_thres >= 0.0
