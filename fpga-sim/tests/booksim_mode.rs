@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use podlink_sim::booksim::{headline, run, BooksimConfig, Outcome, SimError};
+use podlink_sim::booksim::{headline, run, BooksimConfig, Outcome, Sim, SimError};
 
 const CFG: &str = include_str!("data/booksim/xbar16.cfg");
 
@@ -430,6 +430,40 @@ fn a_drain_whose_clocks_stall_stops_with_an_error() {
             sources, cycles, ..
         }) => {
             assert!(sources > 0 && cycles > 10_000, "{sources} {cycles}");
+        }
+        other => panic!("{:?}", other.map(|o| headline(&o))),
+    }
+}
+
+/// Every terminal sends requests to terminal 0, whose 16-flit replies leave more slowly than
+/// requests arrive: the replies it owes pile up. BookSim2 keeps them all (3191.67 cycles,
+/// 0.5 accepted at saturation, master 28f4329; the mode gives the same); the mode caps them
+/// ([`podlink_sim::booksim::sim::MAX_REPLIES_OWED`] by default) and stops with an error past
+/// the cap.
+#[test]
+fn replies_owed_are_capped() {
+    let cfg = || {
+        let text = include_str!("data/booksim/sweep/xbar4.cfg");
+        let o = [
+            "use_read_write=1",
+            "num_vcs=16",
+            "read_reply_size=16",
+            "write_reply_size=16",
+            "traffic=hotspot({{0}})",
+            "injection_rate_uses_flits=0",
+            "injection_rate=1.0",
+            "sim_type=throughput",
+        ];
+        BooksimConfig::from_text(text, &o).unwrap()
+    };
+    let (lat, acc) = headline(&run(cfg()).unwrap());
+    let same = |a: f64, b: f64| ((a - b) / b).abs() < 5e-6;
+    assert!(same(lat, 3191.67) && same(acc, 0.5), "{lat} {acc}");
+    let mut sim = Sim::new(cfg()).unwrap();
+    sim.limit_replies_owed(1000);
+    match sim.run() {
+        Err(SimError::TooManyReplies { owed, limit, .. }) => {
+            assert!(owed > 1000 && limit == 1000, "{owed} {limit}");
         }
         other => panic!("{:?}", other.map(|o| headline(&o))),
     }

@@ -17,6 +17,9 @@ use crate::engine::{run_until, Model, Scheduler};
 use crate::router::{BufferState, Credit, Flit, IqRouter, RouterConfigError, RouterError};
 use podlink_protocol::time::{Duration, Instant};
 
+/// The most replies owed at once under `use_read_write` (32 bytes each in the queues).
+pub const MAX_REPLIES_OWED: usize = 1 << 24;
+
 /// Engine time of one BookSim cycle (the mode counts cycles; 1 ns keeps the numbers readable).
 pub const CYCLE_PS: u64 = 1000;
 
@@ -80,6 +83,21 @@ pub enum SimError {
         cycles: u64,
         /// Sources not drained.
         sources: usize,
+    },
+    /// Under `use_read_write`, more replies were owed than the limit ([`MAX_REPLIES_OWED`]
+    /// by default): requests arrive faster than their replies can leave (BookSim2 keeps every
+    /// one; the mode stops rather than grow without bound).
+    #[error(
+        "{owed} replies owed at cycle {cycle}, more than the {limit} the mode keeps \
+         (requests arrive faster than their replies leave)"
+    )]
+    TooManyReplies {
+        /// BookSim time.
+        cycle: i64,
+        /// Replies owed.
+        owed: usize,
+        /// The limit.
+        limit: usize,
     },
     /// A packet reached the wrong terminal (a routing bug).
     #[error("packet for terminal {want} ejected at terminal {got}")]
@@ -699,6 +717,9 @@ pub struct Sim {
     /// Under `use_read_write`, each terminal's replies owed, oldest first (BookSim's
     /// `_repliesPending`); empty otherwise.
     replies: Vec<VecDeque<Reply>>,
+    /// Replies owed in all, and the most allowed ([`MAX_REPLIES_OWED`] unless lowered).
+    replies_owed: usize,
+    max_replies_owed: usize,
     time: i64,
     global: u64,
     state: State,
@@ -794,6 +815,8 @@ impl Sim {
                 read_write: cfg.read_write.is_some(),
                 new_replies: Vec::new(),
             },
+            replies_owed: 0,
+            max_replies_owed: MAX_REPLIES_OWED,
             replies: if cfg.read_write.is_some() {
                 vec![VecDeque::new(); nodes]
             } else {
@@ -828,6 +851,11 @@ impl Sim {
             routers,
             cfg,
         })
+    }
+
+    /// Lower the most replies owed at once (default [`MAX_REPLIES_OWED`]).
+    pub fn limit_replies_owed(&mut self, limit: usize) {
+        self.max_replies_owed = limit.min(MAX_REPLIES_OWED);
     }
 
     /// The configuration.
@@ -938,10 +966,18 @@ impl Sim {
         }
         self.inject(short)?;
         // Replies owed by this cycle's ejections (BookSim retires after injection).
+        self.replies_owed += self.ledger.new_replies.len();
         for (n, r) in self.ledger.new_replies.drain(..) {
             if let Some(q) = self.replies.get_mut(n as usize) {
                 q.push_back(r);
             }
+        }
+        if self.replies_owed > self.max_replies_owed {
+            return Err(SimError::TooManyReplies {
+                cycle: self.time,
+                owed: self.replies_owed,
+                limit: self.max_replies_owed,
+            });
         }
         // Routers evaluate and write.
         let mut routing = BookSimRouting {
@@ -1284,6 +1320,7 @@ impl Sim {
             onoff,
             cfg,
             replies,
+            replies_owed,
             ..
         } = self;
         let Some(rw) = cfg.read_write.as_ref() else {
@@ -1314,6 +1351,7 @@ impl Sim {
                     Some(r) if r.time <= time => {
                         let r = *r;
                         owed.pop_front();
+                        *replies_owed -= 1;
                         Some((r.kind, r.time, r.record, Some(r.source)))
                     }
                     Some(_) => None,
@@ -1673,6 +1711,7 @@ impl Sim {
             }
             // Replies still owed from the previous simulation are dropped, as BookSim does.
             self.replies.iter_mut().for_each(VecDeque::clear);
+            self.replies_owed = 0;
             // The network is empty: every source is idle, and caught up at time 0.
             self.sources.lag.fill(0);
             if let Some(oo) = self.onoff.as_mut() {
