@@ -17,7 +17,7 @@ use crate::engine::{run_until, Model, Scheduler};
 use crate::router::{BufferState, Credit, Flit, IqRouter, RouterConfigError, RouterError};
 use podlink_protocol::time::{Duration, Instant};
 
-/// The most replies owed at once under `use_read_write` (32 bytes each in the queues).
+/// The most replies owed at once under `use_read_write` (24 bytes each in the queues).
 pub const MAX_REPLIES_OWED: usize = 1 << 24;
 
 /// Engine time of one BookSim cycle (the mode counts cycles; 1 ns keeps the numbers readable).
