@@ -245,7 +245,8 @@ struct Reply {
 
 impl Ledger {
     /// A packet of `size` flits from the source and kind in `src_rec` to `dest`, created at
-    /// `ctime`, enters: the source's partial packet, its flits counted in flight.
+    /// `ctime`, enters: a slot for it, its flits counted in flight, and the source's partial
+    /// packet.
     #[inline]
     fn start(&mut self, src_rec: u32, dest: u32, ctime: i64, size: u32) -> Partial {
         let p = Packet {
@@ -255,18 +256,6 @@ impl Ledger {
             itime: 0,
             head_atime: 0,
         };
-        Partial {
-            slot: self.admit(p, size),
-            sent: 0,
-            vc: -1,
-            dest,
-            size,
-        }
-    }
-
-    /// A new packet of `size` flits enters: its slot, and its flits counted in flight.
-    #[inline]
-    fn admit(&mut self, p: Packet, size: u32) -> u32 {
         let slot = match self.free.pop() {
             Some(s) => {
                 if let Some(old) = self.packets.get_mut(s as usize) {
@@ -280,11 +269,17 @@ impl Ledger {
             }
         };
         self.in_flight += u64::from(size);
-        self.in_flight_ctime += i64::from(size) * p.ctime;
+        self.in_flight_ctime += i64::from(size) * ctime;
         if p.record() {
             self.measured_in_flight += u64::from(size);
         }
-        slot
+        Partial {
+            slot,
+            sent: 0,
+            vc: -1,
+            dest,
+            size,
+        }
     }
 
     /// Flit `f` reached terminal `n` at `time`; a tail retires its packet (measured if it
