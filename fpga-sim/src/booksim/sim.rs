@@ -17,6 +17,12 @@ use crate::engine::{run_until, Model, Scheduler};
 use crate::router::{BufferState, Credit, Flit, IqRouter, RouterConfigError, RouterError};
 use podlink_protocol::time::{Duration, Instant};
 
+/// Cycles a request/reply drain may go without a source still to drain moving its clock
+/// (with no measured flit left) before the mode gives up on it. BookSim2 itself sometimes ends
+/// such a drain, by its latency threshold, after millions of cycles (8.4 M seen), and
+/// sometimes never; the limit is far beyond the first.
+pub const DRAIN_STALL_LIMIT: u64 = 1 << 30;
+
 /// The most replies owed at once under `use_read_write` (24 bytes each in the queues).
 pub const MAX_REPLIES_OWED: usize = 1 << 24;
 
@@ -732,6 +738,9 @@ pub struct Sim {
     /// Under `use_read_write`: the last cycle in which a source not yet drained moved its
     /// clock (the drain ends only when every source's clock passes the drain's start).
     clock_moved_at: i64,
+    /// Cycles of such a stall after which the drain stops ([`DRAIN_STALL_LIMIT`] unless
+    /// lowered).
+    drain_stall_limit: u64,
     credits_in_channels: i64,
     work: Work,
     error: Option<SimError>,
@@ -827,6 +836,7 @@ impl Sim {
             deadlock_timer: 0,
             still: 0,
             clock_moved_at: 0,
+            drain_stall_limit: DRAIN_STALL_LIMIT,
             still_limit: {
                 let r = &cfg.router;
                 let stages = r.routing_delay
@@ -846,6 +856,11 @@ impl Sim {
             routers,
             cfg,
         })
+    }
+
+    /// Lower the cycles a request/reply drain may stall (default [`DRAIN_STALL_LIMIT`]).
+    pub fn limit_drain_stall(&mut self, cycles: u64) {
+        self.drain_stall_limit = cycles.min(DRAIN_STALL_LIMIT);
     }
 
     /// Lower the most replies owed at once (default [`MAX_REPLIES_OWED`]).
@@ -1549,14 +1564,13 @@ impl Sim {
     }
 
     /// Under `use_read_write`, with no measured flit in flight: [`SimError::DrainStalled`]
-    /// once no source still to drain has moved its clock for [`Sim::still_limit`] cycles
-    /// plus 1,000 per flit of the largest packet (a source injecting one is busy that long).
+    /// once no source still to drain has moved its clock for [`Sim::drain_stall_limit`]
+    /// cycles.
     fn check_clocks_move(&self) -> Result<(), SimError> {
         let stalled = (self.time - self.clock_moved_at) as u64;
-        let largest = self.ledger.sizes.iter().copied().max().unwrap_or(1);
         if self.cfg.read_write.is_none()
             || self.ledger.measured_in_flight > 0
-            || stalled <= self.still_limit + 1000 * u64::from(largest)
+            || stalled <= self.drain_stall_limit
         {
             return Ok(());
         }
