@@ -33,7 +33,11 @@ fuzz_target!(|data: &[u8]| {
         _ => {
             if let Ok(cfg) = BooksimConfig::from_text(&text, &[]) {
                 if small_and_short(&cfg) {
-                    let _ = podlink_sim::booksim::run(cfg);
+                    if let Ok(mut sim) = podlink_sim::booksim::Sim::new(cfg) {
+                        // A stalled request/reply drain ends within 100,000 cycles here.
+                        sim.limit_drain_stall(100_000);
+                        let _ = sim.run();
+                    }
                 }
             }
         }
