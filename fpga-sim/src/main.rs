@@ -217,6 +217,11 @@ fn setup(a: &RunArgs) -> Result<(PodFile, Options), String> {
         sequential: a.sequential,
         ..Options::default()
     };
+    // The output folder is made before the run: a run of minutes should not end in an
+    // I/O error that could have been seen at once.
+    if let Some(dir) = &a.out {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
     Ok((pod, opts))
 }
 

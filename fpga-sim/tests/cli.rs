@@ -136,6 +136,34 @@ fn bad_input_exits_2_naming_the_problem() {
 }
 
 #[test]
+fn an_output_folder_that_cannot_be_made_is_refused_before_the_run() {
+    let dir = tmp("outfile");
+    std::fs::create_dir_all(&dir).unwrap();
+    // A plain file where the folder should go, and a folder below it.
+    let file = dir.join("taken");
+    std::fs::write(&file, b"x").unwrap();
+    for (cmd, out) in [
+        (vec!["run", "--duration", "1us"], file.clone()),
+        (
+            vec!["sweep", "--duration", "1us", "--loads", "0.1"],
+            file.join("below"),
+        ),
+    ] {
+        let o = run_out(&cmd, &out);
+        assert_eq!(o.status.code(), Some(2), "{cmd:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(&*out.to_string_lossy()), "{err}");
+        // Nothing simulated: no summary printed.
+        assert!(
+            o.stdout.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn sweep_writes_latency_versus_load() {
     let dir = tmp("sweep");
     let out = run_out(
