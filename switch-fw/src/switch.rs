@@ -1188,8 +1188,10 @@ impl<const PORTS: usize, P: PortIndex> Switch<PORTS, P> {
             }
             // No source field (compressed responses): the source is the attached accelerator.
             None if att < INGRESS_TRUNK => entry(att).map_or(NO_PART, |e| e.part),
-            // FIXME: a compressed response on a trunk names no source; only the destination's
-            // membership can be checked.
+            // On a trunk a compressed response still names no source. The switch where it
+            // entered checked it by the arm above (its attached accelerator's partition against
+            // the destination's); here only the destination's membership can be checked
+            // (`spec-notes/switch.md#deviations-and-guesses`).
             None if att == INGRESS_TRUNK => d.part,
             None => return Err(DropReason::BadIngress),
         };
