@@ -339,6 +339,26 @@ pub enum Topology {
         /// Terminals (and global ports) per router (BookSim's `k`).
         p: u32,
     },
+    /// BookSim's flattened butterfly (`flatfly`, `flatfly_onchip.cpp`): `k^n` routers, each
+    /// joined to every other router of its row in each of the `n` dimensions (`k - 1` ports
+    /// per dimension) and serving `c = xr^2` terminals laid out `xr` by `xr`; routers are
+    /// placed `x` to a row of the layout. `ran_min` routing (`min_flatfly`: the lowest
+    /// differing dimension first, no draw) or `xyyx` (`xyyx_flatfly`: XY or YX order drawn
+    /// at the first router, carried as the VC class).
+    FlatFly {
+        /// Routers per dimension.
+        k: u32,
+        /// Dimensions (at most 4).
+        n: u32,
+        /// Terminals per router side (`xr = yr`; `c = xr^2`).
+        xr: u32,
+        /// Routers per row of the layout (`x = y`).
+        x: u32,
+        /// `xyyx_flatfly` rather than `min_flatfly`.
+        xy_yx: bool,
+        /// `use_noc_latency`: channel latencies from the layout (else 1).
+        noc: bool,
+    },
 }
 
 impl Topology {
@@ -349,7 +369,8 @@ impl Topology {
             | Topology::FatTree { k, n }
             | Topology::Mesh { k, n }
             | Topology::MeshXyYx { k, n }
-            | Topology::Torus { k, n } => (k, n),
+            | Topology::Torus { k, n }
+            | Topology::FlatFly { k, n, .. } => (k, n),
             Topology::CMesh { k, .. } => (k, 2),
             Topology::DragonFly { p } => (p, 1),
         }
@@ -368,6 +389,11 @@ impl Topology {
                 (r, r * (2 * n + 1))
             }
             Topology::CMesh { .. } => (k * k, 8 * k * k),
+            Topology::FlatFly { xr, .. } => {
+                let r = k.saturating_pow(n as u32);
+                let c = u128::from(*xr) * u128::from(*xr);
+                (r, r.saturating_mul(c + (k - 1) * n))
+            }
             Topology::DragonFly { .. } => {
                 let r = 2 * k * (2 * k * k + 1);
                 (r, r * (4 * k - 1))
@@ -375,18 +401,18 @@ impl Topology {
         }
     }
 
-    /// Terminals (`k^n`; `4 k^2` for the concentrated mesh, `2p^2 (2p^2 + 1)` for the
-    /// dragonfly).
+    /// Terminals (`k^n`; `4 k^2` for the concentrated mesh, `c k^n` for the flattened
+    /// butterfly, `2p^2 (2p^2 + 1)` for the dragonfly).
     pub fn nodes(&self) -> usize {
         if let Topology::DragonFly { p } = *self {
             let p = p as usize;
             return 2 * p * p * (2 * p * p + 1);
         }
         let (k, n) = self.k_n();
-        let c = if let Topology::CMesh { .. } = self {
-            4
-        } else {
-            1
+        let c = match *self {
+            Topology::CMesh { .. } => 4,
+            Topology::FlatFly { xr, .. } => (xr * xr) as usize,
+            _ => 1,
         };
         c * (k as usize).pow(n)
     }
@@ -1063,6 +1089,68 @@ fn packet_sizes(raw: &mut Raw) -> Result<PacketSizes, ConfigError> {
     })
 }
 
+/// `topology = flatfly`: the geometry `flatfly_onchip.cpp` asserts, and what the mode
+/// models of it. `nodes` is `c k^n` (at most 2^20, checked by the caller).
+fn flatfly(raw: &mut Raw, k: i64, n: i64, rf: &str, nodes: u128) -> Result<Topology, ConfigError> {
+    let xy_yx = match rf {
+        "ran_min" => false,
+        "xyyx" => true,
+        _ => {
+            return Err(unsupported(
+                "routing_function",
+                rf,
+                "flatfly uses ran_min (min_flatfly) or xyyx (xyyx_flatfly); adaptive_xyyx, \
+                 valiant and the ugal variants are adaptive or non-minimal and not modelled",
+            ))
+        }
+    };
+    if n > 4 {
+        return Err(unsupported(
+            "n",
+            n,
+            "BookSim's flatfly wires at most 4 dimensions (it asserts dim < 4)",
+        ));
+    }
+    let (c, x, y) = (raw.int("c", 1)?, raw.int("x", 8)?, raw.int("y", 8)?);
+    let (xr, yr) = (raw.int("xr", 1)?, raw.int("yr", 1)?);
+    if x != y || xr != yr || xr < 1 || c != xr.saturating_mul(yr) {
+        return Err(unsupported(
+            "c",
+            format!("{c} (x = {x}, y = {y}, xr = {xr}, yr = {yr})"),
+            "BookSim's flatfly asserts x = y, xr = yr and c = xr * yr",
+        ));
+    }
+    // Router r sits at column r % x, row r / x of the layout; terminals are numbered across
+    // the whole layout's rows. Unless x divides the routers, terminal numbers run past the
+    // network (BookSim would index its channels out of range).
+    let routers = nodes / c as u128;
+    if x < 1 || routers % x as u128 != 0 {
+        return Err(unsupported(
+            "x",
+            x,
+            &format!("the routers per layout row must divide the {routers} routers (k^n)"),
+        ));
+    }
+    let noc = raw.int("use_noc_latency", 1)? != 0;
+    if noc && xr > 3 {
+        // The client channels' layout length (`ileng`) exceeds one cycle from xr = 4 on.
+        return Err(unsupported(
+            "xr",
+            xr,
+            "with use_noc_latency, terminal channels of more than one cycle (xr >= 4) are \
+             not modelled",
+        ));
+    }
+    Ok(Topology::FlatFly {
+        k: k as u32,
+        n: n as u32,
+        xr: xr as u32,
+        x: x as u32,
+        xy_yx,
+        noc,
+    })
+}
+
 /// The keys of `use_read_write = 1`, with BookSim's defaults. BookSim would index past its
 /// VCs or subnetworks (or, on a torus or with xy_yx, assert) on what is refused here.
 fn read_write_keys(
@@ -1084,7 +1172,10 @@ fn read_write_keys(
     let mut size = [1u32; 4];
     let mut ranges = [(0u8, 0u8); 4];
     // Two VC classes per range (dateline or XY/YX order) on these.
-    let split = matches!(topology, Topology::Torus { .. } | Topology::MeshXyYx { .. });
+    let split = matches!(
+        topology,
+        Topology::Torus { .. } | Topology::MeshXyYx { .. } | Topology::FlatFly { xy_yx: true, .. }
+    );
     for (i, name) in names.iter().enumerate() {
         let key = format!("{name}_size");
         let v = raw.int(&key, 1)?;
@@ -1481,6 +1572,11 @@ impl BooksimConfig {
             }
         }
         let (k32, n32) = (k as u32, n as u32);
+        let concentration = match topo_name.as_str() {
+            "cmesh" => 4,
+            "flatfly" => raw.int("c", 1)?.clamp(1, 1 << 20) as u128,
+            _ => 1,
+        };
         let nodes = if topo_name == "dragonflynew" {
             let p = k as u128;
             (2 * p * p).saturating_mul(2 * p * p + 1)
@@ -1488,7 +1584,7 @@ impl BooksimConfig {
             (k as u128)
                 .checked_pow(n32)
                 .unwrap_or(u128::MAX)
-                .saturating_mul(if topo_name == "cmesh" { 4 } else { 1 })
+                .saturating_mul(concentration)
         };
         if nodes > 1 << 20 {
             return Err(unsupported(
@@ -1601,6 +1697,7 @@ impl BooksimConfig {
                 }
                 Topology::DragonFly { p: k32 }
             }
+            "flatfly" => flatfly(&mut raw, k, n, &rf, nodes)?,
             "torus" => {
                 if rf != "dim_order" {
                     return Err(unsupported(
@@ -1616,7 +1713,8 @@ impl BooksimConfig {
                     "topology",
                     other,
                     "supported: fly (k, n; n = 1 is a crossbar), fattree (k, n), mesh and \
-                     torus (k, n), cmesh (k; n = 2, c = 4), dragonflynew (k; n = 1)",
+                     torus (k, n), cmesh (k; n = 2, c = 4), flatfly (k, n <= 4, c = xr^2), \
+                     dragonflynew (k; n = 1)",
                 ))
             }
         };
@@ -1865,7 +1963,10 @@ impl BooksimConfig {
 
         if matches!(
             topology,
-            Topology::Torus { .. } | Topology::MeshXyYx { .. } | Topology::DragonFly { .. }
+            Topology::Torus { .. }
+                | Topology::MeshXyYx { .. }
+                | Topology::FlatFly { xy_yx: true, .. }
+                | Topology::DragonFly { .. }
         ) && router.vcs < 2
         {
             // dim_order_torus and xy_yx_mesh split the VCs into two classes and assert that
@@ -2098,7 +2199,19 @@ mod tests {
     fn errors_name_the_key() {
         for (ov, key) in [
             ("frobnicate=1", "frobnicate"),
-            ("topology=flatfly", "topology"),
+            ("topology=qtree", "topology"),
+            ("topology=flatfly routing_function=valiant", "`routing_function = valiant`"),
+            ("topology=flatfly routing_function=ran_min k=2 n=5", "`n = 5`"),
+            ("topology=flatfly routing_function=ran_min c=4 xr=2", "`c = 4"),
+            ("topology=flatfly routing_function=ran_min k=4 n=2 x=3 y=3", "`x = 3`"),
+            (
+                "topology=flatfly routing_function=ran_min k=4 n=2 x=4 y=4 c=16 xr=4 yr=4",
+                "`xr = 4`",
+            ),
+            (
+                "topology=flatfly routing_function=xyyx k=4 n=2 x=4 y=4 num_vcs=1",
+                "`num_vcs = 1`",
+            ),
             ("topology=cmesh routing_function=dor", "`n = 1`"),
             ("topology=cmesh routing_function=dor n=2", "`c = 1`"),
             ("topology=cmesh routing_function=dor n=2 c=4", "`xr = 1`"),
@@ -2246,6 +2359,54 @@ mod tests {
         .concat();
         let c = BooksimConfig::from_text(XBAR, &more).unwrap();
         assert_eq!(c.topology, cmesh(false, false));
+    }
+
+    #[test]
+    fn flattened_butterflies_parse() {
+        let ov = [
+            "topology=flatfly",
+            "routing_function=xyyx",
+            "k=4",
+            "n=2",
+            "c=4",
+            "xr=2",
+            "yr=2",
+            "x=4",
+            "y=4",
+        ];
+        let c = BooksimConfig::from_text(XBAR, &ov).unwrap();
+        let ff = |x, xy_yx, noc| Topology::FlatFly {
+            k: 4,
+            n: 2,
+            xr: 2,
+            x,
+            xy_yx,
+            noc,
+        };
+        assert_eq!(c.topology, ff(4, true, true));
+        assert_eq!(c.topology.nodes(), 64);
+        assert_eq!(c.topology.routers_and_ports(), (16, 16 * 10));
+        let more = [
+            &ov[..],
+            &[
+                "routing_function=ran_min",
+                "x=8",
+                "y=8",
+                "use_noc_latency=0",
+            ],
+        ]
+        .concat();
+        let c = BooksimConfig::from_text(XBAR, &more).unwrap();
+        assert_eq!(c.topology, ff(8, false, false));
+        // Four terminals a side run without the layout's latencies.
+        let wide = [&more[..], &["c=16", "xr=4", "yr=4"]].concat();
+        assert_eq!(
+            BooksimConfig::from_text(XBAR, &wide)
+                .unwrap()
+                .topology
+                .nodes(),
+            256
+        );
     }
 
     /// BookSim's patterns on 16 nodes (k = 4, n = 2), worked by hand from `traffic.cpp`.

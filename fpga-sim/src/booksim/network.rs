@@ -200,8 +200,20 @@ impl Wiring {
                 Some(2 * n as usize)
             }
             // Depend on the input port (and VC) and may draw a random number: see
-            // `torus_route` and `xy_yx_route`.
-            Topology::Torus { .. } | Topology::MeshXyYx { .. } => None,
+            // `torus_route`, `xy_yx_route` and `flatfly_xy_yx_route`.
+            Topology::Torus { .. }
+            | Topology::MeshXyYx { .. }
+            | Topology::FlatFly { xy_yx: true, .. } => None,
+            Topology::FlatFly { k, xr, x, .. } => {
+                // min_flatfly: the terminal's port at its router, else flatfly_outport (the
+                // lowest differing dimension first).
+                let (to, port) = flatfly_terminal(xr as usize, x as usize, dest);
+                Some(if to == router as usize {
+                    port
+                } else {
+                    flatfly_port(k as usize, (xr * xr) as usize, router as usize, to, false)
+                })
+            }
             Topology::DragonFly { p } => Some(dragonfly_port(p as usize, router as usize, dest)),
             Topology::CMesh { k, express, .. } => {
                 // dor_cmesh / dor_no_express_cmesh: the terminal's port at its router, else
@@ -239,8 +251,56 @@ impl Wiring {
             Topology::Torus { k, n } => kncube_hops(k, n, src, dest, true),
             Topology::CMesh { k, express, .. } => cmesh_hops(k, express, src, dest),
             Topology::DragonFly { p } => dragonfly_hops(p as usize, src, dest),
+            Topology::FlatFly { k, n, xr, x, .. } => flatfly_hops(k, n, xr, x, src, dest),
         }
     }
+}
+
+/// `flatfly`: terminal `t`'s router and port. `flatfly_onchip.cpp` numbers terminals across
+/// the rows of its layout (`x` routers of `xr` by `xr` terminals to a row); its
+/// `flatfly_transformation` maps such a number to `router * c + port`.
+fn flatfly_terminal(xr: usize, x: usize, t: usize) -> (usize, usize) {
+    let row_len = x * xr;
+    let (col, row) = (t % row_len, t / row_len);
+    ((row / xr) * x + col / xr, xr * (row % xr) + col % xr)
+}
+
+/// `flatfly_outport` (`yx`: `flatfly_outport_yx`): from router `r` towards router `to`
+/// (another one), the port to the router of the lowest (highest) dimension whose base-`k`
+/// digit differs, with that digit. After the `c` terminal ports each dimension has `k - 1`
+/// ports, one per other digit in order, skipping the router's own.
+fn flatfly_port(k: usize, c: usize, r: usize, to: usize, yx: bool) -> usize {
+    let (mut dim, mut pow, mut found) = (0, 1, None);
+    while pow <= r.max(to) {
+        let (a, b) = ((r / pow) % k, (to / pow) % k);
+        if a != b {
+            found = Some((dim, a, b));
+            if !yx {
+                break;
+            }
+        }
+        dim += 1;
+        pow *= k;
+    }
+    let Some((dim, own, want)) = found else {
+        return 0;
+    };
+    c + (k - 1) * dim + if want > own { want - 1 } else { want }
+}
+
+/// Routers on a minimal flatfly route: one per differing dimension, and the first.
+fn flatfly_hops(k: u32, n: u32, xr: u32, x: u32, src: usize, dest: usize) -> u32 {
+    let (a, b) = (
+        flatfly_terminal(xr as usize, x as usize, src).0,
+        flatfly_terminal(xr as usize, x as usize, dest).0,
+    );
+    let (k, mut a, mut b, mut hops) = (k as usize, a, b, 1);
+    for _ in 0..n {
+        hops += u32::from(a % k != b % k);
+        a /= k;
+        b /= k;
+    }
+    hops
 }
 
 /// `dragonfly_port` (min routing): at the destination's router its terminal port; at the
@@ -444,6 +504,15 @@ pub fn build(
             radix_in = vec![8; per_level * k as usize];
             radix_out = radix_in.clone();
         }
+        Topology::FlatFly { xr, .. } => {
+            // flatfly_onchip.cpp: k^n routers of c terminal ports and k - 1 ports per
+            // dimension.
+            let routers_n = per_level * k as usize;
+            let network_ports = (k as usize - 1) * n as usize;
+            internal = routers_n * network_ports;
+            radix_in = vec![(xr * xr) as usize + network_ports; routers_n];
+            radix_out = radix_in.clone();
+        }
     }
     routers = Vec::with_capacity(radix_in.len());
     for (id, (&ri, &ro)) in radix_in.iter().zip(&radix_out).enumerate() {
@@ -572,7 +641,7 @@ pub fn build(
             }
         }
         // Wired below.
-        Topology::CMesh { .. } | Topology::DragonFly { .. } => {}
+        Topology::CMesh { .. } | Topology::DragonFly { .. } | Topology::FlatFly { .. } => {}
         Topology::Mesh { .. } | Topology::MeshXyYx { .. } | Topology::Torus { .. } => {
             // kncube.cpp: for each dimension d, input 2d comes from the right neighbour (its left
             // channel), input 2d + 1 from the left neighbour (its right channel); output 2d is
@@ -646,6 +715,49 @@ pub fn build(
             }
         }
     }
+    if let Topology::FlatFly {
+        k, n, xr, x, noc, ..
+    } = topology
+    {
+        // flatfly_onchip.cpp: terminal t on its router's port (flatfly_terminal). Router r's
+        // channel to the router `other` that differs from it in dimension `dim` only is
+        // channel (k - 1) n r + (k - 1) dim + i of the internal ones, on output c + (k - 1) dim
+        // + i, where i numbers the other digits in order; routers take their inputs in the
+        // order BookSim adds them: by sending router, then dimension, then digit. Latencies
+        // with use_noc_latency: xr per router of layout distance (x routers to a row); 1
+        // without. Terminal channels take 1 (the mode refuses layouts where they would not).
+        let (kk, nn, xr, x) = (k as usize, n as usize, xr as usize, x as usize);
+        let c = xr * xr;
+        let routers_n = per_level * kk;
+        for t in 0..nodes {
+            let (r, port) = flatfly_terminal(xr, x, t);
+            connect_in(&mut w, t, r, port);
+            connect_out(&mut w, nodes + t, r, port);
+        }
+        let mut next_in = vec![c; routers_n];
+        for r in 0..routers_n {
+            let mut pow = 1;
+            for dim in 0..nn {
+                let own = (r / pow) % kk;
+                for digit in (0..kk).filter(|&d| d != own) {
+                    let other = r - own * pow + digit * pow;
+                    let i = if digit > own { digit - 1 } else { digit };
+                    let ch = 2 * nodes + (kk - 1) * nn * r + (kk - 1) * dim + i;
+                    connect_out(&mut w, ch, r, c + (kk - 1) * dim + i);
+                    connect_in(&mut w, ch, other, next_in[other]);
+                    next_in[other] += 1;
+                    w.latency[ch] = if noc {
+                        let cols = (r % x).abs_diff(other % x);
+                        let rows = (r / x).abs_diff(other / x);
+                        (xr * (cols + rows)) as u32
+                    } else {
+                        1
+                    };
+                }
+                pow *= kk;
+            }
+        }
+    }
     if let Topology::DragonFly { p } = topology {
         // dragonfly.cpp, literally: terminal c = p r + i on port i of router r; BookSim's
         // channel (3p - 1) r + j leaves router r on output p + j (j < 2p - 1: local, else
@@ -694,6 +806,7 @@ pub fn build(
         Topology::Fly { .. }
         | Topology::Mesh { .. }
         | Topology::CMesh { .. }
+        | Topology::FlatFly { xy_yx: false, .. }
         | Topology::DragonFly { .. } => {
             for r in &mut routers {
                 r.set_order_free_routing(true);
@@ -708,7 +821,10 @@ pub fn build(
     }
     if !matches!(
         topology,
-        Topology::Torus { .. } | Topology::MeshXyYx { .. } | Topology::DragonFly { .. }
+        Topology::Torus { .. }
+            | Topology::MeshXyYx { .. }
+            | Topology::FlatFly { xy_yx: true, .. }
+            | Topology::DragonFly { .. }
     ) && routers.len() * nodes <= 1 << 22
     {
         let mut table = Vec::with_capacity(routers.len() * nodes);
@@ -767,6 +883,15 @@ impl BookSimRouting<'_> {
             return self.xy_yx_route(router, in_port, f, k, n);
         } else if let Topology::DragonFly { p } = w.topology {
             return self.dragonfly_route(router, f, p);
+        } else if let Topology::FlatFly {
+            k,
+            xr,
+            x,
+            xy_yx: true,
+            ..
+        } = w.topology
+        {
+            return self.flatfly_xy_yx_route(router, in_port, f, k, xr, x);
         } else {
             w.port_for(router, dest).map_or(UP, |p| p as u16)
         };
@@ -830,6 +955,43 @@ impl BookSimRouting<'_> {
             Route::new(port as u16, lo, hi - avail)
         } else {
             Route::new(port as u16, lo + avail, hi)
+        }
+    }
+
+    /// `xyyx_flatfly`: at the destination's router its terminal port and every VC; else
+    /// XY ([`flatfly_port`], lowest differing dimension first) or YX (highest first), chosen
+    /// at the first router (a flit from a terminal port) by `RandomInt(1)` (1: XY) and
+    /// afterwards read from the VC the flit arrived on, with the VC classes of
+    /// [`xy_yx_route`](Self::xy_yx_route).
+    #[inline(never)]
+    fn flatfly_xy_yx_route(
+        &mut self,
+        router: u32,
+        in_port: usize,
+        f: &Flit,
+        k: u32,
+        xr: u32,
+        x: u32,
+    ) -> Route {
+        let (lo, hi) = self.vc_range(f);
+        let c = (xr * xr) as usize;
+        let (to, port) = flatfly_terminal(xr as usize, x as usize, f.dest as usize);
+        if to == router as usize {
+            return Route::new(port as u16, lo, hi);
+        }
+        // BookSim's `available_vcs`: half the range's VCs, rounded down.
+        let count = hi - lo + 1;
+        let avail = count / 2;
+        let xy = if in_port >= c {
+            f.vc < lo + avail
+        } else {
+            self.rng.int(1) > 0
+        };
+        let port = flatfly_port(k as usize, c, router as usize, to, !xy) as u16;
+        if xy {
+            Route::new(port, lo, hi - avail)
+        } else {
+            Route::new(port, lo + avail, hi)
         }
     }
 
@@ -932,6 +1094,13 @@ mod tests {
                     packets: &packets,
                 };
                 let f = Flit::new(0, d as u32, true, true);
+                // Whether a router is the destination's.
+                let at_dest = |router: u32| match topo {
+                    Topology::FlatFly { xr, x, .. } => {
+                        router as usize == flatfly_terminal(xr as usize, x as usize, d).0
+                    }
+                    _ => router as usize == d,
+                };
                 let mut c = w.inject(s);
                 let mut hops = 0;
                 loop {
@@ -957,6 +1126,11 @@ mod tests {
                             } else if let Topology::DragonFly { .. } = topo {
                                 // VC 0 before the global link, 1 from it on.
                                 assert!(r.vc_lo == r.vc_hi && r.vc_hi <= 1, "{s}->{d}");
+                            } else if let (Topology::FlatFly { xy_yx: true, .. }, false) =
+                                (topo, at_dest(router))
+                            {
+                                // As xy_yx on the mesh: one VC per order class.
+                                assert_eq!(r.vc_lo, r.vc_hi, "{s}->{d}");
                             } else if let (Topology::MeshXyYx { .. }, true) =
                                 (topo, router as usize != d)
                             {
@@ -1012,6 +1186,88 @@ mod tests {
                 express,
             });
         }
+        for (k, n, xr, x) in [
+            (4, 2, 2, 4),
+            (4, 2, 2, 8),
+            (2, 3, 1, 2),
+            (3, 2, 3, 3),
+            (2, 4, 2, 4),
+            (5, 1, 1, 5),
+            (1, 2, 2, 1),
+        ] {
+            for xy_yx in [false, true] {
+                walk(Topology::FlatFly {
+                    k,
+                    n,
+                    xr,
+                    x,
+                    xy_yx,
+                    noc: true,
+                });
+            }
+        }
+    }
+
+    /// flatfly_onchip.cpp's wiring on 4 x 4 routers of 4 terminals, laid out 4 to a row:
+    /// terminals numbered across the layout's rows, router r's output to the router with
+    /// digit j in dimension d on port c + 3 d + (j, skipping r's own digit) and channel
+    /// 2 nodes + 6 r + 3 d + that index, inputs in the order BookSim adds them (by sending
+    /// router), and the layout latencies (xr = 2 cycles per router of distance).
+    #[test]
+    fn flatfly_wiring() {
+        let topo = Topology::FlatFly {
+            k: 4,
+            n: 2,
+            xr: 2,
+            x: 4,
+            xy_yx: false,
+            noc: true,
+        };
+        let (w, routers) = build(topo, 1, &base()).unwrap();
+        assert_eq!((w.nodes, routers.len()), (64, 16));
+        assert!(routers.iter().all(|r| r.inputs() == 10));
+        // Terminals 0, 1, 8, 9 share router 0 (ports 0, 1, 2, 3); 2 is on router 1; 16 on
+        // router 4 (the second row of routers).
+        for (t, r, p) in [
+            (0, 0, 0),
+            (1, 0, 1),
+            (8, 0, 2),
+            (9, 0, 3),
+            (2, 1, 0),
+            (16, 4, 0),
+        ] {
+            let want = End::Router { router: r, port: p };
+            assert_eq!(w.dst[w.inject(t)], want, "terminal {t}");
+            assert_eq!(w.src[w.eject(t)], want, "terminal {t}");
+        }
+        let link = |i: usize| 2 * 64 + i;
+        // Router 5 = (1, 1): in dimension 0 to routers 4, 6, 7; in dimension 1 to 1, 9, 13.
+        for (i, to) in [4, 6, 7, 1, 9, 13].into_iter().enumerate() {
+            let ch = w.router_out[5][4 + i] as usize;
+            assert_eq!(ch, link(6 * 5 + i));
+            assert!(matches!(w.dst[ch], End::Router { router, .. } if router as usize == to));
+            let (dx, dy) = ((to % 4usize).abs_diff(1), (to / 4usize).abs_diff(1));
+            assert_eq!(w.latency[ch] as usize, 2 * (dx + dy), "5 -> {to}");
+        }
+        // Router 5's inputs after its terminals: from routers 1, 4, 6, 7, 9, 13 in that order.
+        for (i, from) in [1, 4, 6, 7, 9, 13].into_iter().enumerate() {
+            let ch = w.router_in[5][4 + i] as usize;
+            assert!(matches!(w.src[ch], End::Router { router, .. } if router as usize == from));
+        }
+        // min_flatfly from router 5 to terminal 63 (router 15 = (3, 3)): X first, to router 7.
+        assert_eq!(w.port_for(5, 63), Some(4 + 2));
+        assert_eq!(w.port_for(15, 63), Some(3));
+        // Without use_noc_latency every channel takes a cycle.
+        let unit = Topology::FlatFly {
+            k: 4,
+            n: 2,
+            xr: 2,
+            x: 4,
+            xy_yx: false,
+            noc: false,
+        };
+        let (w, _) = build(unit, 1, &base()).unwrap();
+        assert_eq!(w.max_latency(), 1);
     }
 
     /// cmesh.cpp's wiring, channel by channel as BookSim numbers them: `px_in` of router
