@@ -316,6 +316,19 @@ pub enum Topology {
         /// Dimensions.
         n: u32,
     },
+    /// k-ary n-dimensional mesh with BookSim's two-phase oblivious routing, `valiant_mesh`
+    /// (an intermediate router drawn anywhere, `RandomInt(nodes - 1)`) or `romm_mesh` (drawn
+    /// digit by digit inside the minimal quadrant of source and destination,
+    /// `rand_min_intr_mesh`), at the first router: dimension order to the intermediate
+    /// router, then to the destination, each phase on its half of the VCs.
+    MeshTwoPhase {
+        /// Routers per dimension.
+        k: u32,
+        /// Dimensions.
+        n: u32,
+        /// `romm_mesh` rather than `valiant_mesh`.
+        romm: bool,
+    },
     /// k-ary n-cube (torus) with dimension-order routing and two dateline VC classes.
     Torus {
         /// Routers per dimension.
@@ -369,6 +382,7 @@ impl Topology {
             | Topology::FatTree { k, n }
             | Topology::Mesh { k, n }
             | Topology::MeshXyYx { k, n }
+            | Topology::MeshTwoPhase { k, n, .. }
             | Topology::Torus { k, n }
             | Topology::FlatFly { k, n, .. } => (k, n),
             Topology::CMesh { k, .. } => (k, 2),
@@ -384,7 +398,10 @@ impl Topology {
         match self {
             Topology::Fly { .. } => (n * per_level, n * per_level * k),
             Topology::FatTree { .. } => (n * per_level, per_level * (k + (n - 1) * 2 * k)),
-            Topology::Mesh { .. } | Topology::MeshXyYx { .. } | Topology::Torus { .. } => {
+            Topology::Mesh { .. }
+            | Topology::MeshXyYx { .. }
+            | Topology::MeshTwoPhase { .. }
+            | Topology::Torus { .. } => {
                 let r = k.saturating_pow(n as u32);
                 (r, r * (2 * n + 1))
             }
@@ -1174,7 +1191,10 @@ fn read_write_keys(
     // Two VC classes per range (dateline or XY/YX order) on these.
     let split = matches!(
         topology,
-        Topology::Torus { .. } | Topology::MeshXyYx { .. } | Topology::FlatFly { xy_yx: true, .. }
+        Topology::Torus { .. }
+            | Topology::MeshXyYx { .. }
+            | Topology::MeshTwoPhase { .. }
+            | Topology::FlatFly { xy_yx: true, .. }
     );
     for (i, name) in names.iter().enumerate() {
         let key = format!("{name}_size");
@@ -1203,8 +1223,8 @@ fn read_write_keys(
             return Err(unsupported(
                 &bk,
                 format!("{b} ({ek} = {e})"),
-                "the torus's dimension-order routing and xy_yx split each VC range in two \
-                 classes: at least 2 VCs (BookSim2 asserts)",
+                "the torus's dimension-order routing, xy_yx (xyyx) and the two-phase mesh \
+                 routings split each VC range in two classes: at least 2 VCs (BookSim2 asserts)",
             ));
         }
         ranges[i] = (b.clamp(0, 63) as u8, e.clamp(0, 63) as u8);
@@ -1619,11 +1639,17 @@ impl BooksimConfig {
                 // `dor_mesh` is BookSim's alias of `dim_order_mesh`.
                 "dim_order" | "dor" => Topology::Mesh { k: k32, n: n32 },
                 "xy_yx" => Topology::MeshXyYx { k: k32, n: n32 },
+                "valiant" | "romm" => Topology::MeshTwoPhase {
+                    k: k32,
+                    n: n32,
+                    romm: rf == "romm",
+                },
                 _ => {
                     return Err(unsupported(
                         "routing_function",
                         &rf,
-                        "mesh uses dim_order (dim_order_mesh, alias dor) or xy_yx (xy_yx_mesh)",
+                        "mesh uses dim_order (dim_order_mesh, alias dor), xy_yx (xy_yx_mesh), \
+                         valiant (valiant_mesh) or romm (romm_mesh)",
                     ))
                 }
             },
@@ -1703,7 +1729,9 @@ impl BooksimConfig {
                     return Err(unsupported(
                         "routing_function",
                         &rf,
-                        "torus uses dim_order (dim_order_torus)",
+                        "torus uses dim_order (dim_order_torus); valiant_torus reads a \
+                         partition BookSim2 leaves uninitialised when a packet keeps its \
+                         dimension, so its behaviour is the compiler's",
                     ));
                 }
                 Topology::Torus { k: k32, n: n32 }
@@ -1720,7 +1748,10 @@ impl BooksimConfig {
         };
         if matches!(
             topology,
-            Topology::Mesh { .. } | Topology::MeshXyYx { .. } | Topology::Torus { .. }
+            Topology::Mesh { .. }
+                | Topology::MeshXyYx { .. }
+                | Topology::MeshTwoPhase { .. }
+                | Topology::Torus { .. }
         ) && n > 24
         {
             return Err(bad(
@@ -1965,6 +1996,7 @@ impl BooksimConfig {
             topology,
             Topology::Torus { .. }
                 | Topology::MeshXyYx { .. }
+                | Topology::MeshTwoPhase { .. }
                 | Topology::FlatFly { xy_yx: true, .. }
                 | Topology::DragonFly { .. }
         ) && router.vcs < 2
@@ -1974,8 +2006,9 @@ impl BooksimConfig {
             return Err(unsupported(
                 "num_vcs",
                 router.vcs,
-                "the torus's dimension-order routing and xy_yx need at least 2 VCs (two VC \
-                 classes; BookSim2 stops on an assertion with 1)",
+                "the torus's dimension-order routing, xy_yx (xyyx), valiant, romm and the \
+                 dragonfly need at least 2 VCs (two VC classes; BookSim2 stops on an assertion \
+                 with 1)",
             ));
         }
 
@@ -2200,6 +2233,8 @@ mod tests {
         for (ov, key) in [
             ("frobnicate=1", "frobnicate"),
             ("topology=qtree", "topology"),
+            ("topology=mesh routing_function=valiant num_vcs=1", "`num_vcs = 1`"),
+            ("topology=torus routing_function=valiant", "`routing_function = valiant`"),
             ("topology=flatfly routing_function=valiant", "`routing_function = valiant`"),
             ("topology=flatfly routing_function=ran_min k=2 n=5", "`n = 5`"),
             ("topology=flatfly routing_function=ran_min c=4 xr=2", "`c = 4"),
@@ -2359,6 +2394,17 @@ mod tests {
         .concat();
         let c = BooksimConfig::from_text(XBAR, &more).unwrap();
         assert_eq!(c.topology, cmesh(false, false));
+    }
+
+    #[test]
+    fn two_phase_mesh_routings_parse() {
+        for (rf, romm) in [("valiant", false), ("romm", true)] {
+            let rf = format!("routing_function={rf}");
+            let ov = ["topology=mesh", "k=4", "n=2", &rf];
+            let c = BooksimConfig::from_text(XBAR, &ov).unwrap();
+            assert_eq!(c.topology, Topology::MeshTwoPhase { k: 4, n: 2, romm });
+            assert_eq!(c.topology.nodes(), 16);
+        }
     }
 
     #[test]

@@ -203,6 +203,7 @@ impl Wiring {
             // `torus_route`, `xy_yx_route` and `flatfly_xy_yx_route`.
             Topology::Torus { .. }
             | Topology::MeshXyYx { .. }
+            | Topology::MeshTwoPhase { .. }
             | Topology::FlatFly { xy_yx: true, .. } => None,
             Topology::FlatFly { k, xr, x, .. } => {
                 // min_flatfly: the terminal's port at its router, else flatfly_outport (the
@@ -228,6 +229,17 @@ impl Wiring {
         }
     }
 
+    /// Hops (routers) from `src` to `dest` through intermediate router `intm` (two-phase
+    /// routing: both legs, the intermediate router once); [`hops`](Self::hops) elsewhere.
+    pub fn hops_via(&self, src: usize, intm: usize, dest: usize) -> u32 {
+        match self.topology {
+            Topology::MeshTwoPhase { k, n, .. } => {
+                kncube_hops(k, n, src, intm, false) + kncube_hops(k, n, intm, dest, false) - 1
+            }
+            _ => self.hops(src, dest),
+        }
+    }
+
     /// Hops (routers) from `src` to `dest`.
     #[inline]
     pub fn hops(&self, src: usize, dest: usize) -> u32 {
@@ -245,9 +257,9 @@ impl Wiring {
                 let _ = n;
                 2 * up + 1
             }
-            Topology::Mesh { k, n } | Topology::MeshXyYx { k, n } => {
-                kncube_hops(k, n, src, dest, false)
-            }
+            Topology::Mesh { k, n }
+            | Topology::MeshXyYx { k, n }
+            | Topology::MeshTwoPhase { k, n, .. } => kncube_hops(k, n, src, dest, false),
             Topology::Torus { k, n } => kncube_hops(k, n, src, dest, true),
             Topology::CMesh { k, express, .. } => cmesh_hops(k, express, src, dest),
             Topology::DragonFly { p } => dragonfly_hops(p as usize, src, dest),
@@ -483,7 +495,10 @@ pub fn build(
                 .collect();
             radix_out = radix_in.clone();
         }
-        Topology::Mesh { .. } | Topology::MeshXyYx { .. } | Topology::Torus { .. } => {
+        Topology::Mesh { .. }
+        | Topology::MeshXyYx { .. }
+        | Topology::MeshTwoPhase { .. }
+        | Topology::Torus { .. } => {
             // kncube.cpp: one router per terminal, 2n + 1 ports; a mesh has the torus's
             // wrap-around channels too (its routing never takes them).
             internal = 2 * n as usize * nodes;
@@ -642,7 +657,10 @@ pub fn build(
         }
         // Wired below.
         Topology::CMesh { .. } | Topology::DragonFly { .. } | Topology::FlatFly { .. } => {}
-        Topology::Mesh { .. } | Topology::MeshXyYx { .. } | Topology::Torus { .. } => {
+        Topology::Mesh { .. }
+        | Topology::MeshXyYx { .. }
+        | Topology::MeshTwoPhase { .. }
+        | Topology::Torus { .. } => {
             // kncube.cpp: for each dimension d, input 2d comes from the right neighbour (its left
             // channel), input 2d + 1 from the left neighbour (its right channel); output 2d is
             // this router's right channel, 2d + 1 its left one; port 2n is the terminal's.
@@ -823,6 +841,7 @@ pub fn build(
         topology,
         Topology::Torus { .. }
             | Topology::MeshXyYx { .. }
+            | Topology::MeshTwoPhase { .. }
             | Topology::FlatFly { xy_yx: true, .. }
             | Topology::DragonFly { .. }
     ) && routers.len() * nodes <= 1 << 22
@@ -855,7 +874,14 @@ pub struct BookSimRouting<'a> {
     /// The packets in flight, indexed by a flit's `payload` (the torus's dateline class
     /// depends on the packet's source).
     pub packets: &'a [Packet],
+    /// Two-phase routing's state per packet, by `payload`: the intermediate router, and
+    /// [`PHASE_1`] once the packet has reached it (BookSim's `f->intm` and `f->ph`). Empty
+    /// for other routing functions.
+    pub intm: &'a mut [u32],
 }
+
+/// In [`BookSimRouting::intm`]: the packet is in its second phase.
+pub const PHASE_1: u32 = 1 << 31;
 
 impl BookSimRouting<'_> {
     /// The VC range of flit `f`'s packet: its kind's under `use_read_write` (BookSim's
@@ -881,6 +907,8 @@ impl BookSimRouting<'_> {
             return self.torus_route(router, in_port, f, k, n);
         } else if let Topology::MeshXyYx { k, n } = w.topology {
             return self.xy_yx_route(router, in_port, f, k, n);
+        } else if let Topology::MeshTwoPhase { k, n, romm } = w.topology {
+            return self.two_phase_route(router, in_port, f, k, n, romm);
         } else if let Topology::DragonFly { p } = w.topology {
             return self.dragonfly_route(router, f, p);
         } else if let Topology::FlatFly {
@@ -995,6 +1023,80 @@ impl BookSimRouting<'_> {
         }
     }
 
+    /// `valiant_mesh` / `romm_mesh`. At the first router (a flit from the terminal port)
+    /// the intermediate router is drawn: `RandomInt(nodes - 1)`, or for ROMM one draw per
+    /// dimension from the lower of the two digits, `RandomInt(|difference|)` (a draw even
+    /// when they are equal). On reaching the intermediate router the packet enters phase 1.
+    /// The port is `dor_next_mesh` towards the intermediate router in phase 0, the
+    /// destination in phase 1. Except at the destination's router (even when passing it in
+    /// phase 0) phase 0 takes the lower `vcs - vcs / 2` VCs of the range and phase 1 the
+    /// upper `vcs / 2`.
+    #[inline(never)]
+    fn two_phase_route(
+        &mut self,
+        router: u32,
+        in_port: usize,
+        f: &Flit,
+        k: u32,
+        n: u32,
+        romm: bool,
+    ) -> Route {
+        let (lo, hi) = self.vc_range(f);
+        let (kk, nn) = (k as usize, n as usize);
+        let slot = f.payload as usize;
+        let mut state = self.intm.get(slot).copied().unwrap_or(0);
+        if in_port == 2 * nn {
+            state = if romm {
+                let src = self.packets.get(slot).map_or(0, |p| p.src() as usize);
+                let (mut s, mut d, mut intm, mut place) = (src, f.dest as usize, 0, 1);
+                for _ in 0..nn {
+                    let (a, b) = (s % kk, d % kk);
+                    let low = a.min(b);
+                    intm += place * (low + self.rng.int(a.abs_diff(b) as u32) as usize);
+                    place *= kk;
+                    s /= kk;
+                    d /= kk;
+                }
+                intm as u32
+            } else {
+                self.rng.int(self.wiring.nodes as u32 - 1)
+            };
+        }
+        if state & PHASE_1 == 0 && router == state {
+            state |= PHASE_1;
+        }
+        if let Some(s) = self.intm.get_mut(slot) {
+            *s = state;
+        }
+        let target = if state & PHASE_1 != 0 {
+            f.dest as usize
+        } else {
+            (state & !PHASE_1) as usize
+        };
+        // dor_next_mesh: the lowest differing dimension, up (2d) or down (2d + 1).
+        let (mut cur, mut to, mut port) = (router as usize, target, 2 * nn);
+        for dim in 0..nn {
+            let (c, d) = (cur % kk, to % kk);
+            if c != d {
+                port = 2 * dim + usize::from(c > d);
+                break;
+            }
+            cur /= kk;
+            to /= kk;
+        }
+        if router == f.dest {
+            return Route::new(port as u16, lo, hi);
+        }
+        // BookSim's `available_vcs`: half the range's VCs, rounded down.
+        let count = hi - lo + 1;
+        let avail = count / 2;
+        if state & PHASE_1 == 0 {
+            Route::new(port as u16, lo, hi - avail)
+        } else {
+            Route::new(port as u16, lo + avail, hi)
+        }
+    }
+
     /// `min_dragonflynew`: [`dragonfly_port`], on VC `ph`: 0 until the packet takes a global
     /// link, 1 from the global link on (BookSim sets `f->ph` to 0 at the first router and to
     /// 1 on a global output, and it stays; its same-group test compares against an unset
@@ -1087,11 +1189,13 @@ mod tests {
         let mut rng = KnuthInt::new(1);
         for s in 0..w.nodes {
             let packets = [Packet::from_source(s as u32)];
+            let mut intm = [0u32];
             for d in 0..w.nodes {
                 let mut rt = BookSimRouting {
                     wiring: &w,
                     rng: &mut rng,
                     packets: &packets,
+                    intm: &mut intm,
                 };
                 let f = Flit::new(0, d as u32, true, true);
                 // Whether a router is the destination's.
@@ -1126,8 +1230,11 @@ mod tests {
                             } else if let Topology::DragonFly { .. } = topo {
                                 // VC 0 before the global link, 1 from it on.
                                 assert!(r.vc_lo == r.vc_hi && r.vc_hi <= 1, "{s}->{d}");
-                            } else if let (Topology::FlatFly { xy_yx: true, .. }, false) =
-                                (topo, at_dest(router))
+                            } else if let (
+                                Topology::FlatFly { xy_yx: true, .. }
+                                | Topology::MeshTwoPhase { .. },
+                                false,
+                            ) = (topo, at_dest(router))
                             {
                                 // As xy_yx on the mesh: one VC per order class.
                                 assert_eq!(r.vc_lo, r.vc_hi, "{s}->{d}");
@@ -1153,7 +1260,18 @@ mod tests {
                         }
                     }
                 }
-                assert_eq!(hops, w.hops(s, d), "{topo:?} {s}->{d}");
+                if let Topology::MeshTwoPhase { k, n, romm } = topo {
+                    // Through the intermediate router, in phase 1 at the end; ROMM's stays
+                    // inside the minimal quadrant, so its route is a minimal one.
+                    let im = (intm[0] & !PHASE_1) as usize;
+                    assert!(intm[0] & PHASE_1 != 0, "{topo:?} {s}->{d}");
+                    assert_eq!(hops, w.hops_via(s, im, d), "{topo:?} {s}->{d} via {im}");
+                    if romm {
+                        assert_eq!(hops, kncube_hops(k, n, s, d, false), "{s}->{d} via {im}");
+                    }
+                } else {
+                    assert_eq!(hops, w.hops(s, d), "{topo:?} {s}->{d}");
+                }
             }
         }
     }
@@ -1175,6 +1293,11 @@ mod tests {
         walk(Topology::DragonFly { p: 1 });
         walk(Topology::DragonFly { p: 2 });
         walk(Topology::MeshXyYx { k: 3, n: 3 });
+        for romm in [false, true] {
+            walk(Topology::MeshTwoPhase { k: 4, n: 2, romm });
+            walk(Topology::MeshTwoPhase { k: 3, n: 3, romm });
+            walk(Topology::MeshTwoPhase { k: 5, n: 1, romm });
+        }
         walk(Topology::Torus { k: 4, n: 2 });
         walk(Topology::Torus { k: 5, n: 2 });
         walk(Topology::Torus { k: 2, n: 3 });

@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use thiserror::Error;
 
 use super::config::{BooksimConfig, Injection, OnOff, PacketKind, SimType, Topology, Traffic};
-use super::network::{build, BookSimRouting, Channels, End, Wiring};
+use super::network::{build, BookSimRouting, Channels, End, Wiring, PHASE_1};
 use super::rng::{BookSimRng, FastMod, KnuthFloat};
 use crate::engine::{run_until, Model, Scheduler};
 use crate::router::{BufferState, Credit, Flit, IqRouter, RouterConfigError, RouterError};
@@ -213,6 +213,11 @@ impl PacketStats {
 /// The packets in flight and what retiring them measures.
 struct Ledger {
     packets: Vec<Packet>,
+    /// Two-phase routing's state by packet slot ([`BookSimRouting::intm`]); empty for other
+    /// routing functions.
+    intm: Vec<u32>,
+    /// Whether routing is two-phase (`intm` then grows with `packets`).
+    two_phase: bool,
     free: Vec<u32>,
     /// Flits generated and not yet retired, and the sum of their creation times.
     in_flight: u64,
@@ -271,6 +276,9 @@ impl Ledger {
             }
             None => {
                 self.packets.push(p);
+                if self.two_phase {
+                    self.intm.push(0);
+                }
                 (self.packets.len() - 1) as u32
             }
         };
@@ -321,7 +329,13 @@ impl Ledger {
             let kind = p.kind();
             let size = self.sizes.get(kind as usize).copied().unwrap_or(1);
             if record_all || p.record() {
-                let hops = i64::from(wiring.hops(p.src() as usize, p.dest as usize));
+                let hops = match self.intm.get(slot) {
+                    Some(&im) => {
+                        wiring.hops_via(p.src() as usize, (im & !PHASE_1) as usize, p.dest as usize)
+                    }
+                    None => wiring.hops(p.src() as usize, p.dest as usize),
+                };
+                let hops = i64::from(hops);
                 self.pstats.add([
                     time - p.ctime,
                     time - p.itime,
@@ -799,6 +813,8 @@ impl Sim {
             sources,
             ledger: Ledger {
                 packets: Vec::with_capacity(packet_cap),
+                intm: Vec::new(),
+                two_phase: matches!(cfg.topology, Topology::MeshTwoPhase { .. }),
                 free: Vec::with_capacity(packet_cap),
                 in_flight: 0,
                 in_flight_ctime: 0,
@@ -994,6 +1010,7 @@ impl Sim {
             wiring: &self.wiring,
             rng: &mut self.rng.int,
             packets: &self.ledger.packets,
+            intm: &mut self.ledger.intm,
         };
         for (r, router) in self.routers.iter_mut().enumerate() {
             if router.is_idle() && !router.steps_when_idle() {
@@ -1426,7 +1443,7 @@ impl Sim {
         let random_vc = matches!(self.cfg.topology, Topology::DragonFly { .. });
         let Sim {
             sources,
-            ledger: Ledger { packets, .. },
+            ledger: Ledger { packets, intm, .. },
             flits,
             wiring,
             rng,
@@ -1508,6 +1525,7 @@ impl Sim {
                                 wiring,
                                 rng: &mut rng.int,
                                 packets,
+                                intm,
                             };
                             f.la_route = rt.route_at(router, port as usize, &f);
                         }
