@@ -335,6 +335,10 @@ pub enum Topology {
         k: u32,
         /// Dimensions.
         n: u32,
+        /// `dim_order_bal_torus` (Cray's partition: a second dateline between digits
+        /// `(k - 1) / 2` and `(k - 1) / 2 + 1`, either class drawn where neither is crossed)
+        /// rather than `dim_order_torus`.
+        balanced: bool,
     },
     /// BookSim's concentrated mesh (`cmesh`): k x k routers, 4 terminals each (2 x 2), with
     /// express channels along the edges; `dor` (express) or `dor_no_express` routing.
@@ -383,7 +387,7 @@ impl Topology {
             | Topology::Mesh { k, n }
             | Topology::MeshXyYx { k, n }
             | Topology::MeshTwoPhase { k, n, .. }
-            | Topology::Torus { k, n }
+            | Topology::Torus { k, n, .. }
             | Topology::FlatFly { k, n, .. } => (k, n),
             Topology::CMesh { k, .. } => (k, 2),
             Topology::DragonFly { p } => (p, 1),
@@ -1725,16 +1729,21 @@ impl BooksimConfig {
             }
             "flatfly" => flatfly(&mut raw, k, n, &rf, nodes)?,
             "torus" => {
-                if rf != "dim_order" {
+                if rf != "dim_order" && rf != "dim_order_bal" {
                     return Err(unsupported(
                         "routing_function",
                         &rf,
-                        "torus uses dim_order (dim_order_torus); valiant_torus reads a \
-                         partition BookSim2 leaves uninitialised when a packet keeps its \
-                         dimension, so its behaviour is the compiler's",
+                        "torus uses dim_order (dim_order_torus) or dim_order_bal \
+                         (dim_order_bal_torus); valiant_torus reads a partition BookSim2 \
+                         leaves uninitialised when a packet keeps its dimension, so its \
+                         behaviour is the compiler's",
                     ));
                 }
-                Topology::Torus { k: k32, n: n32 }
+                Topology::Torus {
+                    k: k32,
+                    n: n32,
+                    balanced: rf == "dim_order_bal",
+                }
             }
             other => {
                 return Err(unsupported(
@@ -2262,7 +2271,7 @@ mod tests {
             ),
             ("topology=torus routing_function=dor", "routing_function"),
             (
-                "topology=torus routing_function=dim_order_bal",
+                "topology=torus routing_function=dim_order_ni",
                 "routing_function",
             ),
             (
@@ -2363,10 +2372,27 @@ mod tests {
         let t = BooksimConfig::from_text(XBAR, &torus).unwrap();
         assert_eq!(
             (t.topology, t.link_latency),
-            (Topology::Torus { k: 4, n: 2 }, 2)
+            (
+                Topology::Torus {
+                    k: 4,
+                    n: 2,
+                    balanced: false
+                },
+                2
+            )
         );
         let t = BooksimConfig::from_text(XBAR, &[&torus[..], &["use_noc_latency=0"]].concat());
         assert_eq!(t.unwrap().link_latency, 1);
+        let bal = [&torus[..], &["routing_function=dim_order_bal"]].concat();
+        let t = BooksimConfig::from_text(XBAR, &bal).unwrap();
+        assert_eq!(
+            t.topology,
+            Topology::Torus {
+                k: 4,
+                n: 2,
+                balanced: true
+            }
+        );
         // use_noc_latency changes nothing for the fly.
         let f = BooksimConfig::from_text(XBAR, &["use_noc_latency=0"]).unwrap();
         assert_eq!(f.link_latency, 1);

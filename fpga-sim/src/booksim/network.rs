@@ -260,7 +260,7 @@ impl Wiring {
             Topology::Mesh { k, n }
             | Topology::MeshXyYx { k, n }
             | Topology::MeshTwoPhase { k, n, .. } => kncube_hops(k, n, src, dest, false),
-            Topology::Torus { k, n } => kncube_hops(k, n, src, dest, true),
+            Topology::Torus { k, n, .. } => kncube_hops(k, n, src, dest, true),
             Topology::CMesh { k, express, .. } => cmesh_hops(k, express, src, dest),
             Topology::DragonFly { p } => dragonfly_hops(p as usize, src, dest),
             Topology::FlatFly { k, n, xr, x, .. } => flatfly_hops(k, n, xr, x, src, dest),
@@ -830,7 +830,9 @@ pub fn build(
                 r.set_order_free_routing(true);
             }
         }
-        Topology::Torus { k, .. } if k % 2 == 1 => {
+        Topology::Torus {
+            k, balanced: false, ..
+        } if k % 2 == 1 => {
             for r in &mut routers {
                 r.set_order_free_routing(true);
             }
@@ -874,9 +876,9 @@ pub struct BookSimRouting<'a> {
     /// The packets in flight, indexed by a flit's `payload` (the torus's dateline class
     /// depends on the packet's source).
     pub packets: &'a [Packet],
-    /// Two-phase routing's state per packet, by `payload`: the intermediate router, and
-    /// [`PHASE_1`] once the packet has reached it (BookSim's `f->intm` and `f->ph`). Empty
-    /// for other routing functions.
+    /// Routing state per packet, by `payload`: two-phase routing's intermediate router and
+    /// [`PHASE_1`] once the packet has reached it (BookSim's `f->intm` and `f->ph`), the
+    /// balanced torus's partition (`f->ph`). Empty for other routing functions.
     pub intm: &'a mut [u32],
 }
 
@@ -903,8 +905,8 @@ impl BookSimRouting<'_> {
         let dest = f.dest as usize;
         let entry = if !w.table.is_empty() {
             w.table[router as usize * w.nodes + dest]
-        } else if let Topology::Torus { k, n } = w.topology {
-            return self.torus_route(router, in_port, f, k, n);
+        } else if let Topology::Torus { k, n, balanced } = w.topology {
+            return self.torus_route(router, in_port, f, k, n, balanced);
         } else if let Topology::MeshXyYx { k, n } = w.topology {
             return self.xy_yx_route(router, in_port, f, k, n);
         } else if let Topology::MeshTwoPhase { k, n, romm } = w.topology {
@@ -1116,8 +1118,21 @@ impl BookSimRouting<'_> {
     }
 
     // Kept out of line so that `route_at`, inlined into the routers' hot loops, stays small.
+    /// With `balanced` (`dim_order_bal_torus`) the partition chosen on turning into a
+    /// dimension is Cray's: 1 when the way taken crosses the dateline between k - 1 and 0, 0
+    /// when it crosses the one between `(k - 1) / 2` and the digit above, else
+    /// `RandomInt(1)` (after the direction's own draw); it is kept per packet while the
+    /// packet travels in that dimension (BookSim's `f->ph`).
     #[inline(never)]
-    fn torus_route(&mut self, router: u32, in_port: usize, f: &Flit, k: u32, n: u32) -> Route {
+    fn torus_route(
+        &mut self,
+        router: u32,
+        in_port: usize,
+        f: &Flit,
+        k: u32,
+        n: u32,
+        balanced: bool,
+    ) -> Route {
         let (k, n) = (k as usize, n as usize);
         let (lo, hi) = self.vc_range(f);
         let (mut cur, mut dest) = (router as usize, f.dest as usize);
@@ -1136,7 +1151,8 @@ impl BookSimRouting<'_> {
             return Route::new(2 * n as u16, lo, hi);
         }
         let (c, d) = (cur % k, dest % k);
-        let port = if in_port / 2 != dim {
+        let turning = in_port / 2 != dim;
+        let port = if turning {
             let dist2 = k as i64 - 2 * ((d + k - c) % k) as i64;
             if dist2 > 0 || (dist2 == 0 && self.rng.int(1) != 0) {
                 2 * dim
@@ -1146,10 +1162,31 @@ impl BookSimRouting<'_> {
         } else {
             in_port ^ 1
         };
+        let upper = if balanced {
+            let slot = f.payload as usize;
+            if turning {
+                let (up, mid) = (port == 2 * dim, (k - 1) / 2);
+                let part = if (up && c > d) || (!up && c < d) {
+                    1
+                } else if (up && c <= mid && d > mid) || (!up && c > mid && d <= mid) {
+                    0
+                } else {
+                    self.rng.int(1)
+                };
+                if let Some(s) = self.intm.get_mut(slot) {
+                    *s = part;
+                }
+                part != 0
+            } else {
+                self.intm.get(slot).is_some_and(|&s| s != 0)
+            }
+        } else {
+            src % k > d
+        };
         // BookSim's `available_vcs`: half the range's VCs, rounded down.
         let count = hi - lo + 1;
         let avail = count / 2;
-        if src % k > d {
+        if upper {
             Route::new(port as u16, lo + avail, hi)
         } else {
             Route::new(port as u16, lo, hi - avail)
@@ -1216,7 +1253,13 @@ mod tests {
                         End::Router { router, port } => {
                             assert!((port as usize) < routers[router as usize].inputs());
                             let r = rt.route(router, port as usize, &f);
-                            if let (Topology::Torus { k, .. }, true) = (topo, router as usize != d)
+                            if let (Topology::Torus { balanced: true, .. }, true) =
+                                (topo, router as usize != d)
+                            {
+                                // One dateline class, by Cray's rule or drawn.
+                                assert_eq!(r.vc_lo, r.vc_hi, "{s}->{d}");
+                            } else if let (Topology::Torus { k, .. }, true) =
+                                (topo, router as usize != d)
                             {
                                 // Two VCs: the dateline class of the dimension being
                                 // travelled (VC 1 when the source's digit is above the
@@ -1298,10 +1341,34 @@ mod tests {
             walk(Topology::MeshTwoPhase { k: 3, n: 3, romm });
             walk(Topology::MeshTwoPhase { k: 5, n: 1, romm });
         }
-        walk(Topology::Torus { k: 4, n: 2 });
-        walk(Topology::Torus { k: 5, n: 2 });
-        walk(Topology::Torus { k: 2, n: 3 });
-        walk(Topology::Torus { k: 3, n: 1 });
+        for balanced in [false, true] {
+            walk(Topology::Torus {
+                k: 4,
+                n: 2,
+                balanced,
+            });
+        }
+        for balanced in [false, true] {
+            walk(Topology::Torus {
+                k: 5,
+                n: 2,
+                balanced,
+            });
+        }
+        for balanced in [false, true] {
+            walk(Topology::Torus {
+                k: 2,
+                n: 3,
+                balanced,
+            });
+        }
+        for balanced in [false, true] {
+            walk(Topology::Torus {
+                k: 3,
+                n: 1,
+                balanced,
+            });
+        }
         for (k, express) in [(2, true), (4, true), (4, false), (6, true), (8, true)] {
             walk(Topology::CMesh {
                 k,
@@ -1464,7 +1531,11 @@ mod tests {
     fn kncube_ports() {
         for topo in [
             Topology::Mesh { k: 4, n: 2 },
-            Topology::Torus { k: 3, n: 3 },
+            Topology::Torus {
+                k: 3,
+                n: 3,
+                balanced: false,
+            },
         ] {
             let (w, _) = build(topo, 2, &base()).unwrap();
             let (k, n) = topo.k_n();

@@ -213,10 +213,10 @@ impl PacketStats {
 /// The packets in flight and what retiring them measures.
 struct Ledger {
     packets: Vec<Packet>,
-    /// Two-phase routing's state by packet slot ([`BookSimRouting::intm`]); empty for other
-    /// routing functions.
+    /// Routing state by packet slot ([`BookSimRouting::intm`]: two-phase routing's, the
+    /// balanced torus's partition); empty for other routing functions.
     intm: Vec<u32>,
-    /// Whether routing is two-phase (`intm` then grows with `packets`).
+    /// Whether routing keeps state per packet (`intm` then grows with `packets`).
     two_phase: bool,
     free: Vec<u32>,
     /// Flits generated and not yet retired, and the sum of their creation times.
@@ -814,7 +814,10 @@ impl Sim {
             ledger: Ledger {
                 packets: Vec::with_capacity(packet_cap),
                 intm: Vec::new(),
-                two_phase: matches!(cfg.topology, Topology::MeshTwoPhase { .. }),
+                two_phase: matches!(
+                    cfg.topology,
+                    Topology::MeshTwoPhase { .. } | Topology::Torus { balanced: true, .. }
+                ),
                 free: Vec::with_capacity(packet_cap),
                 in_flight: 0,
                 in_flight_ctime: 0,
