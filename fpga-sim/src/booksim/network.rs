@@ -1341,33 +1341,10 @@ mod tests {
             walk(Topology::MeshTwoPhase { k: 3, n: 3, romm });
             walk(Topology::MeshTwoPhase { k: 5, n: 1, romm });
         }
-        for balanced in [false, true] {
-            walk(Topology::Torus {
-                k: 4,
-                n: 2,
-                balanced,
-            });
-        }
-        for balanced in [false, true] {
-            walk(Topology::Torus {
-                k: 5,
-                n: 2,
-                balanced,
-            });
-        }
-        for balanced in [false, true] {
-            walk(Topology::Torus {
-                k: 2,
-                n: 3,
-                balanced,
-            });
-        }
-        for balanced in [false, true] {
-            walk(Topology::Torus {
-                k: 3,
-                n: 1,
-                balanced,
-            });
+        for (k, n) in [(4, 2), (5, 2), (2, 3), (3, 1), (6, 1)] {
+            for balanced in [false, true] {
+                walk(Topology::Torus { k, n, balanced });
+            }
         }
         for (k, express) in [(2, true), (4, true), (4, false), (6, true), (8, true)] {
             walk(Topology::CMesh {
