@@ -300,6 +300,21 @@ pub enum Topology {
         /// Levels.
         n: u32,
     },
+    /// BookSim's quad tree (`qtree`, which asserts k = 4, n = 3): a root with k children per
+    /// router down to the leaves, each leaf serving k terminals; nearest-common-ancestor
+    /// routing (`nca_qtree`). Routers in height order; child ports first, the parent port
+    /// last.
+    QTree {
+        /// Children per router (4).
+        k: u32,
+        /// Levels (3).
+        n: u32,
+    },
+    /// BookSim's `tree4` (which asserts k = 4, n = 3): 16 leaf routers of 4 terminals, in
+    /// four groups of four leaves under two middle routers each, and 4 top routers joined
+    /// to all 8 middle ones; nearest-common-ancestor routing with random up ports
+    /// (`nca_tree4`).
+    Tree4,
     /// k-ary n-dimensional mesh (BookSim's `kncube` without wrap-around routes) with
     /// dimension-order routing; one terminal per router.
     Mesh {
@@ -384,12 +399,14 @@ impl Topology {
         match *self {
             Topology::Fly { k, n }
             | Topology::FatTree { k, n }
+            | Topology::QTree { k, n }
             | Topology::Mesh { k, n }
             | Topology::MeshXyYx { k, n }
             | Topology::MeshTwoPhase { k, n, .. }
             | Topology::Torus { k, n, .. }
             | Topology::FlatFly { k, n, .. } => (k, n),
             Topology::CMesh { k, .. } => (k, 2),
+            Topology::Tree4 => (4, 3),
             Topology::DragonFly { p } => (p, 1),
         }
     }
@@ -402,6 +419,11 @@ impl Topology {
         match self {
             Topology::Fly { .. } => (n * per_level, n * per_level * k),
             Topology::FatTree { .. } => (n * per_level, per_level * (k + (n - 1) * 2 * k)),
+            Topology::QTree { .. } => {
+                let r: u128 = (0..n as u32).map(|h| k.saturating_pow(h)).sum();
+                (r, (r - 1) * (k + 1) + k)
+            }
+            Topology::Tree4 => (28, 4 * 8 + 8 * 8 + 16 * 6),
             Topology::Mesh { .. }
             | Topology::MeshXyYx { .. }
             | Topology::MeshTwoPhase { .. }
@@ -1639,6 +1661,40 @@ impl BooksimConfig {
                 }
                 Topology::FatTree { k: k32, n: n32 }
             }
+            "qtree" => {
+                if rf != "nca" {
+                    return Err(unsupported(
+                        "routing_function",
+                        &rf,
+                        "qtree uses nca (nca_qtree)",
+                    ));
+                }
+                if (k, n) != (4, 3) {
+                    return Err(unsupported(
+                        "k",
+                        format!("{k} (n = {n})"),
+                        "BookSim's qtree works only with k = 4, n = 3 (it asserts both)",
+                    ));
+                }
+                Topology::QTree { k: k32, n: n32 }
+            }
+            "tree4" => {
+                if rf != "nca" {
+                    return Err(unsupported(
+                        "routing_function",
+                        &rf,
+                        "tree4 uses nca (nca_tree4); anca_tree4 is adaptive and not modelled",
+                    ));
+                }
+                if (k, n) != (4, 3) {
+                    return Err(unsupported(
+                        "k",
+                        format!("{k} (n = {n})"),
+                        "BookSim's tree4 works only with k = 4, n = 3 (it asserts both)",
+                    ));
+                }
+                Topology::Tree4
+            }
             "mesh" => match rf.as_str() {
                 // `dor_mesh` is BookSim's alias of `dim_order_mesh`.
                 "dim_order" | "dor" => Topology::Mesh { k: k32, n: n32 },
@@ -1749,8 +1805,8 @@ impl BooksimConfig {
                 return Err(unsupported(
                     "topology",
                     other,
-                    "supported: fly (k, n; n = 1 is a crossbar), fattree (k, n), mesh and \
-                     torus (k, n), cmesh (k; n = 2, c = 4), flatfly (k, n <= 4, c = xr^2), \
+                    "supported: fly (k, n; n = 1 is a crossbar), fattree (k, n), qtree and tree4 \
+                     (k = 4, n = 3), mesh and torus (k, n), cmesh (k; n = 2, c = 4), flatfly (k, n <= 4, c = xr^2), \
                      dragonflynew (k; n = 1)",
                 ))
             }
@@ -2241,7 +2297,10 @@ mod tests {
     fn errors_name_the_key() {
         for (ov, key) in [
             ("frobnicate=1", "frobnicate"),
-            ("topology=qtree", "topology"),
+            ("topology=anynet", "topology"),
+            ("topology=tree4 routing_function=anca", "`routing_function = anca`"),
+            ("topology=tree4 routing_function=nca k=2 n=3", "`k = 2 (n = 3)`"),
+            ("topology=qtree routing_function=nca k=4 n=2", "`k = 4 (n = 2)`"),
             ("topology=mesh routing_function=valiant num_vcs=1", "`num_vcs = 1`"),
             ("topology=torus routing_function=valiant", "`routing_function = valiant`"),
             ("topology=flatfly routing_function=valiant", "`routing_function = valiant`"),
@@ -2420,6 +2479,24 @@ mod tests {
         .concat();
         let c = BooksimConfig::from_text(XBAR, &more).unwrap();
         assert_eq!(c.topology, cmesh(false, false));
+    }
+
+    #[test]
+    fn the_fixed_trees_parse() {
+        for (topo, want) in [
+            ("topology=qtree", Topology::QTree { k: 4, n: 3 }),
+            ("topology=tree4", Topology::Tree4),
+        ] {
+            let ov = [topo, "routing_function=nca", "k=4", "n=3"];
+            let c = BooksimConfig::from_text(XBAR, &ov).unwrap();
+            assert_eq!(c.topology, want);
+            assert_eq!(c.topology.nodes(), 64);
+        }
+        assert_eq!(
+            Topology::QTree { k: 4, n: 3 }.routers_and_ports(),
+            (21, 104)
+        );
+        assert_eq!(Topology::Tree4.routers_and_ports(), (28, 192));
     }
 
     #[test]

@@ -185,6 +185,16 @@ impl Wiring {
                     None
                 }
             }
+            Topology::QTree { k, n } => {
+                // nca_qtree: down towards the destination when it is below, else up (port k).
+                let (h, pos) = qtree_place(k as usize, router as usize);
+                let below = dest / powi(k, n - 1 - h as u32);
+                Some(if pos == below / k as usize {
+                    below % k as usize
+                } else {
+                    k as usize
+                })
+            }
             Topology::Mesh { k, n } => {
                 // dor_next_mesh: the lowest dimension whose digit differs, towards the
                 // destination (port 2d up, 2d + 1 down); port 2n ejects.
@@ -199,6 +209,8 @@ impl Wiring {
                 }
                 Some(2 * n as usize)
             }
+            // Random up ports at every level: see `tree4_route`.
+            Topology::Tree4 => None,
             // Depend on the input port (and VC) and may draw a random number: see
             // `torus_route`, `xy_yx_route` and `flatfly_xy_yx_route`.
             Topology::Torus { .. }
@@ -245,7 +257,18 @@ impl Wiring {
     pub fn hops(&self, src: usize, dest: usize) -> u32 {
         match self.topology {
             Topology::Fly { n, .. } => n,
-            Topology::FatTree { k, n } => {
+            Topology::Tree4 => {
+                // The same leaf, the same group of four leaves (under two middle routers),
+                // else through a top router.
+                if src / 4 == dest / 4 {
+                    1
+                } else if src / 16 == dest / 16 {
+                    3
+                } else {
+                    5
+                }
+            }
+            Topology::FatTree { k, n } | Topology::QTree { k, n } => {
                 // Up to the nearest common ancestor and back down.
                 let (k, mut a, mut b) = (k as usize, src / k as usize, dest / k as usize);
                 let mut up = 0;
@@ -266,6 +289,18 @@ impl Wiring {
             Topology::FlatFly { k, n, xr, x, .. } => flatfly_hops(k, n, xr, x, src, dest),
         }
     }
+}
+
+/// `qtree`: the height and position of the router at index `r` (routers are numbered by
+/// height, then position: k^h routers at height h).
+fn qtree_place(k: usize, r: usize) -> (usize, usize) {
+    let (mut h, mut first, mut width) = (0, 0, 1);
+    while r >= first + width {
+        first += width;
+        width *= k;
+        h += 1;
+    }
+    (h, r - first)
 }
 
 /// `flatfly`: terminal `t`'s router and port. `flatfly_onchip.cpp` numbers terminals across
@@ -482,6 +517,21 @@ pub fn build(
             radix_in = vec![k as usize; n as usize * per_level];
             radix_out = radix_in.clone();
         }
+        Topology::Tree4 => {
+            // tree4.cpp: 4 top routers, 8 middle ones (8 ports each), 16 leaves (6 ports).
+            internal = 128;
+            radix_in = (0..28).map(|r| if r < 12 { 8 } else { 6 }).collect();
+            radix_out = radix_in.clone();
+        }
+        Topology::QTree { .. } => {
+            // qtree.cpp: k^h routers at height h; the root has k ports, the others k + 1.
+            let routers_n: usize = (0..n).map(|h| powi(k, h)).sum();
+            internal = 2 * (routers_n - 1);
+            radix_in = (0..routers_n)
+                .map(|r| k as usize + usize::from(r > 0))
+                .collect();
+            radix_out = radix_in.clone();
+        }
         Topology::FatTree { .. } => {
             internal = 2 * k as usize * per_level * (n as usize - 1);
             radix_in = (0..n as usize * per_level)
@@ -655,6 +705,64 @@ pub fn build(
                 }
             }
         }
+        Topology::QTree { .. } => {
+            // qtree.cpp: leaf p serves terminals k p .. k p + k - 1 on ports 0..k. BookSim's
+            // channel to parent from the router at (h, pos) is numbered (routers above h)
+            // - 1 + pos (`_InputIndex` of its parent), the channel from the parent down to
+            // it half the internal channels later (`_OutputIndex`); it is input and output
+            // k of the child, input and output `pos % k` of the parent.
+            let routers_n = w.router_in.len();
+            let leaves = powi(k, n - 1);
+            for t in 0..nodes {
+                let leaf = routers_n - leaves + t / kk;
+                connect_in(&mut w, t, leaf, t % kk);
+                connect_out(&mut w, nodes + t, leaf, t % kk);
+            }
+            let half = routers_n - 1;
+            for r in 1..routers_n {
+                let (h, pos) = qtree_place(kk, r);
+                let parent = r - powi(k, h as u32 - 1) - pos + pos / kk;
+                let up = 2 * nodes + r - 1;
+                let down = up + half;
+                connect_out(&mut w, up, r, kk);
+                connect_in(&mut w, up, parent, pos % kk);
+                connect_out(&mut w, down, parent, pos % kk);
+                connect_in(&mut w, down, r, kk);
+            }
+        }
+        Topology::Tree4 => {
+            // tree4.cpp: router indices 0..4 top, 4..12 middle, 12..28 leaves. Leaf p serves
+            // terminals 4p .. 4p + 3 on ports 0..4. Middle router m's ports 0..4 go down to
+            // leaves 4 (m / 2) .. + 3, whose ports 4 and 5 go up to middle routers 2 (p / 4)
+            // and + 1; top router t's port m goes down to middle router m, whose port 4 + t
+            // goes up to it. Channels in BookSim's order: for each middle router and each of
+            // its leaves the down channel, then the up one; then for each top router and
+            // middle router likewise.
+            for t in 0..nodes {
+                connect_in(&mut w, t, 12 + t / 4, t % 4);
+                connect_out(&mut w, nodes + t, 12 + t / 4, t % 4);
+            }
+            let mut c = 2 * nodes;
+            for m in 0..8 {
+                for port in 0..4 {
+                    let leaf = 4 * (m / 2) + port;
+                    connect_out(&mut w, c, 4 + m, port);
+                    connect_in(&mut w, c, 12 + leaf, 4 + m % 2);
+                    connect_in(&mut w, c + 1, 4 + m, port);
+                    connect_out(&mut w, c + 1, 12 + leaf, 4 + m % 2);
+                    c += 2;
+                }
+            }
+            for top in 0..4 {
+                for m in 0..8 {
+                    connect_out(&mut w, c, top, m);
+                    connect_in(&mut w, c, 4 + m, 4 + top);
+                    connect_in(&mut w, c + 1, top, m);
+                    connect_out(&mut w, c + 1, 4 + m, 4 + top);
+                    c += 2;
+                }
+            }
+        }
         // Wired below.
         Topology::CMesh { .. } | Topology::DragonFly { .. } | Topology::FlatFly { .. } => {}
         Topology::Mesh { .. }
@@ -823,6 +931,7 @@ pub fn build(
         // random draw is at injection, outside the routers.
         Topology::Fly { .. }
         | Topology::Mesh { .. }
+        | Topology::QTree { .. }
         | Topology::CMesh { .. }
         | Topology::FlatFly { xy_yx: false, .. }
         | Topology::DragonFly { .. } => {
@@ -842,6 +951,7 @@ pub fn build(
     if !matches!(
         topology,
         Topology::Torus { .. }
+            | Topology::Tree4
             | Topology::MeshXyYx { .. }
             | Topology::MeshTwoPhase { .. }
             | Topology::FlatFly { xy_yx: true, .. }
@@ -913,6 +1023,8 @@ impl BookSimRouting<'_> {
             return self.two_phase_route(router, in_port, f, k, n, romm);
         } else if let Topology::DragonFly { p } = w.topology {
             return self.dragonfly_route(router, f, p);
+        } else if let Topology::Tree4 = w.topology {
+            return self.tree4_route(router, f);
         } else if let Topology::FlatFly {
             k,
             xr,
@@ -1097,6 +1209,32 @@ impl BookSimRouting<'_> {
         } else {
             Route::new(port as u16, lo + avail, hi)
         }
+    }
+
+    /// `nca_tree4`: a top router goes down to one of the two middle routers over the
+    /// destination's group of leaves (`2 g + RandomInt(1)`); a middle router down to the
+    /// destination's leaf if it is in its group, else up to a random top router
+    /// (`4 + RandomInt(3)`); a leaf ejects, or goes up to one of its two middle routers
+    /// (`4 + RandomInt(1)`). Every VC of the range.
+    #[inline(never)]
+    fn tree4_route(&mut self, router: u32, f: &Flit) -> Route {
+        let (lo, hi) = self.vc_range(f);
+        let (r, dest) = (router as usize, f.dest as usize);
+        let port = if r < 4 {
+            2 * (dest / 16) as u32 + self.rng.int(1)
+        } else if r < 12 {
+            let leaf = dest / 4;
+            if leaf / 4 == (r - 4) / 2 {
+                (leaf % 4) as u32
+            } else {
+                4 + self.rng.int(3)
+            }
+        } else if dest / 4 == r - 12 {
+            (dest % 4) as u32
+        } else {
+            4 + self.rng.int(1)
+        };
+        Route::new(port as u16, lo, hi)
     }
 
     /// `min_dragonflynew`: [`dragonfly_port`], on VC `ph`: 0 until the packet takes a global
@@ -1332,6 +1470,8 @@ mod tests {
         walk(Topology::Mesh { k: 4, n: 2 });
         walk(Topology::Mesh { k: 3, n: 3 });
         walk(Topology::Mesh { k: 5, n: 1 });
+        walk(Topology::QTree { k: 4, n: 3 });
+        walk(Topology::Tree4);
         walk(Topology::MeshXyYx { k: 4, n: 2 });
         walk(Topology::DragonFly { p: 1 });
         walk(Topology::DragonFly { p: 2 });
@@ -1373,6 +1513,47 @@ mod tests {
                 });
             }
         }
+    }
+
+    /// qtree.cpp's and tree4.cpp's wiring, channel by channel as BookSim numbers them.
+    #[test]
+    fn tree_wiring() {
+        let router = |w: &Wiring, c: usize| match w.dst[c] {
+            End::Router { router, port } => (router, port),
+            End::Node(n) => panic!("channel {c} ends at terminal {n}"),
+        };
+        let (w, routers) = build(Topology::QTree { k: 4, n: 3 }, 1, &base()).unwrap();
+        assert_eq!((w.nodes, routers.len()), (64, 21));
+        assert_eq!(routers[0].inputs(), 4);
+        assert!(routers[1..].iter().all(|r| r.inputs() == 5));
+        // Terminal 37 on leaf 9 (router 5 + 9), port 1; the leaf's parent is height-1 router
+        // 2 (index 3), its port 1; up channels are numbered from 0 by child index - 1, down
+        // ones 20 later.
+        assert_eq!(router(&w, w.inject(37)), (14, 1));
+        assert_eq!(w.router_out[14][4] as usize, 2 * 64 + 13);
+        assert_eq!(router(&w, 2 * 64 + 13), (3, 1));
+        assert_eq!(w.router_out[3][1] as usize, 2 * 64 + 13 + 20);
+        assert_eq!(router(&w, 2 * 64 + 13 + 20), (14, 4));
+        assert_eq!(router(&w, 2 * 64 + 2), (0, 2));
+        // nca: up from leaf 9 for terminal 0, down at the root towards its subtree.
+        assert_eq!(w.port_for(14, 0), Some(4));
+        assert_eq!(w.port_for(0, 37), Some(2));
+        assert_eq!(w.port_for(14, 37), Some(1));
+
+        let (w, routers) = build(Topology::Tree4, 1, &base()).unwrap();
+        assert_eq!((w.nodes, routers.len()), (64, 28));
+        // Leaf 9 (router 21) serves terminals 36..40 and hangs off middle routers 4 and 5
+        // (routers 8, 9), whose ports to it are 1; top router 2's port 5 goes to middle
+        // router 5, whose port 4 + 2 goes back up.
+        assert_eq!(router(&w, w.inject(37)), (21, 1));
+        let up = w.router_out[21][5] as usize;
+        assert_eq!((up, router(&w, up)), (2 * 64 + 2 * (5 * 4 + 1) + 1, (9, 1)));
+        let down = w.router_out[2][5] as usize;
+        assert_eq!(
+            (down, router(&w, down)),
+            (2 * 64 + 64 + 2 * (2 * 8 + 5), (9, 6))
+        );
+        assert_eq!(router(&w, w.router_out[9][6] as usize), (2, 5));
     }
 
     /// flatfly_onchip.cpp's wiring on 4 x 4 routers of 4 terminals, laid out 4 to a row:
