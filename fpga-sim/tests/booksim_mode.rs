@@ -178,7 +178,8 @@ fn command_line_prints_booksim_lines() {
 fn command_line_errors_name_the_key_and_exit_2() {
     for (arg, key) in [
         ("bogus_key=3", "bogus_key"),
-        ("topology=flatfly", "topology"),
+        ("topology=anynet", "topology"),
+        ("topology=flatfly", "routing_function"),
         ("topology=dragonflynew", "routing_function"),
         ("topology=torus", "routing_function"),
         ("traffic=hotspot(99)", "traffic"),
