@@ -1328,10 +1328,15 @@ fn check_allocator(key: &str, name: &str) -> Result<AllocatorKind, ConfigError> 
                 iters: iters.min(i64::from(i32::MAX)) as usize,
             })
         }
+        // BookSim reads no parameter of these.
+        "wavefront" | "rr_wavefront" => Ok(AllocatorKind::Wavefront {
+            skip_diags: base == "rr_wavefront",
+        }),
         _ => Err(unsupported(
             key,
             name,
-            "only islip, separable_input_first and separable_output_first are modelled",
+            "only islip, separable_input_first, separable_output_first, wavefront and \
+             rr_wavefront are modelled",
         )),
     }
 }
@@ -2378,7 +2383,7 @@ mod tests {
             ("perm_seed=time traffic=randperm", "perm_seed"),
             ("vc_allocator=islip(0)", "vc_allocator"),
             ("vc_allocator=pim", "vc_allocator"),
-            ("sw_allocator=wavefront", "sw_allocator"),
+            ("sw_allocator=loa", "sw_allocator"),
             ("traffic=bad_random", "traffic"),
             ("injection_process=poisson", "injection_process"),
             ("injection_process=on_off burst_r1=0.5", "injection_process"),

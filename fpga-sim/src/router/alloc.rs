@@ -698,6 +698,7 @@ impl DenseSeparable {
 pub(crate) enum SwitchAllocator {
     Dense(Box<DenseSeparable>),
     Sparse(Box<SeparableInputFirst>),
+    Wavefront(Box<Wavefront>),
 }
 
 impl SwitchAllocator {
@@ -724,6 +725,11 @@ impl SwitchAllocator {
         )))
     }
 
+    /// A wavefront allocator (BookSim's `wavefront`, `rr_wavefront` with `skip_diags`).
+    pub fn new_wavefront(n_in: usize, n_out: usize, skip_diags: bool) -> Self {
+        SwitchAllocator::Wavefront(Box::new(Wavefront::new(n_in, n_out, skip_diags)))
+    }
+
     #[cfg(test)]
     fn new_sparse(n_in: usize, n_out: usize, cap: usize, iters: usize) -> Self {
         SwitchAllocator::Sparse(Box::new(SeparableInputFirst::new(n_in, n_out, cap, iters)))
@@ -734,6 +740,7 @@ impl SwitchAllocator {
         match self {
             SwitchAllocator::Dense(d) => d.clear(),
             SwitchAllocator::Sparse(s) => s.clear(),
+            SwitchAllocator::Wavefront(w) => w.clear(),
         }
     }
 
@@ -742,7 +749,7 @@ impl SwitchAllocator {
     pub fn dense_mut(&mut self) -> Option<&mut DenseSeparable> {
         match self {
             SwitchAllocator::Dense(d) => Some(d),
-            SwitchAllocator::Sparse(_) => None,
+            SwitchAllocator::Sparse(_) | SwitchAllocator::Wavefront(_) => None,
         }
     }
 
@@ -771,6 +778,16 @@ impl SwitchAllocator {
                     }
                 }
             }
+            SwitchAllocator::Wavefront(w) => match w.request(input, out) {
+                // BookSim removes the earlier request and adds the new one.
+                Some((old, old_pri)) => {
+                    if supersedes(label, pri, old as u32, old_pri, offset, labels) {
+                        w.remove(input, out);
+                        w.add(input, out, label as i32, pri, pri);
+                    }
+                }
+                None => w.add(input, out, label as i32, pri, pri),
+            },
         }
     }
 
@@ -778,6 +795,7 @@ impl SwitchAllocator {
         match self {
             SwitchAllocator::Dense(d) => d.allocate(),
             SwitchAllocator::Sparse(s) => s.allocate(),
+            SwitchAllocator::Wavefront(w) => w.allocate(),
         }
     }
 
@@ -794,6 +812,13 @@ impl SwitchAllocator {
                     }
                 }
             }
+            SwitchAllocator::Wavefront(w) => {
+                for &i in w.matched() {
+                    if let Some((o, label)) = w.grant(i) {
+                        out.push((i, o, label));
+                    }
+                }
+            }
         }
     }
 
@@ -806,7 +831,166 @@ impl SwitchAllocator {
                 let o = s.output_assigned(input)?;
                 s.request(input, o).map(|r| (o, r.label as u32))
             }
+            SwitchAllocator::Wavefront(w) => w.grant(input),
         }
+    }
+}
+
+/// BookSim's `Wavefront` allocator (a `DenseAllocator`): requests in an `inputs x outputs`
+/// table, matched in one pass. Priority classes (out, in) from the highest; within a class
+/// the diagonals of the square of side `max(inputs, outputs)` from the rotating `pri`, each
+/// diagonal by output; a request whose input and output are both free is matched. `pri`
+/// moves on by one after every allocation with requests (`rr_wavefront`: to the diagonal
+/// after the first match). As in BookSim, `AddRequest` counts requests for the one-request
+/// shortcut and its priority classes even when it replaces an earlier request.
+pub(crate) struct Wavefront {
+    n_out: usize,
+    square: usize,
+    skip_diags: bool,
+    pri: usize,
+    /// Label (-1: none) and priorities (in, out) of each `input * n_out + output`.
+    req: Vec<(i32, i32, i32)>,
+    /// Table entries set since the last `clear`.
+    touched: Vec<u32>,
+    adds: usize,
+    last: (u32, u32),
+    classes: Vec<(i32, i32)>,
+    inmatch: Vec<u32>,
+    outmatch: Vec<u32>,
+    /// Inputs matched by the last allocation.
+    matched_in: Vec<u32>,
+    order: Vec<(u64, u32, u32)>,
+}
+
+impl Wavefront {
+    pub fn new(n_in: usize, n_out: usize, skip_diags: bool) -> Self {
+        Wavefront {
+            n_out,
+            square: n_in.max(n_out),
+            skip_diags,
+            pri: 0,
+            req: vec![(-1, 0, 0); n_in * n_out],
+            touched: Vec::new(),
+            adds: 0,
+            last: (NONE, NONE),
+            classes: Vec::new(),
+            inmatch: vec![NONE; n_in],
+            outmatch: vec![NONE; n_out],
+            matched_in: Vec::new(),
+            order: Vec::new(),
+        }
+    }
+
+    /// `DenseAllocator::Clear`: no requests, no matches (the pass state stays).
+    pub fn clear(&mut self) {
+        for &t in &self.touched {
+            self.req[t as usize].0 = -1;
+        }
+        self.touched.clear();
+        for &i in &self.matched_in {
+            let o = std::mem::replace(&mut self.inmatch[i as usize], NONE);
+            if let Some(m) = self.outmatch.get_mut(o as usize) {
+                *m = NONE;
+            }
+        }
+        self.matched_in.clear();
+    }
+
+    /// The request of `input` for `out`: its label and input priority.
+    pub fn request(&self, input: u32, out: u32) -> Option<(i32, i32)> {
+        let (label, in_pri, _) = self.req[input as usize * self.n_out + out as usize];
+        (label >= 0).then_some((label, in_pri))
+    }
+
+    /// `AddRequest`.
+    pub fn add(&mut self, input: u32, out: u32, label: i32, in_pri: i32, out_pri: i32) {
+        let at = input as usize * self.n_out + out as usize;
+        if self.req[at].0 < 0 {
+            self.touched.push(at as u32);
+        }
+        self.req[at] = (label, in_pri, out_pri);
+        self.adds += 1;
+        self.last = (input, out);
+        if !self.classes.contains(&(out_pri, in_pri)) {
+            self.classes.push((out_pri, in_pri));
+        }
+    }
+
+    /// `RemoveRequest`.
+    pub fn remove(&mut self, input: u32, out: u32) {
+        self.req[input as usize * self.n_out + out as usize].0 = -1;
+    }
+
+    fn pair(&mut self, i: u32, o: u32) {
+        self.inmatch[i as usize] = o;
+        self.outmatch[o as usize] = i;
+        self.matched_in.push(i);
+    }
+
+    pub fn allocate(&mut self) {
+        if self.adds == 0 {
+            return;
+        }
+        let first_diag;
+        if self.adds == 1 {
+            let (i, o) = self.last;
+            self.pair(i, o);
+            first_diag = (i + o) as usize;
+        } else {
+            // Diagonal p holds input (pri + p - output) mod square: p = (input + output -
+            // pri) mod square; within a diagonal, outputs in order.
+            let (sq, pri) = (self.square, self.pri);
+            self.classes.sort_unstable_by(|a, b| b.cmp(a));
+            let mut first = None;
+            let classes = std::mem::take(&mut self.classes);
+            let mut order = std::mem::take(&mut self.order);
+            for &(out_pri, in_pri) in &classes {
+                order.clear();
+                for &t in &self.touched {
+                    let (label, ip, op) = self.req[t as usize];
+                    if label < 0 || ip != in_pri || op != out_pri {
+                        continue;
+                    }
+                    let (i, o) = (t as usize / self.n_out, t as usize % self.n_out);
+                    let p = (i + o + 2 * sq - pri) % sq;
+                    order.push(((p * sq + o) as u64, i as u32, o as u32));
+                }
+                order.sort_unstable();
+                for &(_, i, o) in &order {
+                    if self.inmatch[i as usize] == NONE && self.outmatch[o as usize] == NONE {
+                        self.pair(i, o);
+                        first.get_or_insert((i + o) as usize);
+                    }
+                }
+            }
+            self.order = order;
+            self.classes = classes;
+            first_diag = first.unwrap_or(self.pri);
+        }
+        self.adds = 0;
+        self.last = (NONE, NONE);
+        self.classes.clear();
+        self.pri = ((if self.skip_diags {
+            first_diag
+        } else {
+            self.pri
+        }) + 1)
+            % self.square;
+    }
+
+    /// The output matched to `input` and its request's label.
+    pub fn grant(&self, input: u32) -> Option<(u32, u32)> {
+        let o = *self.inmatch.get(input as usize)?;
+        if o == NONE {
+            return None;
+        }
+        let (label, _, _) = self.req[input as usize * self.n_out + o as usize];
+        Some((o, label.max(0) as u32))
+    }
+
+    /// Inputs matched by the last allocation.
+    pub fn matched(&self) -> &[u32] {
+        &self.matched_in
     }
 }
 
@@ -998,6 +1182,56 @@ mod tests {
             (a.output_assigned(0), a.output_assigned(1)),
             (Some(1), Some(0))
         );
+    }
+
+    /// BookSim's wavefront on a 3 x 3 table: diagonals from the rotating start, each by
+    /// output; the start moves by one (rr: past the first match's diagonal); a higher
+    /// priority class first; one request alone is granted directly; a replaced request
+    /// still counts as two `AddRequest`s.
+    #[test]
+    fn wavefront_diagonals_priorities_and_rotation() {
+        let grants = |w: &Wavefront| (0..3).map(|i| w.grant(i).map(|g| g.0)).collect::<Vec<_>>();
+        let mut w = Wavefront::new(3, 3, false);
+        // Every input wants outputs 0 and 1. Start 0: diagonal 0 holds (0,0), (2,1), (1,2);
+        // diagonal 1 (1,0), (0,1), (2,2).
+        for i in 0..3 {
+            w.add(i, 0, 7, 0, 0);
+            w.add(i, 1, 7, 0, 0);
+        }
+        w.allocate();
+        assert_eq!(grants(&w), [Some(0), None, Some(1)]);
+        assert_eq!(w.pri, 1);
+        // Start 1: diagonal 1 first: (1,0), (0,1).
+        w.clear();
+        for i in 0..3 {
+            w.add(i, 0, 7, 0, 0);
+            w.add(i, 1, 7, 0, 0);
+        }
+        w.allocate();
+        assert_eq!(grants(&w), [Some(1), Some(0), None]);
+        // A higher class wins whatever the diagonal: input 2's request for output 0.
+        w.clear();
+        w.add(1, 0, 7, 0, 0);
+        w.add(2, 0, 7, 5, 5);
+        w.allocate();
+        assert_eq!(grants(&w), [None, None, Some(0)]);
+        // rr_wavefront: the next start is one past the first match's diagonal (2 + 2).
+        let mut rr = Wavefront::new(3, 3, true);
+        rr.add(2, 2, 1, 0, 0);
+        rr.allocate();
+        assert_eq!(rr.pri, (2 + 2 + 1) % 3);
+        // A request replaced: two adds, so the general pass, with the same match.
+        rr.clear();
+        rr.add(0, 1, 1, 0, 0);
+        rr.remove(0, 1);
+        rr.add(0, 1, 2, 0, 0);
+        rr.allocate();
+        assert_eq!(rr.grant(0), Some((1, 2)));
+        assert_eq!(rr.pri, 2);
+        // No request: nothing moves.
+        rr.clear();
+        rr.allocate();
+        assert_eq!((grants(&rr), rr.pri), (vec![None, None, None], 2));
     }
 
     #[test]

@@ -18,6 +18,13 @@ pub enum AllocatorKind {
         /// Passes, at least 1.
         iters: usize,
     },
+    /// `wavefront` (BookSim's `Wavefront`): one pass over the request matrix's diagonals,
+    /// starting from a rotating one; with `skip_diags` (`rr_wavefront`) the next pass starts
+    /// after the first diagonal that matched instead of after the last start.
+    Wavefront {
+        /// `rr_wavefront`.
+        skip_diags: bool,
+    },
 }
 
 /// Parameters of an input-queued virtual-channel router (BookSim's `iq` router; the names are

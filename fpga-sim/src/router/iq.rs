@@ -28,7 +28,7 @@
 //! A stage with a delay above one works in batches: VCs that join while a batch is in flight
 //! wait for it to finish (BookSim's behaviour).
 
-use super::alloc::SwitchAllocator;
+use super::alloc::{SwitchAllocator, Wavefront};
 use super::buffer_state::BufferState;
 use super::config::{AllocatorKind, RouterConfig, RouterConfigError};
 use super::flit::{Credit, Flit, Route};
@@ -427,6 +427,9 @@ pub struct IqRouter {
     /// VC allocation is iSLIP with this many passes, or separable output-first (`Some(0)`);
     /// `None`: separable input-first.
     va_islip: Option<usize>,
+    /// VC allocation is a wavefront allocator over input VCs x output VCs (then `va_islip`
+    /// is not read).
+    va_wavefront: Option<Box<Wavefront>>,
     /// Input VCs granted an output VC this step.
     va_granted: Vec<u32>,
     va_out: Vec<OutputVc>,
@@ -550,9 +553,15 @@ impl IqRouter {
                 .collect(),
             alloc_iters: cfg.alloc_iters,
             va_islip: match cfg.vc_allocator {
-                AllocatorKind::SeparableInputFirst => None,
+                AllocatorKind::SeparableInputFirst | AllocatorKind::Wavefront { .. } => None,
                 AllocatorKind::SeparableOutputFirst => Some(0),
                 AllocatorKind::Islip { iters } => Some(iters),
+            },
+            va_wavefront: match cfg.vc_allocator {
+                AllocatorKind::Wavefront { skip_diags } => {
+                    Some(Box::new(Wavefront::new(n_in * v, n_out * v, skip_diags)))
+                }
+                _ => None,
             },
             va_granted: Vec::with_capacity(ivcs),
             va_out: (0..n_out * v)
@@ -574,6 +583,9 @@ impl IqRouter {
                 }
                 AllocatorKind::Islip { iters } => {
                     SwitchAllocator::new_islip(exp_in, exp_out, v, iters)
+                }
+                AllocatorKind::Wavefront { skip_diags } => {
+                    SwitchAllocator::new_wavefront(exp_in, exp_out, skip_diags)
                 }
             },
             sw_rr_offset: (0..exp_in)
@@ -1015,6 +1027,7 @@ impl IqRouter {
     fn va_allocate(&mut self, n: usize) {
         self.stats.vc_alloc_attempts += n as u64;
         match self.va_islip {
+            None if self.va_wavefront.is_some() => self.va_wavefront(n),
             None => self.va_separable(n),
             Some(0) => self.va_output_first(n, 1, true),
             Some(iters) => self.va_output_first(n, iters, false),
@@ -1164,6 +1177,50 @@ impl IqRouter {
     }
 
     /// Separable input-first VC allocation over the first `n` entries of the VA stage.
+    /// Wavefront VC allocation of the first `n` entries of the VA stage: every input VC
+    /// requests each available output VC of its route (input priority 0, output priority
+    /// its head's), one wavefront pass matches them.
+    fn va_wavefront(&mut self, n: usize) {
+        let v = self.v;
+        let IqRouter {
+            va_q,
+            vcs,
+            next_buf,
+            va_taken,
+            va_wavefront,
+            va_granted,
+            vc_alloc_delay: alloc_delay,
+            ..
+        } = self;
+        let Some(wf) = va_wavefront.as_mut() else {
+            return;
+        };
+        wf.clear();
+        for it in va_q.q.front_mut(n).iter_mut() {
+            let st = vcs[it.ivc as usize];
+            let Some((port, mut avail)) = va_request(it, &st, next_buf, va_taken, 0) else {
+                continue;
+            };
+            while avail != 0 {
+                let ovc = avail.trailing_zeros() as usize;
+                avail &= avail - 1;
+                let ov = (port * v + ovc) as u32;
+                wf.add(it.ivc, ov, 0, 0, i32::from(st.head_pri));
+            }
+        }
+        wf.allocate();
+        for &ivc in wf.matched() {
+            let Some((ov, _)) = wf.grant(ivc) else {
+                continue;
+            };
+            let (port, ovc) = (ov as usize / v, ov as usize % v);
+            vcs[ivc as usize].va_grant = (port << 6 | ovc) as u32;
+            if *alloc_delay > 1 {
+                va_granted.push(ivc);
+            }
+        }
+    }
+
     fn va_separable(&mut self, n: usize) {
         let v = self.v as u32;
         let (n_ov, n_iv) = (self.n_out as u32 * v, self.n_in as u32 * v);
