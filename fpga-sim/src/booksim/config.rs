@@ -1332,11 +1332,12 @@ fn check_allocator(key: &str, name: &str) -> Result<AllocatorKind, ConfigError> 
         "wavefront" | "rr_wavefront" => Ok(AllocatorKind::Wavefront {
             skip_diags: base == "rr_wavefront",
         }),
+        "max_size" => Ok(AllocatorKind::MaxSize),
         _ => Err(unsupported(
             key,
             name,
-            "only islip, separable_input_first, separable_output_first, wavefront and \
-             rr_wavefront are modelled",
+            "only islip, separable_input_first, separable_output_first, wavefront, \
+             rr_wavefront and max_size are modelled",
         )),
     }
 }
@@ -1937,6 +1938,17 @@ impl BooksimConfig {
         if let Err(e) = router.validate() {
             return Err(unsupported("router", "parameters", &e.to_string()));
         }
+        if router.sw_allocator == AllocatorKind::MaxSize
+            && router.output_speedup > router.input_speedup
+        {
+            // MaxSizeMatch sizes its search table by inputs and indexes it by output.
+            return Err(unsupported(
+                "output_speedup",
+                router.output_speedup,
+                "max_size switch allocation with more expanded outputs than inputs \
+                 (output_speedup > input_speedup): BookSim2 indexes past its table",
+            ));
+        }
         // Two corners BookSim2 itself cannot simulate (checked against BookSim2 master
         // 28f4329, spec-notes/validation.md, "BookSim2 as a reference tool"): there is no
         // BookSim behaviour to reproduce, so they are refused rather than invented.
@@ -1946,11 +1958,28 @@ impl BooksimConfig {
         // 0.27 GB, 65,536 of 33 ports 5.3 GB, 114,688 two-port routers 3.2 GB, 245,760 6.8 GB).
         // Refuse what would not fit in 8 GiB rather than fail to allocate.
         let (n_routers, n_ports) = topology.routers_and_ports();
-        let bytes = n_routers.saturating_mul(28 << 10).saturating_add(
-            n_ports
-                .saturating_mul(router.vcs as u128)
-                .saturating_mul(router.vc_buf_size as u128 * 16 + 256),
-        );
+        // A table allocator (wavefront, max_size) keeps 12 bytes per pair of its inputs and
+        // outputs: input VCs x output VCs for VC allocation, expanded ports for switches.
+        let radix = n_ports / n_routers.max(1);
+        let table = |kind: AllocatorKind, side: u128| match kind {
+            AllocatorKind::Wavefront { .. } | AllocatorKind::MaxSize => {
+                n_routers.saturating_mul(side.saturating_mul(side).saturating_mul(12))
+            }
+            _ => 0,
+        };
+        let speedup = router.input_speedup.max(router.output_speedup) as u128;
+        let bytes = n_routers
+            .saturating_mul(28 << 10)
+            .saturating_add(
+                n_ports
+                    .saturating_mul(router.vcs as u128)
+                    .saturating_mul(router.vc_buf_size as u128 * 16 + 256),
+            )
+            .saturating_add(table(
+                router.vc_allocator,
+                radix.saturating_mul(router.vcs as u128),
+            ))
+            .saturating_add(table(router.sw_allocator, radix.saturating_mul(speedup)));
         if bytes > 8 << 30 {
             return Err(unsupported(
                 "k",
@@ -2384,6 +2413,7 @@ mod tests {
             ("vc_allocator=islip(0)", "vc_allocator"),
             ("vc_allocator=pim", "vc_allocator"),
             ("sw_allocator=loa", "sw_allocator"),
+            ("sw_allocator=max_size output_speedup=2", "output_speedup"),
             ("traffic=bad_random", "traffic"),
             ("injection_process=poisson", "injection_process"),
             ("injection_process=on_off burst_r1=0.5", "injection_process"),

@@ -41,6 +41,8 @@ struct Candidate {
     pri: i32,
 }
 
+use super::config::AllocatorKind;
+
 const NONE: u32 = u32::MAX;
 
 /// Separable input-first allocator with round-robin arbiters.
@@ -698,7 +700,7 @@ impl DenseSeparable {
 pub(crate) enum SwitchAllocator {
     Dense(Box<DenseSeparable>),
     Sparse(Box<SeparableInputFirst>),
-    Wavefront(Box<Wavefront>),
+    Table(Box<TableAllocator>),
 }
 
 impl SwitchAllocator {
@@ -725,9 +727,15 @@ impl SwitchAllocator {
         )))
     }
 
-    /// A wavefront allocator (BookSim's `wavefront`, `rr_wavefront` with `skip_diags`).
-    pub fn new_wavefront(n_in: usize, n_out: usize, skip_diags: bool) -> Self {
-        SwitchAllocator::Wavefront(Box::new(Wavefront::new(n_in, n_out, skip_diags)))
+    /// A table allocator (BookSim's `wavefront`, `rr_wavefront`, `max_size`).
+    pub fn new_table(t: TableAllocator) -> Self {
+        SwitchAllocator::Table(Box::new(t))
+    }
+
+    /// Whether `allocate` must run at every evaluation of a non-empty stage, bids or not
+    /// (BookSim's `max_size` moves its start then).
+    pub fn allocates_empty(&self) -> bool {
+        matches!(self, SwitchAllocator::Table(t) if t.allocates_empty())
     }
 
     #[cfg(test)]
@@ -740,7 +748,7 @@ impl SwitchAllocator {
         match self {
             SwitchAllocator::Dense(d) => d.clear(),
             SwitchAllocator::Sparse(s) => s.clear(),
-            SwitchAllocator::Wavefront(w) => w.clear(),
+            SwitchAllocator::Table(w) => w.clear(),
         }
     }
 
@@ -749,7 +757,7 @@ impl SwitchAllocator {
     pub fn dense_mut(&mut self) -> Option<&mut DenseSeparable> {
         match self {
             SwitchAllocator::Dense(d) => Some(d),
-            SwitchAllocator::Sparse(_) | SwitchAllocator::Wavefront(_) => None,
+            SwitchAllocator::Sparse(_) | SwitchAllocator::Table(_) => None,
         }
     }
 
@@ -778,7 +786,7 @@ impl SwitchAllocator {
                     }
                 }
             }
-            SwitchAllocator::Wavefront(w) => match w.request(input, out) {
+            SwitchAllocator::Table(w) => match w.request(input, out) {
                 // BookSim removes the earlier request and adds the new one.
                 Some((old, old_pri)) => {
                     if supersedes(label, pri, old as u32, old_pri, offset, labels) {
@@ -795,7 +803,7 @@ impl SwitchAllocator {
         match self {
             SwitchAllocator::Dense(d) => d.allocate(),
             SwitchAllocator::Sparse(s) => s.allocate(),
-            SwitchAllocator::Wavefront(w) => w.allocate(),
+            SwitchAllocator::Table(w) => w.allocate(),
         }
     }
 
@@ -812,7 +820,7 @@ impl SwitchAllocator {
                     }
                 }
             }
-            SwitchAllocator::Wavefront(w) => {
+            SwitchAllocator::Table(w) => {
                 for &i in w.matched() {
                     if let Some((o, label)) = w.grant(i) {
                         out.push((i, o, label));
@@ -831,58 +839,39 @@ impl SwitchAllocator {
                 let o = s.output_assigned(input)?;
                 s.request(input, o).map(|r| (o, r.label as u32))
             }
-            SwitchAllocator::Wavefront(w) => w.grant(input),
+            SwitchAllocator::Table(w) => w.grant(input),
         }
     }
 }
 
-/// BookSim's `Wavefront` allocator (a `DenseAllocator`): requests in an `inputs x outputs`
-/// table, matched in one pass. Priority classes (out, in) from the highest; within a class
-/// the diagonals of the square of side `max(inputs, outputs)` from the rotating `pri`, each
-/// diagonal by output; a request whose input and output are both free is matched. `pri`
-/// moves on by one after every allocation with requests (`rr_wavefront`: to the diagonal
-/// after the first match). As in BookSim, `AddRequest` counts requests for the one-request
-/// shortcut and its priority classes even when it replaces an earlier request.
-pub(crate) struct Wavefront {
+/// BookSim's `DenseAllocator` state: a request table of `inputs x outputs` (label, -1 for
+/// none, and priorities) and the current match.
+pub(crate) struct RequestTable {
     n_out: usize,
-    square: usize,
-    skip_diags: bool,
-    pri: usize,
     /// Label (-1: none) and priorities (in, out) of each `input * n_out + output`.
     req: Vec<(i32, i32, i32)>,
     /// Table entries set since the last `clear`.
     touched: Vec<u32>,
-    adds: usize,
-    last: (u32, u32),
-    classes: Vec<(i32, i32)>,
     inmatch: Vec<u32>,
     outmatch: Vec<u32>,
     /// Inputs matched by the last allocation.
     matched_in: Vec<u32>,
-    order: Vec<(u64, u32, u32)>,
 }
 
-impl Wavefront {
-    pub fn new(n_in: usize, n_out: usize, skip_diags: bool) -> Self {
-        Wavefront {
+impl RequestTable {
+    fn new(n_in: usize, n_out: usize) -> Self {
+        RequestTable {
             n_out,
-            square: n_in.max(n_out),
-            skip_diags,
-            pri: 0,
             req: vec![(-1, 0, 0); n_in * n_out],
             touched: Vec::new(),
-            adds: 0,
-            last: (NONE, NONE),
-            classes: Vec::new(),
             inmatch: vec![NONE; n_in],
             outmatch: vec![NONE; n_out],
             matched_in: Vec::new(),
-            order: Vec::new(),
         }
     }
 
-    /// `DenseAllocator::Clear`: no requests, no matches (the pass state stays).
-    pub fn clear(&mut self) {
+    /// `DenseAllocator::Clear`: no requests, no matches.
+    fn clear(&mut self) {
         for &t in &self.touched {
             self.req[t as usize].0 = -1;
         }
@@ -897,18 +886,64 @@ impl Wavefront {
     }
 
     /// The request of `input` for `out`: its label and input priority.
-    pub fn request(&self, input: u32, out: u32) -> Option<(i32, i32)> {
+    fn request(&self, input: u32, out: u32) -> Option<(i32, i32)> {
         let (label, in_pri, _) = self.req[input as usize * self.n_out + out as usize];
         (label >= 0).then_some((label, in_pri))
     }
 
-    /// `AddRequest`.
-    pub fn add(&mut self, input: u32, out: u32, label: i32, in_pri: i32, out_pri: i32) {
+    fn set(&mut self, input: u32, out: u32, label: i32, in_pri: i32, out_pri: i32) {
         let at = input as usize * self.n_out + out as usize;
         if self.req[at].0 < 0 {
             self.touched.push(at as u32);
         }
         self.req[at] = (label, in_pri, out_pri);
+    }
+
+    fn remove(&mut self, input: u32, out: u32) {
+        self.req[input as usize * self.n_out + out as usize].0 = -1;
+    }
+
+    fn has(&self, input: usize, out: usize) -> bool {
+        self.req[input * self.n_out + out].0 >= 0
+    }
+
+    /// Match `i` with `o` (`i` newly matched).
+    fn pair(&mut self, i: u32, o: u32) {
+        self.inmatch[i as usize] = o;
+        self.outmatch[o as usize] = i;
+        self.matched_in.push(i);
+    }
+
+    /// The output matched to `input` and its request's label.
+    fn grant(&self, input: u32) -> Option<(u32, u32)> {
+        let o = *self.inmatch.get(input as usize)?;
+        if o == NONE {
+            return None;
+        }
+        let (label, _, _) = self.req[input as usize * self.n_out + o as usize];
+        Some((o, label.max(0) as u32))
+    }
+}
+
+/// BookSim's `Wavefront` allocator (a `DenseAllocator`): one pass over the request table.
+/// Priority classes (out, in) from the highest; within a class the diagonals of the square
+/// of side `max(inputs, outputs)` from the rotating `pri`, each diagonal by output; a
+/// request whose input and output are both free is matched. `pri` moves on by one after
+/// every allocation with requests (`rr_wavefront`: to the diagonal after the first match).
+/// As in BookSim, `AddRequest` counts requests for the one-request shortcut and its
+/// priority classes even when it replaces an earlier request.
+struct Wavefront {
+    square: usize,
+    skip_diags: bool,
+    pri: usize,
+    adds: usize,
+    last: (u32, u32),
+    classes: Vec<(i32, i32)>,
+    order: Vec<(u64, u32, u32)>,
+}
+
+impl Wavefront {
+    fn note_add(&mut self, input: u32, out: u32, in_pri: i32, out_pri: i32) {
         self.adds += 1;
         self.last = (input, out);
         if !self.classes.contains(&(out_pri, in_pri)) {
@@ -916,57 +951,41 @@ impl Wavefront {
         }
     }
 
-    /// `RemoveRequest`.
-    pub fn remove(&mut self, input: u32, out: u32) {
-        self.req[input as usize * self.n_out + out as usize].0 = -1;
-    }
-
-    fn pair(&mut self, i: u32, o: u32) {
-        self.inmatch[i as usize] = o;
-        self.outmatch[o as usize] = i;
-        self.matched_in.push(i);
-    }
-
-    pub fn allocate(&mut self) {
+    fn allocate(&mut self, t: &mut RequestTable) {
         if self.adds == 0 {
             return;
         }
-        let first_diag;
-        if self.adds == 1 {
+        let first_diag = if self.adds == 1 {
             let (i, o) = self.last;
-            self.pair(i, o);
-            first_diag = (i + o) as usize;
+            t.pair(i, o);
+            (i + o) as usize
         } else {
             // Diagonal p holds input (pri + p - output) mod square: p = (input + output -
             // pri) mod square; within a diagonal, outputs in order.
-            let (sq, pri) = (self.square, self.pri);
+            let (sq, pri, n_out) = (self.square, self.pri, t.n_out);
             self.classes.sort_unstable_by(|a, b| b.cmp(a));
             let mut first = None;
-            let classes = std::mem::take(&mut self.classes);
-            let mut order = std::mem::take(&mut self.order);
-            for &(out_pri, in_pri) in &classes {
-                order.clear();
-                for &t in &self.touched {
-                    let (label, ip, op) = self.req[t as usize];
+            for &(out_pri, in_pri) in &self.classes {
+                self.order.clear();
+                for &at in &t.touched {
+                    let (label, ip, op) = t.req[at as usize];
                     if label < 0 || ip != in_pri || op != out_pri {
                         continue;
                     }
-                    let (i, o) = (t as usize / self.n_out, t as usize % self.n_out);
+                    let (i, o) = (at as usize / n_out, at as usize % n_out);
                     let p = (i + o + 2 * sq - pri) % sq;
-                    order.push(((p * sq + o) as u64, i as u32, o as u32));
+                    self.order.push(((p * sq + o) as u64, i as u32, o as u32));
                 }
-                order.sort_unstable();
-                for &(_, i, o) in &order {
-                    if self.inmatch[i as usize] == NONE && self.outmatch[o as usize] == NONE {
-                        self.pair(i, o);
+                self.order.sort_unstable();
+                for &(_, i, o) in &self.order {
+                    if t.inmatch[i as usize] == NONE && t.outmatch[o as usize] == NONE {
+                        t.pair(i, o);
                         first.get_or_insert((i + o) as usize);
                     }
                 }
             }
-            self.order = order;
-            self.classes = classes;
-            first_diag = first.unwrap_or(self.pri);
-        }
+            first.unwrap_or(self.pri)
+        };
         self.adds = 0;
         self.last = (NONE, NONE);
         self.classes.clear();
@@ -977,20 +996,168 @@ impl Wavefront {
         }) + 1)
             % self.square;
     }
+}
+
+/// BookSim's `MaxSizeMatch` (`max_size`): a maximum matching by repeated shortest augmenting
+/// paths, searched breadth-first from the unmatched inputs in order from the rotating
+/// `prio`, outputs in order; `prio` moves on by one at every allocation, requests or not.
+/// Priorities are not read.
+struct MaxSize {
+    n_in: usize,
+    prio: usize,
+    s: Vec<u32>,
+    ns: Vec<u32>,
+    from: Vec<u32>,
+}
+
+impl MaxSize {
+    fn allocate(&mut self, t: &mut RequestTable) {
+        if !t.touched.is_empty() {
+            while self.augment(t) {}
+        }
+        self.prio = (self.prio + 1) % self.n_in.max(1);
+    }
+
+    /// `_ShortestAugmenting`: one augmenting path applied, or `false` when none is left.
+    fn augment(&mut self, t: &mut RequestTable) -> bool {
+        self.s.clear();
+        for k in 0..self.n_in {
+            let j = (k + self.prio) % self.n_in;
+            if t.inmatch[j] == NONE {
+                self.s.push(j as u32);
+            }
+        }
+        self.from.fill(NONE);
+        for _ in 0..self.n_in {
+            self.ns.clear();
+            for e in 0..self.s.len() {
+                let i = self.s[e] as usize;
+                for j in 0..t.n_out {
+                    if t.has(i, j) && t.inmatch[i] != j as u32 && self.from[j] == NONE {
+                        self.from[j] = i as u32;
+                        if t.outmatch[j] == NONE {
+                            self.flip(t, j);
+                            return true;
+                        }
+                        self.ns.push(t.outmatch[j]);
+                    }
+                }
+            }
+            std::mem::swap(&mut self.s, &mut self.ns);
+        }
+        false
+    }
+
+    /// Apply the augmenting path that ends at the free output `j`.
+    fn flip(&self, t: &mut RequestTable, mut j: usize) {
+        let mut i = self.from[j] as usize;
+        t.outmatch[j] = i as u32;
+        while t.inmatch[i] != NONE {
+            let jn = t.inmatch[i] as usize;
+            t.inmatch[i] = j as u32;
+            j = jn;
+            i = self.from[j] as usize;
+            t.outmatch[j] = i as u32;
+        }
+        t.inmatch[i] = j as u32;
+        t.matched_in.push(i as u32);
+    }
+}
+
+enum TableAlgo {
+    Wavefront(Wavefront),
+    MaxSize(MaxSize),
+}
+
+/// The allocators that keep BookSim's whole request table (`DenseAllocator`s: wavefront,
+/// maximum size), for VC or switch allocation.
+pub(crate) struct TableAllocator {
+    t: RequestTable,
+    algo: TableAlgo,
+}
+
+impl TableAllocator {
+    /// The table allocator of `kind`, if it is one.
+    pub fn of(kind: AllocatorKind, n_in: usize, n_out: usize) -> Option<Self> {
+        let algo = match kind {
+            AllocatorKind::Wavefront { skip_diags } => TableAlgo::Wavefront(Wavefront {
+                square: n_in.max(n_out),
+                skip_diags,
+                pri: 0,
+                adds: 0,
+                last: (NONE, NONE),
+                classes: Vec::new(),
+                order: Vec::new(),
+            }),
+            AllocatorKind::MaxSize => TableAlgo::MaxSize(MaxSize {
+                n_in,
+                prio: 0,
+                s: Vec::with_capacity(n_in),
+                ns: Vec::with_capacity(n_in),
+                from: vec![NONE; n_out],
+            }),
+            _ => return None,
+        };
+        Some(TableAllocator {
+            t: RequestTable::new(n_in, n_out),
+            algo,
+        })
+    }
+
+    /// `DenseAllocator::Clear` (the allocator's own state stays).
+    pub fn clear(&mut self) {
+        self.t.clear();
+    }
+
+    /// The request of `input` for `out`: its label and input priority.
+    pub fn request(&self, input: u32, out: u32) -> Option<(i32, i32)> {
+        self.t.request(input, out)
+    }
+
+    /// `AddRequest`.
+    pub fn add(&mut self, input: u32, out: u32, label: i32, in_pri: i32, out_pri: i32) {
+        self.t.set(input, out, label, in_pri, out_pri);
+        if let TableAlgo::Wavefront(w) = &mut self.algo {
+            w.note_add(input, out, in_pri, out_pri);
+        }
+    }
+
+    /// `RemoveRequest`.
+    pub fn remove(&mut self, input: u32, out: u32) {
+        self.t.remove(input, out);
+    }
+
+    /// `Allocate`; BookSim calls it at every evaluation of a non-empty stage, requests or
+    /// not (`max_size` then moves its start).
+    pub fn allocate(&mut self) {
+        match &mut self.algo {
+            TableAlgo::Wavefront(w) => w.allocate(&mut self.t),
+            TableAlgo::MaxSize(m) => m.allocate(&mut self.t),
+        }
+    }
+
+    /// Whether `allocate` changes state without requests.
+    pub fn allocates_empty(&self) -> bool {
+        matches!(self.algo, TableAlgo::MaxSize(_))
+    }
 
     /// The output matched to `input` and its request's label.
     pub fn grant(&self, input: u32) -> Option<(u32, u32)> {
-        let o = *self.inmatch.get(input as usize)?;
-        if o == NONE {
-            return None;
-        }
-        let (label, _, _) = self.req[input as usize * self.n_out + o as usize];
-        Some((o, label.max(0) as u32))
+        self.t.grant(input)
     }
 
     /// Inputs matched by the last allocation.
     pub fn matched(&self) -> &[u32] {
-        &self.matched_in
+        &self.t.matched_in
+    }
+
+    /// The rotating start (wavefront's `pri`, max_size's `prio`).
+    #[cfg(test)]
+    fn start(&self) -> usize {
+        match &self.algo {
+            TableAlgo::Wavefront(w) => w.pri,
+            TableAlgo::MaxSize(m) => m.prio,
+        }
     }
 }
 
@@ -1190,8 +1357,11 @@ mod tests {
     /// still counts as two `AddRequest`s.
     #[test]
     fn wavefront_diagonals_priorities_and_rotation() {
-        let grants = |w: &Wavefront| (0..3).map(|i| w.grant(i).map(|g| g.0)).collect::<Vec<_>>();
-        let mut w = Wavefront::new(3, 3, false);
+        let grants =
+            |w: &TableAllocator| (0..3).map(|i| w.grant(i).map(|g| g.0)).collect::<Vec<_>>();
+        let wavefront =
+            |skip_diags| TableAllocator::of(AllocatorKind::Wavefront { skip_diags }, 3, 3).unwrap();
+        let mut w = wavefront(false);
         // Every input wants outputs 0 and 1. Start 0: diagonal 0 holds (0,0), (2,1), (1,2);
         // diagonal 1 (1,0), (0,1), (2,2).
         for i in 0..3 {
@@ -1200,7 +1370,7 @@ mod tests {
         }
         w.allocate();
         assert_eq!(grants(&w), [Some(0), None, Some(1)]);
-        assert_eq!(w.pri, 1);
+        assert_eq!(w.start(), 1);
         // Start 1: diagonal 1 first: (1,0), (0,1).
         w.clear();
         for i in 0..3 {
@@ -1216,10 +1386,10 @@ mod tests {
         w.allocate();
         assert_eq!(grants(&w), [None, None, Some(0)]);
         // rr_wavefront: the next start is one past the first match's diagonal (2 + 2).
-        let mut rr = Wavefront::new(3, 3, true);
+        let mut rr = wavefront(true);
         rr.add(2, 2, 1, 0, 0);
         rr.allocate();
-        assert_eq!(rr.pri, (2 + 2 + 1) % 3);
+        assert_eq!(rr.start(), (2 + 2 + 1) % 3);
         // A request replaced: two adds, so the general pass, with the same match.
         rr.clear();
         rr.add(0, 1, 1, 0, 0);
@@ -1227,11 +1397,39 @@ mod tests {
         rr.add(0, 1, 2, 0, 0);
         rr.allocate();
         assert_eq!(rr.grant(0), Some((1, 2)));
-        assert_eq!(rr.pri, 2);
+        assert_eq!(rr.start(), 2);
         // No request: nothing moves.
         rr.clear();
         rr.allocate();
-        assert_eq!((grants(&rr), rr.pri), (vec![None, None, None], 2));
+        assert_eq!((grants(&rr), rr.start()), (vec![None, None, None], 2));
+    }
+
+    /// BookSim's MaxSizeMatch: an augmenting path that moves an earlier match, the search
+    /// start rotating at every allocation, with requests or without.
+    #[test]
+    fn max_size_augments_and_rotates() {
+        let mut m = TableAllocator::of(AllocatorKind::MaxSize, 3, 3).unwrap();
+        // Input 0 wants outputs 0 and 1, input 1 only output 0: searching from input 0,
+        // 0 takes output 0; then input 1 reaches output 0, whose holder moves to output 1.
+        m.add(0, 0, 1, 0, 0);
+        m.add(0, 1, 1, 0, 0);
+        m.add(1, 0, 2, 0, 0);
+        m.allocate();
+        assert_eq!(
+            (m.grant(0), m.grant(1), m.grant(2)),
+            (Some((1, 1)), Some((0, 2)), None)
+        );
+        assert_eq!(m.start(), 1);
+        // Two inputs for one output: the search starts at input `prio`.
+        m.clear();
+        m.add(0, 2, 1, 0, 0);
+        m.add(1, 2, 1, 0, 0);
+        m.allocate();
+        assert_eq!((m.grant(0), m.grant(1)), (None, Some((2, 1))));
+        // Without requests the start still moves.
+        m.clear();
+        m.allocate();
+        assert_eq!((m.matched().len(), m.start()), (0, 0));
     }
 
     #[test]

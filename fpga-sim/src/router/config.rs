@@ -25,6 +25,9 @@ pub enum AllocatorKind {
         /// `rr_wavefront`.
         skip_diags: bool,
     },
+    /// `max_size` (BookSim's `MaxSizeMatch`): a maximum matching by shortest augmenting
+    /// paths from a rotating start.
+    MaxSize,
 }
 
 /// Parameters of an input-queued virtual-channel router (BookSim's `iq` router; the names are

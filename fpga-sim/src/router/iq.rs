@@ -28,7 +28,7 @@
 //! A stage with a delay above one works in batches: VCs that join while a batch is in flight
 //! wait for it to finish (BookSim's behaviour).
 
-use super::alloc::{SwitchAllocator, Wavefront};
+use super::alloc::{SwitchAllocator, TableAllocator};
 use super::buffer_state::BufferState;
 use super::config::{AllocatorKind, RouterConfig, RouterConfigError};
 use super::flit::{Credit, Flit, Route};
@@ -427,9 +427,9 @@ pub struct IqRouter {
     /// VC allocation is iSLIP with this many passes, or separable output-first (`Some(0)`);
     /// `None`: separable input-first.
     va_islip: Option<usize>,
-    /// VC allocation is a wavefront allocator over input VCs x output VCs (then `va_islip`
-    /// is not read).
-    va_wavefront: Option<Box<Wavefront>>,
+    /// VC allocation is a table allocator (wavefront, maximum size) over input VCs x output
+    /// VCs (then `va_islip` is not read).
+    va_table: Option<Box<TableAllocator>>,
     /// Input VCs granted an output VC this step.
     va_granted: Vec<u32>,
     va_out: Vec<OutputVc>,
@@ -553,16 +553,13 @@ impl IqRouter {
                 .collect(),
             alloc_iters: cfg.alloc_iters,
             va_islip: match cfg.vc_allocator {
-                AllocatorKind::SeparableInputFirst | AllocatorKind::Wavefront { .. } => None,
+                AllocatorKind::SeparableInputFirst
+                | AllocatorKind::Wavefront { .. }
+                | AllocatorKind::MaxSize => None,
                 AllocatorKind::SeparableOutputFirst => Some(0),
                 AllocatorKind::Islip { iters } => Some(iters),
             },
-            va_wavefront: match cfg.vc_allocator {
-                AllocatorKind::Wavefront { skip_diags } => {
-                    Some(Box::new(Wavefront::new(n_in * v, n_out * v, skip_diags)))
-                }
-                _ => None,
-            },
+            va_table: TableAllocator::of(cfg.vc_allocator, n_in * v, n_out * v).map(Box::new),
             va_granted: Vec::with_capacity(ivcs),
             va_out: (0..n_out * v)
                 .map(|ov| OutputVc {
@@ -584,8 +581,11 @@ impl IqRouter {
                 AllocatorKind::Islip { iters } => {
                     SwitchAllocator::new_islip(exp_in, exp_out, v, iters)
                 }
-                AllocatorKind::Wavefront { skip_diags } => {
-                    SwitchAllocator::new_wavefront(exp_in, exp_out, skip_diags)
+                kind @ (AllocatorKind::Wavefront { .. } | AllocatorKind::MaxSize) => {
+                    match TableAllocator::of(kind, exp_in, exp_out) {
+                        Some(t) => SwitchAllocator::new_table(t),
+                        None => SwitchAllocator::new(exp_in, exp_out, v, cfg.alloc_iters),
+                    }
                 }
             },
             sw_rr_offset: (0..exp_in)
@@ -1005,6 +1005,14 @@ impl IqRouter {
 
     fn va_evaluate(&mut self, now: i64) {
         let n = self.va_q.stamp(now + self.vc_alloc_delay - 1);
+        if n == 0 {
+            // BookSim allocates at every evaluation of a non-empty stage (`max_size` moves
+            // its start even without requests).
+            if let Some(t) = self.va_table.as_mut() {
+                t.clear();
+                t.allocate();
+            }
+        }
         if n > 0 {
             self.va_allocate(n);
         } else if self.vc_alloc_delay > 1 {
@@ -1027,7 +1035,7 @@ impl IqRouter {
     fn va_allocate(&mut self, n: usize) {
         self.stats.vc_alloc_attempts += n as u64;
         match self.va_islip {
-            None if self.va_wavefront.is_some() => self.va_wavefront(n),
+            None if self.va_table.is_some() => self.va_table(n),
             None => self.va_separable(n),
             Some(0) => self.va_output_first(n, 1, true),
             Some(iters) => self.va_output_first(n, iters, false),
@@ -1177,22 +1185,22 @@ impl IqRouter {
     }
 
     /// Separable input-first VC allocation over the first `n` entries of the VA stage.
-    /// Wavefront VC allocation of the first `n` entries of the VA stage: every input VC
-    /// requests each available output VC of its route (input priority 0, output priority
-    /// its head's), one wavefront pass matches them.
-    fn va_wavefront(&mut self, n: usize) {
+    /// Table-allocator VC allocation (wavefront, maximum size) of the first `n` entries of
+    /// the VA stage: every input VC requests each available output VC of its route (input
+    /// priority 0, output priority its head's), then one `Allocate`.
+    fn va_table(&mut self, n: usize) {
         let v = self.v;
         let IqRouter {
             va_q,
             vcs,
             next_buf,
             va_taken,
-            va_wavefront,
+            va_table,
             va_granted,
             vc_alloc_delay: alloc_delay,
             ..
         } = self;
-        let Some(wf) = va_wavefront.as_mut() else {
+        let Some(wf) = va_table.as_mut() else {
             return;
         };
         wf.clear();
@@ -1368,6 +1376,8 @@ impl IqRouter {
             if !self.sa_fused {
                 self.sa_results(n);
             }
+        } else if self.sw_alloc.allocates_empty() {
+            self.sw_alloc.allocate();
         }
         if self.sa_fused {
             return;
