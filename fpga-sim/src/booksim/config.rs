@@ -1938,17 +1938,6 @@ impl BooksimConfig {
         if let Err(e) = router.validate() {
             return Err(unsupported("router", "parameters", &e.to_string()));
         }
-        if router.sw_allocator == AllocatorKind::MaxSize
-            && router.output_speedup > router.input_speedup
-        {
-            // MaxSizeMatch sizes its search table by inputs and indexes it by output.
-            return Err(unsupported(
-                "output_speedup",
-                router.output_speedup,
-                "max_size switch allocation with more expanded outputs than inputs \
-                 (output_speedup > input_speedup): BookSim2 indexes past its table",
-            ));
-        }
         // Two corners BookSim2 itself cannot simulate (checked against BookSim2 master
         // 28f4329, spec-notes/validation.md, "BookSim2 as a reference tool"): there is no
         // BookSim behaviour to reproduce, so they are refused rather than invented.
@@ -2413,7 +2402,6 @@ mod tests {
             ("vc_allocator=islip(0)", "vc_allocator"),
             ("vc_allocator=pim", "vc_allocator"),
             ("sw_allocator=loa", "sw_allocator"),
-            ("sw_allocator=max_size output_speedup=2", "output_speedup"),
             ("traffic=bad_random", "traffic"),
             ("injection_process=poisson", "injection_process"),
             ("injection_process=on_off burst_r1=0.5", "injection_process"),

@@ -1027,7 +1027,11 @@ impl MaxSize {
                 self.s.push(j as u32);
             }
         }
-        self.from.fill(NONE);
+        // BookSim sizes `_from` by outputs, then `assign`s it by inputs at every search: with
+        // more outputs than inputs the entries past the inputs keep their first value, 0,
+        // which reads as "reached already", so those outputs are never matched.
+        let reset = self.n_in.min(self.from.len());
+        self.from[..reset].fill(NONE);
         for _ in 0..self.n_in {
             self.ns.clear();
             for e in 0..self.s.len() {
@@ -1094,7 +1098,7 @@ impl TableAllocator {
                 prio: 0,
                 s: Vec::with_capacity(n_in),
                 ns: Vec::with_capacity(n_in),
-                from: vec![NONE; n_out],
+                from: vec![0; n_out],
             }),
             _ => return None,
         };
@@ -1430,6 +1434,12 @@ mod tests {
         m.clear();
         m.allocate();
         assert_eq!((m.matched().len(), m.start()), (0, 0));
+        // More outputs than inputs: BookSim never reaches the outputs past the inputs.
+        let mut m = TableAllocator::of(AllocatorKind::MaxSize, 2, 4).unwrap();
+        m.add(0, 3, 1, 0, 0);
+        m.add(1, 1, 1, 0, 0);
+        m.allocate();
+        assert_eq!((m.grant(0), m.grant(1)), (None, Some((1, 1))));
     }
 
     #[test]
