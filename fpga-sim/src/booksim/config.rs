@@ -1333,11 +1333,12 @@ fn check_allocator(key: &str, name: &str) -> Result<AllocatorKind, ConfigError> 
             skip_diags: base == "rr_wavefront",
         }),
         "max_size" => Ok(AllocatorKind::MaxSize),
+        "loa" => Ok(AllocatorKind::Loa),
         _ => Err(unsupported(
             key,
             name,
             "only islip, separable_input_first, separable_output_first, wavefront, \
-             rr_wavefront and max_size are modelled",
+             rr_wavefront, max_size and loa are modelled",
         )),
     }
 }
@@ -1951,7 +1952,7 @@ impl BooksimConfig {
         // outputs: input VCs x output VCs for VC allocation, expanded ports for switches.
         let radix = n_ports / n_routers.max(1);
         let table = |kind: AllocatorKind, side: u128| match kind {
-            AllocatorKind::Wavefront { .. } | AllocatorKind::MaxSize => {
+            AllocatorKind::Wavefront { .. } | AllocatorKind::MaxSize | AllocatorKind::Loa => {
                 n_routers.saturating_mul(side.saturating_mul(side).saturating_mul(12))
             }
             _ => 0,
@@ -2401,7 +2402,7 @@ mod tests {
             ("perm_seed=time traffic=randperm", "perm_seed"),
             ("vc_allocator=islip(0)", "vc_allocator"),
             ("vc_allocator=pim", "vc_allocator"),
-            ("sw_allocator=loa", "sw_allocator"),
+            ("sw_allocator=select", "sw_allocator"),
             ("traffic=bad_random", "traffic"),
             ("injection_process=poisson", "injection_process"),
             ("injection_process=on_off burst_r1=0.5", "injection_process"),

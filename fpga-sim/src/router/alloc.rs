@@ -1068,9 +1068,51 @@ impl MaxSize {
     }
 }
 
+/// BookSim's `LOA` (`loa`, the lonely output allocator): each input requests, of the outputs
+/// it wants, the one fewest inputs want (ties: the first from its pointer); each output
+/// grants the first requesting input from its pointer; a match moves both pointers on by
+/// one.
+struct Loa {
+    counts: Vec<u32>,
+    req: Vec<u32>,
+    rptr: Vec<u32>,
+    gptr: Vec<u32>,
+}
+
+impl Loa {
+    fn allocate(&mut self, t: &mut RequestTable) {
+        let (n_in, n_out) = (self.req.len(), self.counts.len());
+        for (j, c) in self.counts.iter_mut().enumerate() {
+            *c = (0..n_in).filter(|&i| t.has(i, j)).count() as u32;
+        }
+        for (i, r) in self.req.iter_mut().enumerate() {
+            let (mut lonely, mut lonely_cnt) = (NONE, n_in as u32 + 1);
+            for o in 0..n_out {
+                let out = (o + self.rptr[i] as usize) % n_out;
+                if t.has(i, out) && self.counts[out] < lonely_cnt {
+                    (lonely, lonely_cnt) = (out as u32, self.counts[out]);
+                }
+            }
+            *r = lonely;
+        }
+        for out in 0..n_out {
+            for k in 0..n_in {
+                let i = (k + self.gptr[out] as usize) % n_in;
+                if self.req[i] == out as u32 {
+                    t.pair(i as u32, out as u32);
+                    self.rptr[i] = (self.rptr[i] + 1) % n_out as u32;
+                    self.gptr[out] = (self.gptr[out] + 1) % n_in as u32;
+                    break;
+                }
+            }
+        }
+    }
+}
+
 enum TableAlgo {
     Wavefront(Wavefront),
     MaxSize(MaxSize),
+    Loa(Loa),
 }
 
 /// The allocators that keep BookSim's whole request table (`DenseAllocator`s: wavefront,
@@ -1092,6 +1134,12 @@ impl TableAllocator {
                 last: (NONE, NONE),
                 classes: Vec::new(),
                 order: Vec::new(),
+            }),
+            AllocatorKind::Loa => TableAlgo::Loa(Loa {
+                counts: vec![0; n_out],
+                req: vec![NONE; n_in],
+                rptr: vec![0; n_in],
+                gptr: vec![0; n_out],
             }),
             AllocatorKind::MaxSize => TableAlgo::MaxSize(MaxSize {
                 n_in,
@@ -1137,6 +1185,7 @@ impl TableAllocator {
         match &mut self.algo {
             TableAlgo::Wavefront(w) => w.allocate(&mut self.t),
             TableAlgo::MaxSize(m) => m.allocate(&mut self.t),
+            TableAlgo::Loa(l) => l.allocate(&mut self.t),
         }
     }
 
@@ -1161,6 +1210,7 @@ impl TableAllocator {
         match &self.algo {
             TableAlgo::Wavefront(w) => w.pri,
             TableAlgo::MaxSize(m) => m.prio,
+            TableAlgo::Loa(l) => l.rptr[0] as usize,
         }
     }
 }
@@ -1440,6 +1490,25 @@ mod tests {
         m.add(1, 1, 1, 0, 0);
         m.allocate();
         assert_eq!((m.grant(0), m.grant(1)), (None, Some((1, 1))));
+    }
+
+    /// BookSim's LOA: each input asks for its loneliest wanted output, each output grants
+    /// from its pointer, and a match moves both pointers on by one.
+    #[test]
+    fn loa_prefers_lonely_outputs() {
+        let mut l = TableAllocator::of(AllocatorKind::Loa, 3, 3).unwrap();
+        // Output 0 is wanted by all three inputs, output 1 by input 0 alone: input 0 asks
+        // for 1; inputs 1 and 2 ask for 0, which grants 1 (the first from pointer 0).
+        for i in 0..3 {
+            l.add(i, 0, 1, 0, 0);
+        }
+        l.add(0, 1, 1, 0, 0);
+        l.allocate();
+        assert_eq!(
+            (l.grant(0), l.grant(1), l.grant(2)),
+            (Some((1, 1)), Some((0, 1)), None)
+        );
+        assert_eq!(l.start(), 1);
     }
 
     #[test]

@@ -28,6 +28,8 @@ pub enum AllocatorKind {
     /// `max_size` (BookSim's `MaxSizeMatch`): a maximum matching by shortest augmenting
     /// paths from a rotating start.
     MaxSize,
+    /// `loa` (BookSim's `LOA`, lonely output allocator).
+    Loa,
 }
 
 /// Parameters of an input-queued virtual-channel router (BookSim's `iq` router; the names are

@@ -555,7 +555,8 @@ impl IqRouter {
             va_islip: match cfg.vc_allocator {
                 AllocatorKind::SeparableInputFirst
                 | AllocatorKind::Wavefront { .. }
-                | AllocatorKind::MaxSize => None,
+                | AllocatorKind::MaxSize
+                | AllocatorKind::Loa => None,
                 AllocatorKind::SeparableOutputFirst => Some(0),
                 AllocatorKind::Islip { iters } => Some(iters),
             },
@@ -581,12 +582,12 @@ impl IqRouter {
                 AllocatorKind::Islip { iters } => {
                     SwitchAllocator::new_islip(exp_in, exp_out, v, iters)
                 }
-                kind @ (AllocatorKind::Wavefront { .. } | AllocatorKind::MaxSize) => {
-                    match TableAllocator::of(kind, exp_in, exp_out) {
-                        Some(t) => SwitchAllocator::new_table(t),
-                        None => SwitchAllocator::new(exp_in, exp_out, v, cfg.alloc_iters),
-                    }
-                }
+                kind @ (AllocatorKind::Wavefront { .. }
+                | AllocatorKind::MaxSize
+                | AllocatorKind::Loa) => match TableAllocator::of(kind, exp_in, exp_out) {
+                    Some(t) => SwitchAllocator::new_table(t),
+                    None => SwitchAllocator::new(exp_in, exp_out, v, cfg.alloc_iters),
+                },
             },
             sw_rr_offset: (0..exp_in)
                 .map(|i| (i % cfg.input_speedup) as u32)
