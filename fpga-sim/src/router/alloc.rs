@@ -727,7 +727,7 @@ impl SwitchAllocator {
         )))
     }
 
-    /// A table allocator (BookSim's `wavefront`, `rr_wavefront`, `max_size`).
+    /// A table allocator (BookSim's `wavefront`, `rr_wavefront`, `max_size`, `loa`).
     pub fn new_table(t: TableAllocator) -> Self {
         SwitchAllocator::Table(Box::new(t))
     }
@@ -1116,7 +1116,7 @@ enum TableAlgo {
 }
 
 /// The allocators that keep BookSim's whole request table (`DenseAllocator`s: wavefront,
-/// maximum size), for VC or switch allocation.
+/// maximum size, LOA), for VC or switch allocation.
 pub(crate) struct TableAllocator {
     t: RequestTable,
     algo: TableAlgo,

@@ -427,8 +427,8 @@ pub struct IqRouter {
     /// VC allocation is iSLIP with this many passes, or separable output-first (`Some(0)`);
     /// `None`: separable input-first.
     va_islip: Option<usize>,
-    /// VC allocation is a table allocator (wavefront, maximum size) over input VCs x output
-    /// VCs (then `va_islip` is not read).
+    /// VC allocation is a table allocator (wavefront, maximum size, LOA) over input VCs x
+    /// output VCs (then `va_islip` is not read).
     va_table: Option<Box<TableAllocator>>,
     /// Input VCs granted an output VC this step.
     va_granted: Vec<u32>,
@@ -1009,7 +1009,7 @@ impl IqRouter {
         if n == 0 {
             // BookSim allocates at every evaluation of a non-empty stage (`max_size` moves
             // its start even without requests).
-            if let Some(t) = self.va_table.as_mut() {
+            if let Some(t) = self.va_table.as_mut().filter(|t| t.allocates_empty()) {
                 t.clear();
                 t.allocate();
             }
@@ -1185,8 +1185,7 @@ impl IqRouter {
         }
     }
 
-    /// Separable input-first VC allocation over the first `n` entries of the VA stage.
-    /// Table-allocator VC allocation (wavefront, maximum size) of the first `n` entries of
+    /// Table-allocator VC allocation (wavefront, maximum size, LOA) of the first `n` entries of
     /// the VA stage: every input VC requests each available output VC of its route (input
     /// priority 0, output priority its head's), then one `Allocate`.
     fn va_table(&mut self, n: usize) {
@@ -1201,10 +1200,10 @@ impl IqRouter {
             vc_alloc_delay: alloc_delay,
             ..
         } = self;
-        let Some(wf) = va_table.as_mut() else {
+        let Some(table) = va_table.as_mut() else {
             return;
         };
-        wf.clear();
+        table.clear();
         for it in va_q.q.front_mut(n).iter_mut() {
             let st = vcs[it.ivc as usize];
             let Some((port, mut avail)) = va_request(it, &st, next_buf, va_taken, 0) else {
@@ -1214,12 +1213,12 @@ impl IqRouter {
                 let ovc = avail.trailing_zeros() as usize;
                 avail &= avail - 1;
                 let ov = (port * v + ovc) as u32;
-                wf.add(it.ivc, ov, 0, 0, i32::from(st.head_pri));
+                table.add(it.ivc, ov, 0, 0, i32::from(st.head_pri));
             }
         }
-        wf.allocate();
-        for &ivc in wf.matched() {
-            let Some((ov, _)) = wf.grant(ivc) else {
+        table.allocate();
+        for &ivc in table.matched() {
+            let Some((ov, _)) = table.grant(ivc) else {
                 continue;
             };
             let (port, ovc) = (ov as usize / v, ov as usize % v);
@@ -1230,6 +1229,7 @@ impl IqRouter {
         }
     }
 
+    /// Separable input-first VC allocation over the first `n` entries of the VA stage.
     fn va_separable(&mut self, n: usize) {
         let v = self.v as u32;
         let (n_ov, n_iv) = (self.n_out as u32 * v, self.n_in as u32 * v);
