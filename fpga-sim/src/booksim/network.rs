@@ -291,6 +291,19 @@ impl Wiring {
     }
 }
 
+/// One of the two VC classes BookSim's routings split a range `lo..=hi` into (its
+/// `available_vcs`, half the range's VCs rounded down): the lower `count - count / 2` VCs,
+/// or with `upper` the upper `count / 2` (the two share the middle VC when the count is odd).
+fn class_route(port: u16, lo: u8, hi: u8, upper: bool) -> Route {
+    let count = hi - lo + 1;
+    let avail = count / 2;
+    if upper {
+        Route::new(port, lo + avail, hi)
+    } else {
+        Route::new(port, lo, hi - avail)
+    }
+}
+
 /// `qtree`: the height and position of the router at index `r` (routers are numbered by
 /// height, then position: k^h routers at height h).
 fn qtree_place(k: usize, r: usize) -> (usize, usize) {
@@ -1093,11 +1106,7 @@ impl BookSimRouting<'_> {
         }
         .unwrap_or(0);
         let port = 2 * dim as usize + usize::from(digit(cur, dim) >= digit(dest, dim));
-        if xy {
-            Route::new(port as u16, lo, hi - avail)
-        } else {
-            Route::new(port as u16, lo + avail, hi)
-        }
+        class_route(port as u16, lo, hi, !xy)
     }
 
     /// `xyyx_flatfly`: at the destination's router its terminal port and every VC; else
@@ -1130,11 +1139,7 @@ impl BookSimRouting<'_> {
             self.rng.int(1) > 0
         };
         let port = flatfly_port(k as usize, c, router as usize, to, !xy) as u16;
-        if xy {
-            Route::new(port, lo, hi - avail)
-        } else {
-            Route::new(port, lo + avail, hi)
-        }
+        class_route(port, lo, hi, !xy)
     }
 
     /// `valiant_mesh` / `romm_mesh`. At the first router (a flit from the terminal port)
@@ -1201,14 +1206,7 @@ impl BookSimRouting<'_> {
         if router == f.dest {
             return Route::new(port as u16, lo, hi);
         }
-        // BookSim's `available_vcs`: half the range's VCs, rounded down.
-        let count = hi - lo + 1;
-        let avail = count / 2;
-        if state & PHASE_1 == 0 {
-            Route::new(port as u16, lo, hi - avail)
-        } else {
-            Route::new(port as u16, lo + avail, hi)
-        }
+        class_route(port as u16, lo, hi, state & PHASE_1 != 0)
     }
 
     /// `nca_tree4`: a top router goes down to one of the two middle routers over the
@@ -1321,14 +1319,7 @@ impl BookSimRouting<'_> {
         } else {
             src % k > d
         };
-        // BookSim's `available_vcs`: half the range's VCs, rounded down.
-        let count = hi - lo + 1;
-        let avail = count / 2;
-        if upper {
-            Route::new(port as u16, lo + avail, hi)
-        } else {
-            Route::new(port as u16, lo, hi - avail)
-        }
+        class_route(port as u16, lo, hi, upper)
     }
 }
 
