@@ -1668,39 +1668,31 @@ impl BooksimConfig {
                 }
                 Topology::FatTree { k: k32, n: n32 }
             }
-            "qtree" => {
+            "qtree" | "tree4" => {
                 if rf != "nca" {
                     return Err(unsupported(
                         "routing_function",
                         &rf,
-                        "qtree uses nca (nca_qtree)",
+                        &format!(
+                            "{topo_name} uses nca (nca_{topo_name}); anca is adaptive and not \
+                             modelled"
+                        ),
                     ));
                 }
                 if (k, n) != (4, 3) {
                     return Err(unsupported(
                         "k",
                         format!("{k} (n = {n})"),
-                        "BookSim's qtree works only with k = 4, n = 3 (it asserts both)",
+                        &format!(
+                            "BookSim's {topo_name} works only with k = 4, n = 3 (it asserts both)"
+                        ),
                     ));
                 }
-                Topology::QTree { k: k32, n: n32 }
-            }
-            "tree4" => {
-                if rf != "nca" {
-                    return Err(unsupported(
-                        "routing_function",
-                        &rf,
-                        "tree4 uses nca (nca_tree4); anca_tree4 is adaptive and not modelled",
-                    ));
+                if topo_name == "qtree" {
+                    Topology::QTree { k: k32, n: n32 }
+                } else {
+                    Topology::Tree4
                 }
-                if (k, n) != (4, 3) {
-                    return Err(unsupported(
-                        "k",
-                        format!("{k} (n = {n})"),
-                        "BookSim's tree4 works only with k = 4, n = 3 (it asserts both)",
-                    ));
-                }
-                Topology::Tree4
             }
             "mesh" => match rf.as_str() {
                 // `dor_mesh` is BookSim's alias of `dim_order_mesh`.
