@@ -15,8 +15,8 @@
 # A run that ends any other way without its final statistics is an error.
 # BookSim2 is not part of this repository (see spec-notes/validation.md for how it was built).
 set -euo pipefail
+BS2=$(realpath "$1")
 cd "$(dirname "$0")/.."
-BS2=$1
 BUILD=$2
 shift 2
 DIR=fpga-sim/tests/data/booksim/sweep
@@ -24,8 +24,9 @@ DIR=fpga-sim/tests/data/booksim/sweep
 # run NAME PS SIM_TYPE RATE -> prints "latency,accepted"
 run() {
     local out
-    # BookSim2 exits non-zero even after a good run: its printed figures are what matter.
-    out=$("$BS2" "$DIR/$1.cfg" "packet_size=$2" "sim_type=$3" "injection_rate=$4" 2>&1 || true)
+    # BookSim2 exits non-zero even after a good run: its printed figures are what matter. It
+    # runs in the configurations' folder, where it looks for an anynet `network_file`.
+    out=$(cd "$DIR" && "$BS2" "$1.cfg" "packet_size=$2" "sim_type=$3" "injection_rate=$4" 2>&1 || true)
     if grep -q '^====== Overall Traffic Statistics' <<<"$out"; then
         awk '/^====== Overall Traffic Statistics/ {o = 1}
              o && /^Packet latency average = / && !l {l = $5}

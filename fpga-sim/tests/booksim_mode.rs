@@ -174,11 +174,30 @@ fn command_line_prints_booksim_lines() {
     );
 }
 
+/// An `anynet` configuration run from another working directory finds its network file beside
+/// it, and prints BookSim's block (the sweep compares its figures with BookSim2's).
+#[test]
+fn anynet_runs_from_anywhere() {
+    let cfg = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/booksim/sweep/anynet_k4.cfg"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_podlink-sim"))
+        .current_dir(std::env::temp_dir())
+        .args(["booksim", cfg, "sample_period=200", "--quiet"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("Hops average = "), "{text}");
+}
+
 #[test]
 fn command_line_errors_name_the_key_and_exit_2() {
     for (arg, key) in [
         ("bogus_key=3", "bogus_key"),
-        ("topology=anynet", "topology"),
+        ("topology=anynet", "routing_function"),
+        ("topology=anynet routing_function=min", "network_file"),
         ("topology=flatfly", "routing_function"),
         ("topology=dragonflynew", "routing_function"),
         ("topology=torus", "routing_function"),
@@ -188,7 +207,8 @@ fn command_line_errors_name_the_key_and_exit_2() {
         ("num_vcs=0", "num_vcs"),
         ("--frobnicate", "--frobnicate"),
     ] {
-        let (code, _, err) = cli(&[arg]);
+        let args: Vec<&str> = arg.split(' ').collect();
+        let (code, _, err) = cli(&args);
         assert_eq!(code, 2, "{arg}");
         assert!(err.contains(key), "{arg}: {err}");
     }

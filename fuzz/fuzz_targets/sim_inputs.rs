@@ -3,12 +3,16 @@
 //! `[faults]` section; an accepted pod of up to 64 accelerators also builds its fabric, runs
 //! `podlink-sim verify`'s checks and yields its fault plan), operation traces (CSV) and BookSim
 //! configuration files (an accepted one that is small and short is also simulated: every run
-//! ends, stably, unstable or with a typed error). Every input is refused with an error or
-//! accepted; nothing panics.
+//! ends, stably, unstable or with a typed error); a first byte from 0xF0 up picks BookSim's
+//! `anynet` network files (an accepted one of up to 64 routers is routed and wired). Every
+//! input is refused with an error or accepted; nothing panics.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use podlink_sim::booksim::config::BooksimConfig;
+use podlink_sim::booksim::anynet::AnyNet;
+use podlink_sim::booksim::config::{BooksimConfig, Topology};
+use podlink_sim::booksim::network::build;
+use podlink_sim::router::RouterConfig;
 use podlink_sim::pod::config::PodFile;
 use podlink_sim::pod::topology::Fabric;
 
@@ -17,6 +21,15 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let text = String::from_utf8_lossy(rest);
+    if which >= 0xF0 {
+        if let Ok(net) = AnyNet::parse(&text) {
+            if net.routers() <= 64 {
+                let topology = Topology::AnyNet(std::sync::Arc::new(net));
+                let _ = build(topology, 1, &RouterConfig::default());
+            }
+        }
+        return;
+    }
     match which % 3 {
         0 => {
             if let Ok(pod) = PodFile::parse(&text, "fuzz.toml") {

@@ -11,9 +11,11 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use thiserror::Error;
 
+use super::anynet::{self, AnyNet};
 use super::rng::KnuthInt;
 use crate::router::{AllocatorKind, RouterConfig};
 
@@ -284,7 +286,7 @@ pub fn parse(text: &str, source: &str) -> Result<Vec<(String, Value, Origin)>, C
 // ---- typed configuration -----------------------------------------------------------
 
 /// The network.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Topology {
     /// k-ary n-fly (butterfly) with destination-tag routing; n = 1 is a k x k crossbar.
     Fly {
@@ -391,6 +393,9 @@ pub enum Topology {
         /// `use_noc_latency`: channel latencies from the layout (else 1).
         noc: bool,
     },
+    /// BookSim's `anynet`: the network of a file (`network_file`), with `min` routing
+    /// (`min_anynet`, shortest paths by channel latency); see [`AnyNet`].
+    AnyNet(Arc<AnyNet>),
 }
 
 impl Topology {
@@ -408,11 +413,17 @@ impl Topology {
             Topology::CMesh { k, .. } => (k, 2),
             Topology::Tree4 => (4, 3),
             Topology::DragonFly { p } => (p, 1),
+            // Not a k-ary network (only the traffic patterns read `k` and `n`).
+            Topology::AnyNet(_) => (1, 1),
         }
     }
 
     /// Routers and router input ports (the same number of outputs).
     pub fn routers_and_ports(&self) -> (u128, u128) {
+        if let Topology::AnyNet(net) = self {
+            let ports = (0..net.routers()).map(|r| net.radix(r) as u128).sum();
+            return (net.routers() as u128, ports);
+        }
         let (k, n) = self.k_n();
         let (k, n) = (u128::from(k), u128::from(n));
         let per_level = k.saturating_pow(n as u32 - 1);
@@ -441,12 +452,16 @@ impl Topology {
                 let r = 2 * k * (2 * k * k + 1);
                 (r, r * (4 * k - 1))
             }
+            Topology::AnyNet(_) => (0, 0),
         }
     }
 
     /// Terminals (`k^n`; `4 k^2` for the concentrated mesh, `c k^n` for the flattened
     /// butterfly, `2p^2 (2p^2 + 1)` for the dragonfly).
     pub fn nodes(&self) -> usize {
+        if let Topology::AnyNet(net) = self {
+            return net.nodes();
+        }
         if let Topology::DragonFly { p } = *self {
             let p = p as usize;
             return 2 * p * p * (2 * p * p + 1);
@@ -732,7 +747,7 @@ fn tokenize(data: &str) -> Vec<String> {
 
 /// C's `atoi`: optional leading whitespace and sign, then the longest run of digits; 0 when
 /// there is none (saturating instead of overflowing).
-fn atoi(s: &str) -> i64 {
+pub(crate) fn atoi(s: &str) -> i64 {
     let t = s.trim_start();
     let (neg, digits) = match t.as_bytes().first() {
         Some(b'-') => (true, &t[1..]),
@@ -1134,6 +1149,61 @@ fn packet_sizes(raw: &mut Raw) -> Result<PacketSizes, ConfigError> {
 
 /// `topology = flatfly`: the geometry `flatfly_onchip.cpp` asserts, and what the mode
 /// models of it. `nodes` is `c k^n` (at most 2^20, checked by the caller).
+/// `network_file` for `anynet`: read as BookSim reads it, from the working directory, or
+/// failing that next to the configuration file that named it; then parsed and checked
+/// ([`AnyNet::parse`]). Only regular files of at most [`anynet::MAX_FILE_BYTES`] are read.
+fn read_network_file(name: &str, origin: Origin) -> Result<AnyNet, ConfigError> {
+    use std::io::Read as _;
+    if name.is_empty() {
+        return Err(bad(
+            "network_file",
+            &Value::Str(String::new()),
+            "anynet needs a network file",
+            origin,
+        ));
+    }
+    let mut path = std::path::PathBuf::from(name);
+    if !path.exists() && origin.line > 0 {
+        if let Some(dir) = std::path::Path::new(&origin.source).parent() {
+            let beside = dir.join(name);
+            if beside.exists() {
+                path = beside;
+            }
+        }
+    }
+    let shown = path.display().to_string();
+    let io = |source| ConfigError::Io {
+        path: shown.clone(),
+        source,
+    };
+    let meta = std::fs::metadata(&path).map_err(io)?;
+    if !meta.is_file() || meta.len() > anynet::MAX_FILE_BYTES {
+        return Err(bad(
+            "network_file",
+            &Value::Str(name.to_string()),
+            &format!(
+                "{shown} is not a regular file of at most {} bytes",
+                anynet::MAX_FILE_BYTES
+            ),
+            origin,
+        ));
+    }
+    let mut text = String::new();
+    std::fs::File::open(&path)
+        .map_err(io)?
+        .take(anynet::MAX_FILE_BYTES)
+        .read_to_string(&mut text)
+        .map_err(io)?;
+    AnyNet::parse(&text).map_err(|e| {
+        bad(
+            "network_file",
+            &Value::Str(name.to_string()),
+            &format!("{shown}: {e}"),
+            origin,
+        )
+    })
+}
+
 fn flatfly(raw: &mut Raw, k: i64, n: i64, rf: &str, nodes: u128) -> Result<Topology, ConfigError> {
     let xy_yx = match rf {
         "ran_min" => false,
@@ -1783,6 +1853,18 @@ impl BooksimConfig {
                 Topology::DragonFly { p: k32 }
             }
             "flatfly" => flatfly(&mut raw, k, n, &rf, nodes)?,
+            "anynet" => {
+                if rf != "min" {
+                    return Err(unsupported(
+                        "routing_function",
+                        &rf,
+                        "anynet uses min (min_anynet)",
+                    ));
+                }
+                let file = raw.string("network_file", "");
+                let origin = raw.origin("network_file");
+                Topology::AnyNet(Arc::new(read_network_file(&file, origin)?))
+            }
             "torus" => {
                 if rf != "dim_order" && rf != "dim_order_bal" {
                     return Err(unsupported(
@@ -1806,9 +1888,14 @@ impl BooksimConfig {
                     other,
                     "supported: fly (k, n; n = 1 is a crossbar), fattree (k, n), qtree and tree4 \
                      (k = 4, n = 3), mesh and torus (k, n), cmesh (k; n = 2, c = 4), flatfly (k, n <= 4, c = xr^2), \
-                     dragonflynew (k; n = 1)",
+                     dragonflynew (k; n = 1), anynet (network_file)",
                 ))
             }
+        };
+        // anynet's terminals are its file's (k and n still feed the traffic patterns).
+        let nodes = match &topology {
+            Topology::AnyNet(net) => net.nodes() as u128,
+            _ => nodes,
         };
         if matches!(
             topology,
@@ -2309,11 +2396,56 @@ mod tests {
         assert!(parse("a = #;", "t").is_err());
     }
 
+    /// `anynet`: the network file is found beside the configuration that names it (or from
+    /// the working directory, as BookSim finds it), and its problems name the file.
+    #[test]
+    fn anynet_reads_its_network_file() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/booksim/sweep");
+        let cfg = format!("{dir}/anynet_tree.cfg");
+        let c = BooksimConfig::from_args(&[cfg.as_str()]).unwrap();
+        assert_eq!(c.topology.nodes(), 12);
+        assert_eq!(c.topology.routers_and_ports(), (6, 12 + 2 * 5));
+        let net = format!("network_file={dir}/anynet_k4.net");
+        let c = BooksimConfig::from_args(&[cfg.as_str(), net.as_str()]).unwrap();
+        assert_eq!(c.topology.nodes(), 8);
+        // From the working directory (the crate's, under cargo test).
+        let ov = [
+            "topology=anynet",
+            "routing_function=min",
+            "network_file=tests/data/booksim/sweep/anynet_k4.net",
+        ];
+        assert_eq!(
+            BooksimConfig::from_text(XBAR, &ov)
+                .unwrap()
+                .topology
+                .nodes(),
+            8
+        );
+        // A bad file: the key, the file and the line.
+        let bad = std::env::temp_dir().join(format!("anynet-bad-{}.net", std::process::id()));
+        std::fs::write(&bad, "router 0 node 0\nrouter 0 hub 1\n").unwrap();
+        let ov = format!("network_file={}", bad.display());
+        let e = BooksimConfig::from_args(&[cfg.as_str(), ov.as_str()])
+            .unwrap_err()
+            .to_string();
+        let _ = std::fs::remove_file(&bad);
+        assert!(
+            e.contains("network_file") && e.contains("line 2: unknown body type `hub`"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn errors_name_the_key() {
         for (ov, key) in [
             ("frobnicate=1", "frobnicate"),
-            ("topology=anynet", "topology"),
+            ("topology=anynet routing_function=min", "network_file"),
+            ("topology=anynet routing_function=dor", "`routing_function = dor`"),
+            (
+                "topology=anynet routing_function=min network_file=no/such/file",
+                "no/such/file",
+            ),
+            ("topology=anynet routing_function=min network_file=.", "not a regular file"),
             ("topology=tree4 routing_function=anca", "`routing_function = anca`"),
             ("topology=tree4 routing_function=nca k=2 n=3", "`k = 2 (n = 3)`"),
             ("topology=qtree routing_function=nca k=4 n=2", "`k = 4 (n = 2)`"),

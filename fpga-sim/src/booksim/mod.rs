@@ -13,6 +13,7 @@
 //! same way and drawn in the same order, so with the same configuration and seed the traffic
 //! is the same packet for packet.
 
+pub mod anynet;
 pub mod config;
 pub mod network;
 pub mod report;

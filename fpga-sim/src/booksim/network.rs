@@ -114,8 +114,11 @@ pub struct Wiring {
     pub kind_vcs: [(u8, u8); 5],
     /// Whether packets have kinds (`use_read_write`): routes then read the packet's kind.
     pub typed: bool,
-    /// Latency of each channel, cycles (injection and ejection channels take 1).
+    /// Latency of each channel, cycles (injection and ejection channels take 1 but in
+    /// `anynet`).
     pub latency: Vec<u32>,
+    /// Whether some injection or ejection channel takes more than 1 cycle.
+    pub terminal_latency: bool,
     /// Routing table: output port of router `r` for destination `d` at `r * nodes + d`,
     /// `UP` for "any up port" (fat tree); empty when too large (computed instead).
     table: Vec<u16>,
@@ -228,6 +231,11 @@ impl Wiring {
                 })
             }
             Topology::DragonFly { p } => Some(dragonfly_port(p as usize, router as usize, dest)),
+            // min_anynet: the table computed from the file (`AnyNet::routing_table`).
+            Topology::AnyNet(_) => self
+                .table
+                .get(router as usize * self.nodes + dest)
+                .map(|&p| usize::from(p)),
             Topology::CMesh { k, express, .. } => {
                 // dor_cmesh / dor_no_express_cmesh: the terminal's port at its router, else
                 // cmesh_next towards the destination's router.
@@ -287,7 +295,34 @@ impl Wiring {
             Topology::CMesh { k, express, .. } => cmesh_hops(k, express, src, dest),
             Topology::DragonFly { p } => dragonfly_hops(p as usize, src, dest),
             Topology::FlatFly { k, n, xr, x, .. } => flatfly_hops(k, n, xr, x, src, dest),
+            Topology::AnyNet(_) => self.walked_hops(src, dest),
         }
+    }
+
+    /// Routers on the table's route from terminal `src` to terminal `dest`, walked channel by
+    /// channel (out of line, like [`kncube_hops`]).
+    #[inline(never)]
+    fn walked_hops(&self, src: usize, dest: usize) -> u32 {
+        let End::Router { router, .. } = self.dst[self.inject(src)] else {
+            return 0;
+        };
+        let (mut r, mut hops) = (router as usize, 1);
+        while hops as usize <= self.router_in.len() {
+            let Some(&port) = self.table.get(r * self.nodes + dest) else {
+                break;
+            };
+            match self.router_out[r]
+                .get(usize::from(port))
+                .map(|&c| self.dst[c as usize])
+            {
+                Some(End::Router { router, .. }) => {
+                    r = router as usize;
+                    hops += 1;
+                }
+                _ => break,
+            }
+        }
+        hops
     }
 }
 
@@ -582,6 +617,13 @@ pub fn build(
             radix_in = vec![8; per_level * k as usize];
             radix_out = radix_in.clone();
         }
+        Topology::AnyNet(ref net) => {
+            // anynet.cpp: each router's terminals and router channels, as many inputs as
+            // outputs.
+            internal = net.links.iter().map(Vec::len).sum();
+            radix_in = (0..net.routers()).map(|r| net.radix(r)).collect();
+            radix_out = radix_in.clone();
+        }
         Topology::FlatFly { xr, .. } => {
             // flatfly_onchip.cpp: k^n routers of c terminal ports and k - 1 ports per
             // dimension.
@@ -604,7 +646,7 @@ pub fn build(
     let chans = 2 * nodes + internal;
     let unset = End::Node(u32::MAX);
     let mut w = Wiring {
-        topology,
+        topology: topology.clone(),
         nodes,
         src: vec![unset; chans],
         dst: vec![unset; chans],
@@ -616,6 +658,7 @@ pub fn build(
         latency: (0..chans)
             .map(|c| if c >= 2 * nodes { link_latency } else { 1 })
             .collect(),
+        terminal_latency: false,
         table: Vec::new(),
     };
     let connect_in = |w: &mut Wiring, c: usize, r: usize, port: usize| {
@@ -778,6 +821,35 @@ pub fn build(
         }
         // Wired below.
         Topology::CMesh { .. } | Topology::DragonFly { .. } | Topology::FlatFly { .. } => {}
+        Topology::AnyNet(ref net) => {
+            // anynet.cpp: router by router, its terminals' channels (terminal order) on ports
+            // 0.., then its channels to other routers (by their number) on the outputs after;
+            // a router's inputs from other routers in the order they are added, by sending
+            // router. Channels take the file's latencies, credits too.
+            let mut next_in: Vec<usize> = net.terminals.iter().map(Vec::len).collect();
+            for (r, terms) in net.terminals.iter().enumerate() {
+                for (port, &(t, lat)) in terms.iter().enumerate() {
+                    let t = t as usize;
+                    connect_in(&mut w, t, r, port);
+                    connect_out(&mut w, nodes + t, r, port);
+                    w.latency[t] = lat;
+                    w.latency[nodes + t] = lat;
+                }
+            }
+            let mut c = 2 * nodes;
+            for (r, links) in net.links.iter().enumerate() {
+                for (i, &(to, lat)) in links.iter().enumerate() {
+                    let to = to as usize;
+                    connect_out(&mut w, c, r, net.terminals[r].len() + i);
+                    connect_in(&mut w, c, to, next_in[to]);
+                    next_in[to] += 1;
+                    w.latency[c] = lat;
+                    c += 1;
+                }
+            }
+            w.table = net.routing_table();
+            w.terminal_latency = w.latency[..2 * nodes].iter().any(|&l| l != 1);
+        }
         Topology::Mesh { .. }
         | Topology::MeshXyYx { .. }
         | Topology::MeshTwoPhase { .. }
@@ -947,7 +1019,8 @@ pub fn build(
         | Topology::QTree { .. }
         | Topology::CMesh { .. }
         | Topology::FlatFly { xy_yx: false, .. }
-        | Topology::DragonFly { .. } => {
+        | Topology::DragonFly { .. }
+        | Topology::AnyNet(_) => {
             for r in &mut routers {
                 r.set_order_free_routing(true);
             }
@@ -969,6 +1042,7 @@ pub fn build(
             | Topology::MeshTwoPhase { .. }
             | Topology::FlatFly { xy_yx: true, .. }
             | Topology::DragonFly { .. }
+            | Topology::AnyNet(_)
     ) && routers.len() * nodes <= 1 << 22
     {
         let mut table = Vec::with_capacity(routers.len() * nodes);
@@ -1351,7 +1425,7 @@ mod tests {
 
     /// Follow dest_tag / nca / dim_order routes from every source to every destination.
     fn walk(topo: Topology) {
-        let (w, routers) = build(topo, 1, &base()).unwrap();
+        let (w, routers) = build(topo.clone(), 1, &base()).unwrap();
         let mut rng = KnuthInt::new(1);
         for s in 0..w.nodes {
             let packets = [Packet::from_source(s as u32)];
@@ -1369,6 +1443,7 @@ mod tests {
                     Topology::FlatFly { xr, x, .. } => {
                         router as usize == flatfly_terminal(xr as usize, x as usize, d).0
                     }
+                    Topology::AnyNet(ref net) => router == net.router_of[d],
                     _ => router as usize == d,
                 };
                 let mut c = w.inject(s);
@@ -1383,12 +1458,12 @@ mod tests {
                             assert!((port as usize) < routers[router as usize].inputs());
                             let r = rt.route(router, port as usize, &f);
                             if let (Topology::Torus { balanced: true, .. }, true) =
-                                (topo, router as usize != d)
+                                (topo.clone(), router as usize != d)
                             {
                                 // One dateline class, by Cray's rule or drawn.
                                 assert_eq!(r.vc_lo, r.vc_hi, "{s}->{d}");
                             } else if let (Topology::Torus { k, .. }, true) =
-                                (topo, router as usize != d)
+                                (topo.clone(), router as usize != d)
                             {
                                 // Two VCs: the dateline class of the dimension being
                                 // travelled (VC 1 when the source's digit is above the
@@ -1399,19 +1474,19 @@ mod tests {
                                 }
                                 let class = u8::from(z % k > y % k);
                                 assert_eq!((r.vc_lo, r.vc_hi), (class, class), "{s}->{d}");
-                            } else if let Topology::DragonFly { .. } = topo {
+                            } else if let Topology::DragonFly { .. } = topo.clone() {
                                 // VC 0 before the global link, 1 from it on.
                                 assert!(r.vc_lo == r.vc_hi && r.vc_hi <= 1, "{s}->{d}");
                             } else if let (
                                 Topology::FlatFly { xy_yx: true, .. }
                                 | Topology::MeshTwoPhase { .. },
                                 false,
-                            ) = (topo, at_dest(router))
+                            ) = (topo.clone(), at_dest(router))
                             {
                                 // As xy_yx on the mesh: one VC per order class.
                                 assert_eq!(r.vc_lo, r.vc_hi, "{s}->{d}");
                             } else if let (Topology::MeshXyYx { .. }, true) =
-                                (topo, router as usize != d)
+                                (topo.clone(), router as usize != d)
                             {
                                 // One VC per order class; the walk's flit stays on VC 0, so
                                 // after the first router it goes XY.
@@ -1432,7 +1507,7 @@ mod tests {
                         }
                     }
                 }
-                if let Topology::MeshTwoPhase { k, n, romm } = topo {
+                if let Topology::MeshTwoPhase { k, n, romm } = topo.clone() {
                     // Through the intermediate router, in phase 1 at the end; ROMM's stays
                     // inside the minimal quadrant, so its route is a minimal one.
                     let im = (intm[0] & !PHASE_1) as usize;
@@ -1448,8 +1523,94 @@ mod tests {
         }
     }
 
+    fn anynet(text: &str) -> Topology {
+        Topology::AnyNet(std::sync::Arc::new(
+            super::super::anynet::AnyNet::parse(text).unwrap(),
+        ))
+    }
+
+    const ANYNET_TREE: &str = include_str!("../../tests/data/booksim/sweep/anynet_tree.net");
+    const ANYNET_K4: &str = include_str!("../../tests/data/booksim/sweep/anynet_k4.net");
+
+    /// anynet: ports, channels and latencies as BookSim builds them, and every route as short
+    /// (in channel latency) as any path between its routers.
+    #[test]
+    fn anynet_wiring_and_shortest_routes() {
+        let topo = anynet(ANYNET_K4);
+        let (w, routers) = build(topo.clone(), 1, &base()).unwrap();
+        assert_eq!((w.nodes, routers.len()), (8, 4));
+        assert!(w.terminal_latency);
+        // Router 0: terminals 0 and 1 on ports 0 and 1, then routers 1, 2, 3.
+        let to = |r: usize, p: usize| w.dst[w.router_out[r][p] as usize];
+        assert_eq!(to(0, 0), End::Node(0));
+        assert_eq!(to(0, 4), End::Router { router: 3, port: 2 });
+        assert_eq!(w.latency[w.router_out[0][4] as usize], 5);
+        assert_eq!(w.latency[w.router_out[3][2] as usize], 1);
+        // Router 3's inputs: its terminals 6 and 7, then routers 0, 1, 2 by number.
+        let from = |r: usize, p: usize| w.src[w.router_in[r][p] as usize];
+        assert_eq!(from(3, 1), End::Node(7));
+        for (p, r) in [(2, 0), (3, 1), (4, 2)] {
+            assert!(matches!(from(3, p), End::Router { router, .. } if router == r));
+        }
+        // Terminal 2 (router 2's first terminal) on 2-cycle channels both ways.
+        assert_eq!(w.dst[w.inject(2)], End::Router { router: 2, port: 0 });
+        assert_eq!((w.latency[w.inject(2)], w.latency[w.eject(2)]), (2, 2));
+        assert_eq!(w.latency[w.inject(3)], 1);
+        for text in [ANYNET_K4, ANYNET_TREE] {
+            let topo = anynet(text);
+            let (w, routers) = build(topo.clone(), 1, &base()).unwrap();
+            let n = routers.len();
+            // Floyd-Warshall over the router channels.
+            let mut dist = vec![vec![u64::MAX / 4; n]; n];
+            for (r, row) in dist.iter_mut().enumerate() {
+                row[r] = 0;
+            }
+            for c in 2 * w.nodes..w.src.len() {
+                if let (End::Router { router: a, .. }, End::Router { router: b, .. }) =
+                    (w.src[c], w.dst[c])
+                {
+                    let l = u64::from(w.latency[c]);
+                    let e = &mut dist[a as usize][b as usize];
+                    *e = (*e).min(l);
+                }
+            }
+            for m in 0..n {
+                for a in 0..n {
+                    for b in 0..n {
+                        dist[a][b] = dist[a][b].min(dist[a][m] + dist[m][b]);
+                    }
+                }
+            }
+            let Topology::AnyNet(net) = &topo else {
+                unreachable!()
+            };
+            for s in 0..w.nodes {
+                for d in 0..w.nodes {
+                    let (mut r, mut total) = (net.router_of[s] as usize, 0);
+                    loop {
+                        let c = w.router_out[r][w.port_for(r as u32, d).unwrap()] as usize;
+                        match w.dst[c] {
+                            End::Node(t) => {
+                                assert_eq!(t as usize, d);
+                                break;
+                            }
+                            End::Router { router, .. } => {
+                                total += u64::from(w.latency[c]);
+                                r = router as usize;
+                            }
+                        }
+                    }
+                    let want = dist[net.router_of[s] as usize][net.router_of[d] as usize];
+                    assert_eq!(total, want, "{s} -> {d}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn every_route_arrives() {
+        walk(anynet(ANYNET_TREE));
+        walk(anynet(ANYNET_K4));
         walk(Topology::Fly { k: 4, n: 1 });
         walk(Topology::Fly { k: 2, n: 3 });
         walk(Topology::Fly { k: 4, n: 2 });
@@ -1686,7 +1847,7 @@ mod tests {
                 balanced: false,
             },
         ] {
-            let (w, _) = build(topo, 2, &base()).unwrap();
+            let (w, _) = build(topo.clone(), 2, &base()).unwrap();
             let (k, n) = topo.k_n();
             let (k, n) = (k as usize, n as usize);
             for node in 0..w.nodes {

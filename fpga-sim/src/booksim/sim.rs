@@ -766,7 +766,7 @@ pub struct Sim {
 impl Sim {
     /// Build the network and terminals of `cfg`.
     pub fn new(cfg: BooksimConfig) -> Result<Self, SimError> {
-        let (mut wiring, routers) = build(cfg.topology, cfg.link_latency, &cfg.router)?;
+        let (mut wiring, routers) = build(cfg.topology.clone(), cfg.link_latency, &cfg.router)?;
         match &cfg.read_write {
             // min_dragonflynew picks VCs by phase and ignores packet types.
             Some(rw) if !matches!(cfg.topology, Topology::DragonFly { .. }) => {
@@ -993,7 +993,7 @@ impl Sim {
                 self.generate();
             }
         }
-        self.inject(short)?;
+        self.inject(g, short)?;
         // Replies owed by this cycle's ejections (BookSim retires after injection).
         self.replies_owed += self.ledger.new_replies.len();
         for (n, r) in self.ledger.new_replies.drain(..) {
@@ -1113,9 +1113,9 @@ impl Sim {
         } else {
             self.still = 0;
         }
-        // Sinks return their credits on the 1-cycle ejection channels.
+        // Sinks return their credits on the ejection channels (1-cycle but in `anynet`).
         let short = self.credits.slot_after(g, 1);
-        let result = self.deliver(&arrivals, short, cycle, counting);
+        let result = self.deliver(&arrivals, g, short, cycle, counting);
         self.flits.restore(slot, arrivals);
         result
     }
@@ -1123,6 +1123,7 @@ impl Sim {
     fn deliver(
         &mut self,
         arrivals: &[(u32, Flit)],
+        g: u64,
         slot: usize,
         cycle: i64,
         counting: bool,
@@ -1138,7 +1139,7 @@ impl Sim {
             ..
         } = self;
         let (dst, routers) = (&wiring.dst[..], &mut routers[..]);
-        let credit_list = credits.list(slot);
+        let terminal_latency = wiring.terminal_latency;
         for (c, f) in arrivals {
             // (By reference: the flit is copied whole where it goes.)
             match dst[*c as usize] {
@@ -1149,7 +1150,13 @@ impl Sim {
                             t.accepted_packets += u64::from(f.is_tail());
                         }
                     }
-                    credit_list.push((wiring.eject(n as usize) as u32, Credit::for_vc(f.vc)));
+                    let c = wiring.eject(n as usize);
+                    let s = if terminal_latency {
+                        credits.slot_after(g, wiring.latency[c])
+                    } else {
+                        slot
+                    };
+                    credits.send(s, c, Credit::for_vc(f.vc));
                     *credits_in_channels += 1;
                     ledger.retire(n, *f, cycle, record_all, wiring)?;
                 }
@@ -1438,7 +1445,7 @@ impl Sim {
 
     /// Each source with a flit ready sends it if its VC has credit; a head first claims the
     /// next free VC after the one it used last.
-    fn inject(&mut self, slot: usize) -> Result<(), SimError> {
+    fn inject(&mut self, g: u64, slot: usize) -> Result<(), SimError> {
         let vcs = self.cfg.router.vcs as i32;
         let counting = self.counting();
         let time = self.time;
@@ -1452,7 +1459,7 @@ impl Sim {
             rng,
             ..
         } = self;
-        let sent = flits.list(slot);
+        let terminal_latency = wiring.terminal_latency;
         let chunks = sources.term.iter_mut().zip(sources.buf.iter_mut());
         let words = sources.busy.iter_mut().zip(sources.lag.iter_mut());
         for (w, ((busy_w, lag_w), (tchunk, bchunk))) in words.zip(chunks).enumerate() {
@@ -1550,7 +1557,14 @@ impl Sim {
                     t.sent_flits += 1;
                     t.sent_packets += u64::from(head);
                 }
-                sent.push((wiring.inject(n) as u32, f));
+                // On the 1-cycle injection channel (`anynet`'s may take longer).
+                let c = wiring.inject(n);
+                let s = if terminal_latency {
+                    flits.slot_after(g, wiring.latency[c])
+                } else {
+                    slot
+                };
+                flits.send(s, c, f);
             }
         }
         Ok(())
