@@ -1245,15 +1245,6 @@ fn flatfly(raw: &mut Raw, k: i64, n: i64, rf: &str, nodes: u128) -> Result<Topol
         ));
     }
     let noc = raw.int("use_noc_latency", 1)? != 0;
-    if noc && xr > 3 {
-        // The client channels' layout length (`ileng`) exceeds one cycle from xr = 4 on.
-        return Err(unsupported(
-            "xr",
-            xr,
-            "with use_noc_latency, terminal channels of more than one cycle (xr >= 4) are \
-             not modelled",
-        ));
-    }
     Ok(Topology::FlatFly {
         k: k as u32,
         n: n as u32,
@@ -2455,10 +2446,6 @@ mod tests {
             ("topology=flatfly routing_function=ran_min k=2 n=5", "`n = 5`"),
             ("topology=flatfly routing_function=ran_min c=4 xr=2", "`c = 4"),
             ("topology=flatfly routing_function=ran_min k=4 n=2 x=3 y=3", "`x = 3`"),
-            (
-                "topology=flatfly routing_function=ran_min k=4 n=2 x=4 y=4 c=16 xr=4 yr=4",
-                "`xr = 4`",
-            ),
             (
                 "topology=flatfly routing_function=xyyx k=4 n=2 x=4 y=4 num_vcs=1",
                 "`num_vcs = 1`",

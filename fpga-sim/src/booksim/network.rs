@@ -360,6 +360,42 @@ fn flatfly_terminal(xr: usize, x: usize, t: usize) -> (usize, usize) {
     ((row / xr) * x + col / xr, xr * (row % xr) + col % xr)
 }
 
+/// `flatfly` with `use_noc_latency`: each terminal's channel latency (injection, ejection and
+/// their credits alike), `flatfly_onchip.cpp`'s estimate of the client's distance from its
+/// router: for the clients of router `r`, visited row by row of its `xr` by `xr` block, two
+/// counters run from `-xr / 2` (skipping 0 when `xr` is even), the first advancing per client
+/// and the second when the first wraps; the latency is 1 plus each counter's distance past 1.
+/// (The counters advance in the other order than the visit, as in BookSim.) 1 for `xr <= 3`.
+fn flatfly_terminal_latencies(
+    xr: usize,
+    x: usize,
+    routers: usize,
+) -> impl Iterator<Item = (usize, u32)> {
+    let half = (xr / 2) as i64;
+    let even = xr % 2 == 0;
+    (0..routers).flat_map(move |r| {
+        let (y_index, x_index) = (r / x, r % x);
+        let (mut yleng, mut xleng) = (-half, -half);
+        (0..xr * xr).map(move |i| {
+            let (yy, xx) = (i / xr, i % xr);
+            if yleng == 0 && even {
+                yleng += 1;
+            }
+            if xleng == 0 && even {
+                xleng += 1;
+            }
+            let lat = 1 + (yleng.abs() - 1).max(0) + (xleng.abs() - 1).max(0);
+            yleng += 1;
+            if yleng > half {
+                yleng = -half;
+                xleng += 1;
+            }
+            let link = (x * xr) * (xr * y_index + yy) + (xr * x_index + xx);
+            (link, lat as u32)
+        })
+    })
+}
+
 /// `flatfly_outport` (`yx`: `flatfly_outport_yx`): from router `r` towards router `to`
 /// (another one), the port to the router of the lowest (highest) dimension whose base-`k`
 /// digit differs, with that digit. After the `c` terminal ports each dimension has `k - 1`
@@ -936,7 +972,7 @@ pub fn build(
         // + i, where i numbers the other digits in order; routers take their inputs in the
         // order BookSim adds them: by sending router, then dimension, then digit. Latencies
         // with use_noc_latency: xr per router of layout distance (x routers to a row); 1
-        // without. Terminal channels take 1 (the mode refuses layouts where they would not).
+        // without. Terminal channels: see `flatfly_terminal_latencies`.
         let (kk, nn, xr, x) = (k as usize, n as usize, xr as usize, x as usize);
         let c = xr * xr;
         let routers_n = per_level * kk;
@@ -944,6 +980,13 @@ pub fn build(
             let (r, port) = flatfly_terminal(xr, x, t);
             connect_in(&mut w, t, r, port);
             connect_out(&mut w, nodes + t, r, port);
+        }
+        if noc {
+            for (t, lat) in flatfly_terminal_latencies(xr, x, routers_n) {
+                w.latency[t] = lat;
+                w.latency[nodes + t] = lat;
+            }
+            w.terminal_latency = w.latency[..2 * nodes].iter().any(|&l| l != 1);
         }
         let mut next_in = vec![c; routers_n];
         for r in 0..routers_n {
@@ -1605,6 +1648,51 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// flatfly with use_noc_latency: BookSim's client distances (xr = 4 worked by hand from
+    /// `flatfly_onchip.cpp`), 1 up to xr = 3, and terminal numbers across the layout.
+    #[test]
+    fn flatfly_terminal_channel_latencies() {
+        let lat: Vec<u32> = flatfly_terminal_latencies(4, 1, 1)
+            .map(|(_, l)| l)
+            .collect();
+        assert_eq!(lat, [3, 2, 2, 3, 2, 1, 1, 2, 2, 1, 1, 2, 3, 2, 2, 3]);
+        let five: Vec<u32> = flatfly_terminal_latencies(5, 1, 1)
+            .map(|(_, l)| l)
+            .collect();
+        let edge = |i: usize| u32::from(i == 0 || i == 4);
+        for (i, &l) in five.iter().enumerate() {
+            assert_eq!(l, 1 + edge(i % 5) + edge(i / 5), "client {i}");
+        }
+        for xr in 1..=3 {
+            assert!(flatfly_terminal_latencies(xr, 2, 4).all(|(_, l)| l == 1));
+        }
+        // Every terminal once, on the router flatfly_terminal places it at.
+        let (xr, x, routers) = (4, 2, 4);
+        let mut seen = vec![false; routers * xr * xr];
+        for (r, chunk) in (0..routers).zip(
+            flatfly_terminal_latencies(xr, x, routers)
+                .collect::<Vec<_>>()
+                .chunks(xr * xr),
+        ) {
+            for &(t, _) in chunk {
+                assert_eq!(flatfly_terminal(xr, x, t).0, r);
+                assert!(!std::mem::replace(&mut seen[t], true));
+            }
+        }
+        let topo = Topology::FlatFly {
+            k: 2,
+            n: 2,
+            xr: 4,
+            x: 2,
+            xy_yx: false,
+            noc: true,
+        };
+        let (w, _) = build(topo, 1, &base()).unwrap();
+        assert!(w.terminal_latency);
+        assert_eq!(w.latency[w.inject(0)], 3);
+        assert_eq!(w.latency[w.eject(0)], 3);
     }
 
     #[test]
