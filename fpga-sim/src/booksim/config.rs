@@ -998,7 +998,7 @@ const INERT_KEYS: &[(&str, Option<&str>)] = &[
     ("tech_file", None),
     ("channel_width", None),
     ("channel_sweep", None),
-    ("network_file", Some("")),
+    ("network_file", None),
     ("private_bufs", None),
     ("private_buf_size", None),
     ("private_buf_start_vc", None),
