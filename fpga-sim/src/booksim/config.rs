@@ -1352,6 +1352,9 @@ fn unsupported(key: &str, value: impl fmt::Display, reason: &str) -> ConfigError
 /// (N passes, read with `atoi`), `separable_input_first`, `separable_output_first`, either
 /// optionally with `(round_robin)`. The `iq` router builds its allocators without the
 /// configuration, so a bare `islip` makes one pass whatever `alloc_iters` says.
+/// The most `pim` passes accepted (each draws once per port: a huge count would only spin).
+const MAX_PIM_PASSES: i64 = 1 << 10;
+
 fn check_allocator(key: &str, name: &str) -> Result<AllocatorKind, ConfigError> {
     let (base, param) = match name.find('(') {
         Some(i) => {
@@ -1395,11 +1398,28 @@ fn check_allocator(key: &str, name: &str) -> Result<AllocatorKind, ConfigError> 
         }),
         "max_size" => Ok(AllocatorKind::MaxSize),
         "loa" => Ok(AllocatorKind::Loa),
+        "pim" => {
+            // As islip: the iq router passes no configuration, so a bare `pim` makes one pass.
+            let iters = if param.is_empty() { 1 } else { atoi(param) };
+            if !(1..=MAX_PIM_PASSES).contains(&iters) {
+                return Err(unsupported(
+                    key,
+                    name,
+                    &format!(
+                        "pim makes 1 to {MAX_PIM_PASSES} passes here (BookSim never grants \
+                         with none, and draws for every port in every pass)"
+                    ),
+                ));
+            }
+            Ok(AllocatorKind::Pim {
+                iters: iters as usize,
+            })
+        }
         _ => Err(unsupported(
             key,
             name,
             "only islip, separable_input_first, separable_output_first, wavefront, \
-             rr_wavefront, max_size and loa are modelled",
+             rr_wavefront, max_size, loa and pim are modelled",
         )),
     }
 }
@@ -2022,7 +2042,10 @@ impl BooksimConfig {
         // outputs: input VCs x output VCs for VC allocation, expanded ports for switches.
         let radix = n_ports / n_routers.max(1);
         let table = |kind: AllocatorKind, side: u128| match kind {
-            AllocatorKind::Wavefront { .. } | AllocatorKind::MaxSize | AllocatorKind::Loa => {
+            AllocatorKind::Wavefront { .. }
+            | AllocatorKind::MaxSize
+            | AllocatorKind::Loa
+            | AllocatorKind::Pim { .. } => {
                 n_routers.saturating_mul(side.saturating_mul(side).saturating_mul(12))
             }
             _ => 0,
@@ -2512,7 +2535,8 @@ mod tests {
             ),
             ("perm_seed=time traffic=randperm", "perm_seed"),
             ("vc_allocator=islip(0)", "vc_allocator"),
-            ("vc_allocator=pim", "vc_allocator"),
+            ("vc_allocator=pim(0)", "`vc_allocator = pim(0)`"),
+            ("sw_allocator=pim(5000)", "`sw_allocator = pim(5000)`"),
             ("sw_allocator=select", "sw_allocator"),
             ("traffic=bad_random", "traffic"),
             ("injection_process=poisson", "injection_process"),
@@ -2945,6 +2969,14 @@ mod tests {
         assert_eq!(c.router.sw_allocator, AllocatorKind::Islip { iters: 2 });
         let c = BooksimConfig::from_text(text, &["vc_allocator=separable_input_first"]).unwrap();
         assert_eq!(c.router.vc_allocator, AllocatorKind::SeparableInputFirst);
+        // pim likewise: one pass unless written `pim(N)`.
+        let c = BooksimConfig::from_text(
+            text,
+            &["alloc_iters=3", "vc_allocator=pim", "sw_allocator=pim(3)"],
+        )
+        .unwrap();
+        assert_eq!(c.router.vc_allocator, AllocatorKind::Pim { iters: 1 });
+        assert_eq!(c.router.sw_allocator, AllocatorKind::Pim { iters: 3 });
     }
 
     impl BooksimConfig {

@@ -1453,6 +1453,10 @@ impl RoutingFunction for BookSimRouting<'_> {
             End::Node(_) => None,
         }
     }
+
+    fn random_int(&mut self, max: u32) -> u32 {
+        self.rng.int(max)
+    }
 }
 
 #[cfg(test)]

@@ -800,10 +800,16 @@ impl SwitchAllocator {
     }
 
     pub fn allocate(&mut self) {
+        self.allocate_drawing(&mut |_| 0);
+    }
+
+    /// `Allocate`, for an allocator that draws random numbers (`pim`) from `draw` (BookSim's
+    /// `RandomInt(max)`: 0 to `max` inclusive).
+    pub fn allocate_drawing(&mut self, draw: &mut dyn FnMut(u32) -> u32) {
         match self {
             SwitchAllocator::Dense(d) => d.allocate(),
             SwitchAllocator::Sparse(s) => s.allocate(),
-            SwitchAllocator::Table(w) => w.allocate(),
+            SwitchAllocator::Table(w) => w.allocate(draw),
         }
     }
 
@@ -1109,10 +1115,52 @@ impl Loa {
     }
 }
 
+/// BookSim's `PIM` (a `DenseAllocator`): per pass, every output grants the first requesting
+/// input from a random start among the free inputs (if it is free itself), then every input
+/// accepts the first grant from a random start. One draw per output and per input in every
+/// pass, requests or not, all `RandomInt`s of the shared generator.
+struct Pim {
+    iters: usize,
+    grants: Vec<u32>,
+}
+
+impl Pim {
+    fn allocate(&mut self, t: &mut RequestTable, draw: &mut dyn FnMut(u32) -> u32) {
+        let (n_in, n_out) = (t.inmatch.len(), t.n_out);
+        if n_in == 0 || n_out == 0 {
+            return;
+        }
+        for _ in 0..self.iters {
+            self.grants.fill(NONE);
+            for o in 0..n_out {
+                let start = draw(n_in as u32 - 1) as usize;
+                for k in 0..n_in {
+                    let i = (k + start) % n_in;
+                    if t.has(i, o) && t.inmatch[i] == NONE && t.outmatch[o] == NONE {
+                        self.grants[o] = i as u32;
+                        break;
+                    }
+                }
+            }
+            for i in 0..n_in as u32 {
+                let start = draw(n_out as u32 - 1) as usize;
+                for k in 0..n_out {
+                    let o = (k + start) % n_out;
+                    if self.grants[o] == i {
+                        t.pair(i, o as u32);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
 enum TableAlgo {
     Wavefront(Wavefront),
     MaxSize(MaxSize),
     Loa(Loa),
+    Pim(Pim),
 }
 
 /// The allocators that keep BookSim's whole request table (`DenseAllocator`s: wavefront,
@@ -1140,6 +1188,10 @@ impl TableAllocator {
                 req: vec![NONE; n_in],
                 rptr: vec![0; n_in],
                 gptr: vec![0; n_out],
+            }),
+            AllocatorKind::Pim { iters } => TableAlgo::Pim(Pim {
+                iters,
+                grants: vec![NONE; n_out],
             }),
             AllocatorKind::MaxSize => TableAlgo::MaxSize(MaxSize {
                 n_in,
@@ -1180,18 +1232,20 @@ impl TableAllocator {
     }
 
     /// `Allocate`; BookSim calls it at every evaluation of a non-empty stage, requests or
-    /// not (`max_size` then moves its start).
-    pub fn allocate(&mut self) {
+    /// not (`max_size` then moves its start, `pim` draws). `pim` draws from `draw`
+    /// (`RandomInt(max)`).
+    pub fn allocate(&mut self, draw: &mut dyn FnMut(u32) -> u32) {
         match &mut self.algo {
             TableAlgo::Wavefront(w) => w.allocate(&mut self.t),
             TableAlgo::MaxSize(m) => m.allocate(&mut self.t),
             TableAlgo::Loa(l) => l.allocate(&mut self.t),
+            TableAlgo::Pim(p) => p.allocate(&mut self.t, draw),
         }
     }
 
-    /// Whether `allocate` changes state without requests.
+    /// Whether `allocate` changes state (or draws) without requests.
     pub fn allocates_empty(&self) -> bool {
-        matches!(self.algo, TableAlgo::MaxSize(_))
+        matches!(self.algo, TableAlgo::MaxSize(_) | TableAlgo::Pim(_))
     }
 
     /// The output matched to `input` and its request's label.
@@ -1211,6 +1265,7 @@ impl TableAllocator {
             TableAlgo::Wavefront(w) => w.pri,
             TableAlgo::MaxSize(m) => m.prio,
             TableAlgo::Loa(l) => l.rptr[0] as usize,
+            TableAlgo::Pim(_) => 0,
         }
     }
 }
@@ -1422,7 +1477,7 @@ mod tests {
             w.add(i, 0, 7, 0, 0);
             w.add(i, 1, 7, 0, 0);
         }
-        w.allocate();
+        w.allocate(&mut |_| 0);
         assert_eq!(grants(&w), [Some(0), None, Some(1)]);
         assert_eq!(w.start(), 1);
         // Start 1: diagonal 1 first: (1,0), (0,1).
@@ -1431,30 +1486,30 @@ mod tests {
             w.add(i, 0, 7, 0, 0);
             w.add(i, 1, 7, 0, 0);
         }
-        w.allocate();
+        w.allocate(&mut |_| 0);
         assert_eq!(grants(&w), [Some(1), Some(0), None]);
         // A higher class wins whatever the diagonal: input 2's request for output 0.
         w.clear();
         w.add(1, 0, 7, 0, 0);
         w.add(2, 0, 7, 5, 5);
-        w.allocate();
+        w.allocate(&mut |_| 0);
         assert_eq!(grants(&w), [None, None, Some(0)]);
         // rr_wavefront: the next start is one past the first match's diagonal (2 + 2).
         let mut rr = wavefront(true);
         rr.add(2, 2, 1, 0, 0);
-        rr.allocate();
+        rr.allocate(&mut |_| 0);
         assert_eq!(rr.start(), (2 + 2 + 1) % 3);
         // A request replaced: two adds, so the general pass, with the same match.
         rr.clear();
         rr.add(0, 1, 1, 0, 0);
         rr.remove(0, 1);
         rr.add(0, 1, 2, 0, 0);
-        rr.allocate();
+        rr.allocate(&mut |_| 0);
         assert_eq!(rr.grant(0), Some((1, 2)));
         assert_eq!(rr.start(), 2);
         // No request: nothing moves.
         rr.clear();
-        rr.allocate();
+        rr.allocate(&mut |_| 0);
         assert_eq!((grants(&rr), rr.start()), (vec![None, None, None], 2));
     }
 
@@ -1468,7 +1523,7 @@ mod tests {
         m.add(0, 0, 1, 0, 0);
         m.add(0, 1, 1, 0, 0);
         m.add(1, 0, 2, 0, 0);
-        m.allocate();
+        m.allocate(&mut |_| 0);
         assert_eq!(
             (m.grant(0), m.grant(1), m.grant(2)),
             (Some((1, 1)), Some((0, 2)), None)
@@ -1478,22 +1533,54 @@ mod tests {
         m.clear();
         m.add(0, 2, 1, 0, 0);
         m.add(1, 2, 1, 0, 0);
-        m.allocate();
+        m.allocate(&mut |_| 0);
         assert_eq!((m.grant(0), m.grant(1)), (None, Some((2, 1))));
         // Without requests the start still moves.
         m.clear();
-        m.allocate();
+        m.allocate(&mut |_| 0);
         assert_eq!((m.matched().len(), m.start()), (0, 0));
         // More outputs than inputs: BookSim never reaches the outputs past the inputs.
         let mut m = TableAllocator::of(AllocatorKind::MaxSize, 2, 4).unwrap();
         m.add(0, 3, 1, 0, 0);
         m.add(1, 1, 1, 0, 0);
-        m.allocate();
+        m.allocate(&mut |_| 0);
         assert_eq!((m.grant(0), m.grant(1)), (None, Some((1, 1))));
     }
 
     /// BookSim's LOA: each input asks for its loneliest wanted output, each output grants
     /// from its pointer, and a match moves both pointers on by one.
+    /// PIM: one draw per output (over the inputs), then one per input (over the outputs), in
+    /// every pass, requests or not; each output grants the first free requesting input from
+    /// its draw, each input accepts the first grant from its draw.
+    #[test]
+    fn pim_draws_for_every_port_in_every_pass() {
+        let mut p = TableAllocator::of(AllocatorKind::Pim { iters: 2 }, 3, 2).unwrap();
+        let mut seen = Vec::new();
+        p.allocate(&mut |m| {
+            seen.push(m);
+            0
+        });
+        // No requests: still 2 outputs' and 3 inputs' draws per pass.
+        assert_eq!(seen, [2, 2, 1, 1, 1, 2, 2, 1, 1, 1]);
+        assert!(p.allocates_empty());
+        p.clear();
+        // Inputs 0 and 2 both want output 1; input 1 wants output 0 and 1.
+        p.add(0, 1, 0, 0, 0);
+        p.add(2, 1, 0, 0, 0);
+        p.add(1, 0, 0, 0, 0);
+        p.add(1, 1, 0, 0, 0);
+        // Pass 1: output 0 starts at input 2 (grants 1); output 1 starts at input 2 (grants
+        // 2). Input 1 starts at output 1 (no grant there), wraps to output 0: accepts it;
+        // input 2 accepts output 1. Pass 2: nothing free is left to match (input 0's only
+        // output is taken).
+        let mut draws = [2u32, 2, 0, 1, 0, 0, 0, 0, 0, 0].into_iter();
+        p.allocate(&mut |_| draws.next().unwrap());
+        assert_eq!(draws.next(), None);
+        assert_eq!(p.grant(0), None);
+        assert_eq!(p.grant(1).map(|g| g.0), Some(0));
+        assert_eq!(p.grant(2).map(|g| g.0), Some(1));
+    }
+
     #[test]
     fn loa_prefers_lonely_outputs() {
         let mut l = TableAllocator::of(AllocatorKind::Loa, 3, 3).unwrap();
@@ -1503,7 +1590,7 @@ mod tests {
             l.add(i, 0, 1, 0, 0);
         }
         l.add(0, 1, 1, 0, 0);
-        l.allocate();
+        l.allocate(&mut |_| 0);
         assert_eq!(
             (l.grant(0), l.grant(1), l.grant(2)),
             (Some((1, 1)), Some((0, 1)), None)

@@ -30,6 +30,13 @@ pub enum AllocatorKind {
     MaxSize,
     /// `loa` (BookSim's `LOA`, lonely output allocator).
     Loa,
+    /// `pim` (BookSim's `PIM`, parallel iterative matching): `iters` passes in which every
+    /// output grants a random requesting input and every input accepts a random grant,
+    /// drawn from the simulation's shared generator.
+    Pim {
+        /// Passes, at least 1.
+        iters: usize,
+    },
 }
 
 /// Parameters of an input-queued virtual-channel router (BookSim's `iq` router; the names are

@@ -48,6 +48,15 @@ pub trait RoutingFunction {
         let _ = (router, out_port, flit);
         None
     }
+
+    /// A random integer from 0 to `max` inclusive (BookSim's `RandomInt`) from the generator
+    /// the routes draw from: the `pim` allocator draws its arbiters' starts here, in the
+    /// order BookSim does (allocation is evaluated before the step's routes are computed).
+    /// Routers that do not use `pim` never call it.
+    fn random_int(&mut self, max: u32) -> u32 {
+        let _ = max;
+        0
+    }
 }
 
 /// Stage result: not decided yet, or (switch allocation) lost to misspeculation.
@@ -556,7 +565,8 @@ impl IqRouter {
                 AllocatorKind::SeparableInputFirst
                 | AllocatorKind::Wavefront { .. }
                 | AllocatorKind::MaxSize
-                | AllocatorKind::Loa => None,
+                | AllocatorKind::Loa
+                | AllocatorKind::Pim { .. } => None,
                 AllocatorKind::SeparableOutputFirst => Some(0),
                 AllocatorKind::Islip { iters } => Some(iters),
             },
@@ -584,7 +594,8 @@ impl IqRouter {
                 }
                 kind @ (AllocatorKind::Wavefront { .. }
                 | AllocatorKind::MaxSize
-                | AllocatorKind::Loa) => match TableAllocator::of(kind, exp_in, exp_out) {
+                | AllocatorKind::Loa
+                | AllocatorKind::Pim { .. }) => match TableAllocator::of(kind, exp_in, exp_out) {
                     Some(t) => SwitchAllocator::new_table(t),
                     None => SwitchAllocator::new(exp_in, exp_out, v, cfg.alloc_iters),
                 },
@@ -827,14 +838,14 @@ impl IqRouter {
         }
         self.va_granted.clear();
         if !self.va_q.is_empty() {
-            self.va_evaluate(now);
+            self.va_evaluate(now, routing);
         }
         if !self.hold_q.is_empty() {
             self.hold_evaluate();
         }
         self.sw_alloc.clear();
         if !self.sa_q.is_empty() {
-            self.sa_evaluate(now);
+            self.sa_evaluate(now, routing);
         }
         self.xbar_q.stamp(now + self.crossbar_delay - 1);
 
@@ -1004,18 +1015,18 @@ impl IqRouter {
         Ok(())
     }
 
-    fn va_evaluate(&mut self, now: i64) {
+    fn va_evaluate<R: RoutingFunction>(&mut self, now: i64, routing: &mut R) {
         let n = self.va_q.stamp(now + self.vc_alloc_delay - 1);
         if n == 0 {
             // BookSim allocates at every evaluation of a non-empty stage (`max_size` moves
-            // its start even without requests).
+            // its start even without requests, `pim` draws).
             if let Some(t) = self.va_table.as_mut().filter(|t| t.allocates_empty()) {
                 t.clear();
-                t.allocate();
+                t.allocate(&mut |m| routing.random_int(m));
             }
         }
         if n > 0 {
-            self.va_allocate(n);
+            self.va_allocate(n, routing);
         } else if self.vc_alloc_delay > 1 {
             // A multi-cycle batch completing now: a VC granted at its start may have been
             // taken since.
@@ -1033,10 +1044,10 @@ impl IqRouter {
     }
 
     /// VC allocation over the first `n` entries of the VA stage.
-    fn va_allocate(&mut self, n: usize) {
+    fn va_allocate<R: RoutingFunction>(&mut self, n: usize, routing: &mut R) {
         self.stats.vc_alloc_attempts += n as u64;
         match self.va_islip {
-            None if self.va_table.is_some() => self.va_table(n),
+            None if self.va_table.is_some() => self.va_table(n, routing),
             None => self.va_separable(n),
             Some(0) => self.va_output_first(n, 1, true),
             Some(iters) => self.va_output_first(n, iters, false),
@@ -1188,7 +1199,7 @@ impl IqRouter {
     /// Table-allocator VC allocation (wavefront, maximum size, LOA) of the first `n` entries of
     /// the VA stage: every input VC requests each available output VC of its route (input
     /// priority 0, output priority its head's), then one `Allocate`.
-    fn va_table(&mut self, n: usize) {
+    fn va_table<R: RoutingFunction>(&mut self, n: usize, routing: &mut R) {
         let v = self.v;
         let IqRouter {
             va_q,
@@ -1216,7 +1227,7 @@ impl IqRouter {
                 table.add(it.ivc, ov, 0, 0, i32::from(st.head_pri));
             }
         }
-        table.allocate();
+        table.allocate(&mut |m| routing.random_int(m));
         for &ivc in table.matched() {
             let Some((ov, _)) = table.grant(ivc) else {
                 continue;
@@ -1368,17 +1379,19 @@ impl IqRouter {
         Ok(())
     }
 
-    fn sa_evaluate(&mut self, now: i64) {
+    fn sa_evaluate<R: RoutingFunction>(&mut self, now: i64, routing: &mut R) {
         let n = self.sa_q.stamp(now + self.sw_alloc_delay - 1);
         if n > 0 {
             self.stats.sw_alloc_attempts += n as u64;
             self.sa_bids(n);
-            self.sw_alloc.allocate();
+            self.sw_alloc
+                .allocate_drawing(&mut |m| routing.random_int(m));
             if !self.sa_fused {
                 self.sa_results(n);
             }
         } else if self.sw_alloc.allocates_empty() {
-            self.sw_alloc.allocate();
+            self.sw_alloc
+                .allocate_drawing(&mut |m| routing.random_int(m));
         }
         if self.sa_fused {
             return;
