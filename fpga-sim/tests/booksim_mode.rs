@@ -202,7 +202,7 @@ fn command_line_errors_name_the_key_and_exit_2() {
         ("topology=dragonflynew", "routing_function"),
         ("topology=torus", "routing_function"),
         ("traffic=hotspot(99)", "traffic"),
-        ("vc_allocator=select", "vc_allocator"),
+        ("vc_allocator=select(2)", "vc_allocator"),
         ("sw_allocator=islip(0)", "sw_allocator"),
         ("num_vcs=0", "num_vcs"),
         ("--frobnicate", "--frobnicate"),

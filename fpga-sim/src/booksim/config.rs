@@ -1398,6 +1398,20 @@ fn check_allocator(key: &str, name: &str) -> Result<AllocatorKind, ConfigError> 
         }),
         "max_size" => Ok(AllocatorKind::MaxSize),
         "loa" => Ok(AllocatorKind::Loa),
+        "select" => {
+            // BookSim's SelAlloc keeps the grants of one pass into the next, where an input
+            // already matched can accept a second output: only one pass is modelled (a bare
+            // `select` makes one, as the iq router passes no configuration).
+            if !param.is_empty() && atoi(param) != 1 {
+                return Err(unsupported(
+                    key,
+                    name,
+                    "select is modelled with one pass (BookSim2's keeps stale grants across \
+                     passes and can match an input to two outputs)",
+                ));
+            }
+            Ok(AllocatorKind::Select)
+        }
         "pim" => {
             // As islip: the iq router passes no configuration, so a bare `pim` makes one pass.
             let iters = if param.is_empty() { 1 } else { atoi(param) };
@@ -1419,7 +1433,7 @@ fn check_allocator(key: &str, name: &str) -> Result<AllocatorKind, ConfigError> 
             key,
             name,
             "only islip, separable_input_first, separable_output_first, wavefront, \
-             rr_wavefront, max_size, loa and pim are modelled",
+             rr_wavefront, max_size, loa, pim and select are modelled",
         )),
     }
 }
@@ -2537,7 +2551,7 @@ mod tests {
             ("vc_allocator=islip(0)", "vc_allocator"),
             ("vc_allocator=pim(0)", "`vc_allocator = pim(0)`"),
             ("sw_allocator=pim(5000)", "`sw_allocator = pim(5000)`"),
-            ("sw_allocator=select", "sw_allocator"),
+            ("sw_allocator=select(2)", "`sw_allocator = select(2)`"),
             ("traffic=bad_random", "traffic"),
             ("injection_process=poisson", "injection_process"),
             ("injection_process=on_off burst_r1=0.5", "injection_process"),
@@ -2977,6 +2991,10 @@ mod tests {
         .unwrap();
         assert_eq!(c.router.vc_allocator, AllocatorKind::Pim { iters: 1 });
         assert_eq!(c.router.sw_allocator, AllocatorKind::Pim { iters: 3 });
+        let c = BooksimConfig::from_text(text, &["vc_allocator=select(1)", "sw_allocator=select"])
+            .unwrap();
+        assert_eq!(c.router.vc_allocator, AllocatorKind::Select);
+        assert_eq!(c.router.sw_allocator, AllocatorKind::Select);
     }
 
     impl BooksimConfig {

@@ -74,6 +74,8 @@ enum SparseKind {
     OutputFirst,
     /// [`SeparableInputFirst::allocate_islip`].
     Islip,
+    /// [`SeparableInputFirst::allocate_islip`] honouring priorities (BookSim's `select`).
+    Select,
 }
 
 impl SeparableInputFirst {
@@ -112,6 +114,14 @@ impl SeparableInputFirst {
     pub fn new_output_first(n_in: usize, n_out: usize, cap: usize) -> Self {
         SeparableInputFirst {
             kind: SparseKind::OutputFirst,
+            ..SeparableInputFirst::new(n_in, n_out, cap, 1)
+        }
+    }
+
+    /// `n_in` x `n_out` `select` allocator (one pass), at most `cap` requests per input.
+    pub fn new_select(n_in: usize, n_out: usize, cap: usize) -> Self {
+        SeparableInputFirst {
+            kind: SparseKind::Select,
             ..SeparableInputFirst::new(n_in, n_out, cap, 1)
         }
     }
@@ -190,7 +200,8 @@ impl SeparableInputFirst {
         match self.kind {
             SparseKind::InputFirst => {}
             SparseKind::OutputFirst => return self.allocate_output_first(),
-            SparseKind::Islip => return self.allocate_islip(),
+            SparseKind::Islip => return self.allocate_islip(false),
+            SparseKind::Select => return self.allocate_islip(true),
         }
         for iter in 0..self.iters {
             self.touched_out.clear();
@@ -313,7 +324,12 @@ impl SeparableInputFirst {
     /// grant pointer; every unmatched input accepts, of the outputs that granted it, the
     /// first in round-robin order from its accept pointer. Only first-pass accepts move the
     /// pointers (to one past the partner). Request priorities play no part.
-    fn allocate_islip(&mut self) {
+    /// iSLIP (BookSim's `iSLIP_Sparse`): per pass, each free output grants the free input
+    /// nearest its pointer, each input accepts the granting output nearest its pointer, and
+    /// first-pass accepts move both pointers. With `prio` (BookSim's `SelAlloc`, one pass)
+    /// the highest output priority wins the grant and the highest input priority the accept,
+    /// the pointers breaking ties.
+    fn allocate_islip(&mut self, prio: bool) {
         for iter in 0..self.iters {
             // Grant.
             self.touched_out.clear();
@@ -328,15 +344,16 @@ impl SeparableInputFirst {
                     if self.outmatch[o] != NONE {
                         continue;
                     }
+                    let pri = if prio { self.reqs[base + k].out_pri } else { 0 };
                     match self.out_best[o] {
                         None => {
-                            self.out_best[o] = Some(Candidate { input: i, pri: 0 });
+                            self.out_best[o] = Some(Candidate { input: i, pri });
                             self.touched_out.push(o as u32);
                         }
                         Some(c) => {
                             let ptr = self.out_ptr[o];
-                            if rr_dist(i, ptr, self.n_in) < rr_dist(c.input, ptr, self.n_in) {
-                                self.out_best[o] = Some(Candidate { input: i, pri: 0 });
+                            if supersedes(i, pri, c.input, c.pri, ptr, self.n_in) {
+                                self.out_best[o] = Some(Candidate { input: i, pri });
                             }
                         }
                     }
@@ -354,14 +371,14 @@ impl SeparableInputFirst {
                 }
                 let base = self.slot(i);
                 let ptr = self.in_ptr[i as usize];
-                let mut best = NONE;
+                let (mut best, mut best_pri) = (NONE, 0);
                 for r in &self.reqs[base..base + self.nreq[i as usize] as usize] {
                     let granted = matches!(self.out_best[r.out as usize], Some(c) if c.input == i);
+                    let pri = if prio { r.in_pri } else { 0 };
                     if granted
-                        && (best == NONE
-                            || rr_dist(r.out, ptr, self.n_out) < rr_dist(best, ptr, self.n_out))
+                        && (best == NONE || supersedes(r.out, pri, best, best_pri, ptr, self.n_out))
                     {
-                        best = r.out;
+                        (best, best_pri) = (r.out, pri);
                     }
                 }
                 if best == NONE {
@@ -727,7 +744,12 @@ impl SwitchAllocator {
         )))
     }
 
-    /// A table allocator (BookSim's `wavefront`, `rr_wavefront`, `max_size`, `loa`).
+    /// A `select` allocator (BookSim's `SelAlloc`, one pass).
+    pub fn new_select(n_in: usize, n_out: usize, cap: usize) -> Self {
+        SwitchAllocator::Sparse(Box::new(SeparableInputFirst::new_select(n_in, n_out, cap)))
+    }
+
+    /// A table allocator (BookSim's `wavefront`, `rr_wavefront`, `max_size`, `loa`, `pim`).
     pub fn new_table(t: TableAllocator) -> Self {
         SwitchAllocator::Table(Box::new(t))
     }
@@ -1549,6 +1571,34 @@ mod tests {
 
     /// BookSim's LOA: each input asks for its loneliest wanted output, each output grants
     /// from its pointer, and a match moves both pointers on by one.
+    /// `select`: iSLIP's pointers, but the highest priority wins the grant and the accept
+    /// (a speculative request, at `i32::MIN`, loses to a non-speculative one nearer the
+    /// pointer's end); iSLIP itself ignores priorities.
+    #[test]
+    fn select_honours_priorities_where_islip_does_not() {
+        let req = |out: u32, pri: i32| Request {
+            out,
+            label: 0,
+            in_pri: pri,
+            out_pri: pri,
+        };
+        for (select, want_out0, want_in0) in [(false, 0, 0), (true, 1, 1)] {
+            let mut a = if select {
+                SeparableInputFirst::new_select(2, 2, 2)
+            } else {
+                SeparableInputFirst::new_islip(2, 2, 2, 1)
+            };
+            // Output 0: input 0 speculative, input 1 not. Input 0 also asks output 1
+            // (speculative) and output 0.
+            a.add(0, req(0, i32::MIN));
+            a.add(1, req(0, 0));
+            a.add(0, req(1, 0));
+            a.allocate();
+            assert_eq!(a.outmatch[0], want_out0, "select {select}");
+            assert_eq!(a.inmatch[0], want_in0, "select {select}");
+        }
+    }
+
     /// PIM: one draw per output (over the inputs), then one per input (over the outputs), in
     /// every pass, requests or not; each output grants the first free requesting input from
     /// its draw, each input accepts the first grant from its draw.

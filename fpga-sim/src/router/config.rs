@@ -37,6 +37,9 @@ pub enum AllocatorKind {
         /// Passes, at least 1.
         iters: usize,
     },
+    /// `select` (BookSim's `SelAlloc`, one pass): iSLIP whose grants and accepts go to the
+    /// highest priority first, the round-robin pointers breaking ties.
+    Select,
 }
 
 /// Parameters of an input-queued virtual-channel router (BookSim's `iq` router; the names are

@@ -569,6 +569,9 @@ impl IqRouter {
                 | AllocatorKind::Pim { .. } => None,
                 AllocatorKind::SeparableOutputFirst => Some(0),
                 AllocatorKind::Islip { iters } => Some(iters),
+                // VC requests all have one priority here (no routing function sets any, and
+                // packet priorities are refused): `select` allocates as iSLIP does.
+                AllocatorKind::Select => Some(1),
             },
             va_table: TableAllocator::of(cfg.vc_allocator, n_in * v, n_out * v).map(Box::new),
             va_granted: Vec::with_capacity(ivcs),
@@ -592,6 +595,7 @@ impl IqRouter {
                 AllocatorKind::Islip { iters } => {
                     SwitchAllocator::new_islip(exp_in, exp_out, v, iters)
                 }
+                AllocatorKind::Select => SwitchAllocator::new_select(exp_in, exp_out, v),
                 kind @ (AllocatorKind::Wavefront { .. }
                 | AllocatorKind::MaxSize
                 | AllocatorKind::Loa
