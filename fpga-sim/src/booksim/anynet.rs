@@ -41,6 +41,8 @@ pub const MAX_ID: i64 = 1 << 16;
 pub const MAX_LATENCY: i64 = 1 << 12;
 /// The most routers accepted (the routes take time cubic in their number).
 pub const MAX_ROUTERS: usize = 1 << 10;
+/// The most ports of one router accepted.
+pub const MAX_RADIX: usize = 1 << 12;
 /// The largest routing table accepted (routers x terminals).
 pub const MAX_TABLE: usize = 1 << 22;
 
@@ -310,8 +312,15 @@ impl AnyNet {
                 }
                 list.push((b as u32, latency(lat, &format!("channel {a} -> {b}"))?));
             }
-            if list.is_empty() && terminals[a as usize].is_empty() {
+            let radix = list.len() + terminals[a as usize].len();
+            if radix == 0 {
                 return Err(err(0, format!("router {a} has no ports")));
+            }
+            if radix > MAX_RADIX {
+                return Err(err(
+                    0,
+                    format!("router {a} has {radix} ports: this mode takes at most {MAX_RADIX}"),
+                ));
             }
             links.push(list);
         }
@@ -459,6 +468,7 @@ mod tests {
 
     #[test]
     fn refuses_what_booksim_cannot_build() {
+        let big: String = (0..4097).map(|t| format!("router 0 node {t}\n")).collect();
         for (text, want) in [
             ("", "no terminals"),
             ("switch 0 node 0", "unknown head"),
@@ -480,6 +490,7 @@ mod tests {
             ("router 0 node 0\nrouter 1 node 1", "cannot be reached"),
             ("node 0 node 1", "terminal cannot connect"),
             ("router 99999999 node 0", "must be 0 to"),
+            (&big, "4097 ports"),
         ] {
             let e = AnyNet::parse(text).unwrap_err();
             assert!(e.to_string().contains(want), "{text:?}: {e}");
