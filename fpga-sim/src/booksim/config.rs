@@ -326,12 +326,15 @@ pub enum Topology {
         n: u32,
     },
     /// k-ary n-dimensional mesh with BookSim's `xy_yx_mesh` routing: the first router picks
-    /// XY or YX order at random (`RandomInt(1)`), and the order travels as the VC class.
+    /// XY or YX order at random (`RandomInt(1)`), and the order travels as the VC class;
+    /// `adaptive_xy_yx_mesh` picks the order whose output is less occupied downstream.
     MeshXyYx {
         /// Routers per dimension.
         k: u32,
         /// Dimensions.
         n: u32,
+        /// `adaptive_xy_yx` rather than `xy_yx`.
+        adaptive: bool,
     },
     /// k-ary n-dimensional mesh with BookSim's two-phase oblivious routing, `valiant_mesh`
     /// (an intermediate router drawn anywhere, `RandomInt(nodes - 1)`) or `romm_mesh` (drawn
@@ -390,6 +393,9 @@ pub enum Topology {
         x: u32,
         /// `xyyx_flatfly` rather than `min_flatfly`.
         xy_yx: bool,
+        /// With `xy_yx`: `adaptive_xyyx_flatfly` (the order whose output is less occupied
+        /// downstream, drawn on a tie).
+        adaptive: bool,
         /// `use_noc_latency`: channel latencies from the layout (else 1).
         noc: bool,
     },
@@ -406,7 +412,7 @@ impl Topology {
             | Topology::FatTree { k, n }
             | Topology::QTree { k, n }
             | Topology::Mesh { k, n }
-            | Topology::MeshXyYx { k, n }
+            | Topology::MeshXyYx { k, n, .. }
             | Topology::MeshTwoPhase { k, n, .. }
             | Topology::Torus { k, n, .. }
             | Topology::FlatFly { k, n, .. } => (k, n),
@@ -1205,15 +1211,17 @@ fn read_network_file(name: &str, origin: Origin) -> Result<AnyNet, ConfigError> 
 }
 
 fn flatfly(raw: &mut Raw, k: i64, n: i64, rf: &str, nodes: u128) -> Result<Topology, ConfigError> {
-    let xy_yx = match rf {
-        "ran_min" => false,
-        "xyyx" => true,
+    let (xy_yx, adaptive) = match rf {
+        "ran_min" => (false, false),
+        "xyyx" => (true, false),
+        "adaptive_xyyx" => (true, true),
         _ => {
             return Err(unsupported(
                 "routing_function",
                 rf,
-                "flatfly uses ran_min (min_flatfly) or xyyx (xyyx_flatfly); adaptive_xyyx, \
-                 valiant and the ugal variants are adaptive or non-minimal and not modelled",
+                "flatfly uses ran_min (min_flatfly), xyyx (xyyx_flatfly) or adaptive_xyyx \
+                 (adaptive_xyyx_flatfly); valiant and the ugal variants are non-minimal or \
+                 adaptive over several routes and not modelled",
             ))
         }
     };
@@ -1251,6 +1259,7 @@ fn flatfly(raw: &mut Raw, k: i64, n: i64, rf: &str, nodes: u128) -> Result<Topol
         xr: xr as u32,
         x: x as u32,
         xy_yx,
+        adaptive,
         noc,
     })
 }
@@ -1792,7 +1801,11 @@ impl BooksimConfig {
             "mesh" => match rf.as_str() {
                 // `dor_mesh` is BookSim's alias of `dim_order_mesh`.
                 "dim_order" | "dor" => Topology::Mesh { k: k32, n: n32 },
-                "xy_yx" => Topology::MeshXyYx { k: k32, n: n32 },
+                "xy_yx" | "adaptive_xy_yx" => Topology::MeshXyYx {
+                    k: k32,
+                    n: n32,
+                    adaptive: rf == "adaptive_xy_yx",
+                },
                 "valiant" | "romm" => Topology::MeshTwoPhase {
                     k: k32,
                     n: n32,
@@ -2510,7 +2523,8 @@ mod tests {
                 "routing_function",
             ),
             ("topology=mesh routing_function=xy_yx num_vcs=1", "`num_vcs = 1`"),
-            ("topology=mesh routing_function=adaptive_xy_yx", "routing_function"),
+            ("topology=mesh routing_function=min_adapt", "routing_function"),
+            ("topology=flatfly routing_function=ugal", "routing_function"),
             ("topology=mesh routing_function=dim_order traffic=hotspot(16)", "traffic"),
             ("topology=mesh routing_function=dim_order traffic=taper64", "traffic"),
             ("topology=mesh routing_function=dim_order traffic=background", "traffic"),
@@ -2703,6 +2717,7 @@ mod tests {
             xr: 2,
             x,
             xy_yx,
+            adaptive: false,
             noc,
         };
         assert_eq!(c.topology, ff(4, true, true));

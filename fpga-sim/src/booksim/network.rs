@@ -289,7 +289,7 @@ impl Wiring {
                 2 * up + 1
             }
             Topology::Mesh { k, n }
-            | Topology::MeshXyYx { k, n }
+            | Topology::MeshXyYx { k, n, .. }
             | Topology::MeshTwoPhase { k, n, .. } => kncube_hops(k, n, src, dest, false),
             Topology::Torus { k, n, .. } => kncube_hops(k, n, src, dest, true),
             Topology::CMesh { k, express, .. } => cmesh_hops(k, express, src, dest),
@@ -336,6 +336,16 @@ fn class_route(port: u16, lo: u8, hi: u8, upper: bool) -> Route {
         Route::new(port, lo + avail, hi)
     } else {
         Route::new(port, lo, hi - avail)
+    }
+}
+
+/// `adaptive_xy_yx_mesh`, `adaptive_xyyx_flatfly`: XY unless its output's downstream buffers
+/// hold more flits than YX's (`GetUsedCredit`), a tie drawn (`RandomInt(1) > 0`: XY).
+fn adaptive_order(xy: u32, yx: u32, rng: &mut KnuthInt) -> bool {
+    match xy.cmp(&yx) {
+        std::cmp::Ordering::Greater => false,
+        std::cmp::Ordering::Less => true,
+        std::cmp::Ordering::Equal => rng.int(1) > 0,
     }
 }
 
@@ -1077,6 +1087,15 @@ pub fn build(
         }
         _ => {}
     }
+    if let Topology::MeshXyYx { adaptive: true, .. } | Topology::FlatFly { adaptive: true, .. } =
+        topology
+    {
+        // Lookahead routes for the first router are computed at injection, from the
+        // router's downstream occupancy before this cycle's credits.
+        for r in &mut routers {
+            r.set_credits_at_step();
+        }
+    }
     if !matches!(
         topology,
         Topology::Torus { .. }
@@ -1147,8 +1166,10 @@ impl BookSimRouting<'_> {
             w.table[router as usize * w.nodes + dest]
         } else if let Topology::Torus { k, n, balanced } = w.topology {
             return self.torus_route(router, in_port, f, k, n, balanced);
-        } else if let Topology::MeshXyYx { k, n } = w.topology {
-            return self.xy_yx_route(router, in_port, f, k, n);
+        } else if let Topology::MeshXyYx { k, n, .. } = w.topology {
+            // (Adaptive routes read occupancies: see `route_reading`. A lookahead route is
+            // never for a first router, the only one where they are read.)
+            return self.xy_yx_route(router, in_port, f, k, n, None);
         } else if let Topology::MeshTwoPhase { k, n, romm } = w.topology {
             return self.two_phase_route(router, in_port, f, k, n, romm);
         } else if let Topology::DragonFly { p } = w.topology {
@@ -1163,7 +1184,7 @@ impl BookSimRouting<'_> {
             ..
         } = w.topology
         {
-            return self.flatfly_xy_yx_route(router, in_port, f, k, xr, x);
+            return self.flatfly_xy_yx_route(router, in_port, f, k, xr, x, None);
         } else {
             w.port_for(router, dest).map_or(UP, |p| p as u16)
         };
@@ -1197,33 +1218,76 @@ impl BookSimRouting<'_> {
     /// arrived on (below `vcs / 2`: XY); XY packets take the lower `vcs - vcs / 2` VCs, YX
     /// the upper `vcs / 2` (overlapping in the middle VC when `vcs` is odd, where BookSim
     /// then reads the order as YX).
+    ///
+    /// `adaptive_xy_yx_mesh` (`used`: the router's downstream occupancy per output, BookSim's
+    /// `GetUsedCredit`) chooses the order at the first router instead by the two outputs'
+    /// occupancies, the less occupied one's order, drawing only on a tie.
     #[inline(never)]
-    fn xy_yx_route(&mut self, router: u32, in_port: usize, f: &Flit, k: u32, n: u32) -> Route {
+    fn xy_yx_route(
+        &mut self,
+        router: u32,
+        in_port: usize,
+        f: &Flit,
+        k: u32,
+        n: u32,
+        used: Option<&dyn Fn(usize) -> u32>,
+    ) -> Route {
         let (lo, hi) = self.vc_range(f);
         let (k, n) = (k as usize, n as usize);
         let (cur, dest) = (router as usize, f.dest as usize);
         if cur == dest {
             return Route::new(2 * n as u16, lo, hi);
         }
+        let digit = |v: usize, d: u32| (v / k.pow(d)) % k;
+        let port_of = |xy: bool| {
+            let dim = if xy {
+                (0..n as u32).find(|&d| digit(cur, d) != digit(dest, d))
+            } else {
+                (1..n as u32)
+                    .rev()
+                    .find(|&d| digit(cur, d) != digit(dest, d))
+            }
+            .unwrap_or(0);
+            2 * dim as usize + usize::from(digit(cur, dim) >= digit(dest, dim))
+        };
         // BookSim's `available_vcs`: half the range's VCs, rounded down.
         let count = hi - lo + 1;
         let avail = count / 2;
         let xy = if in_port < 2 * n {
             f.vc < lo + avail
+        } else if let Some(used) = used {
+            adaptive_order(used(port_of(true)), used(port_of(false)), self.rng)
         } else {
             self.rng.int(1) > 0
         };
-        let digit = |v: usize, d: u32| (v / k.pow(d)) % k;
-        let dim = if xy {
-            (0..n as u32).find(|&d| digit(cur, d) != digit(dest, d))
-        } else {
-            (1..n as u32)
-                .rev()
-                .find(|&d| digit(cur, d) != digit(dest, d))
+        class_route(port_of(xy) as u16, lo, hi, !xy)
+    }
+
+    /// [`route_at`](Self::route_at) at a router whose downstream occupancy per output is
+    /// `used` (BookSim's `GetUsedCredit`), which adaptive routing reads.
+    pub fn route_reading(
+        &mut self,
+        router: u32,
+        in_port: usize,
+        f: &Flit,
+        used: &dyn Fn(usize) -> u32,
+    ) -> Route {
+        match self.wiring.topology {
+            Topology::MeshXyYx {
+                k,
+                n,
+                adaptive: true,
+            } => self.xy_yx_route(router, in_port, f, k, n, Some(used)),
+            Topology::FlatFly {
+                k,
+                xr,
+                x,
+                xy_yx: true,
+                adaptive: true,
+                ..
+            } => self.flatfly_xy_yx_route(router, in_port, f, k, xr, x, Some(used)),
+            _ => self.route_at(router, in_port, f),
         }
-        .unwrap_or(0);
-        let port = 2 * dim as usize + usize::from(digit(cur, dim) >= digit(dest, dim));
-        class_route(port as u16, lo, hi, !xy)
     }
 
     /// `xyyx_flatfly`: at the destination's router its terminal port and every VC; else
@@ -1231,7 +1295,12 @@ impl BookSimRouting<'_> {
     /// at the first router (a flit from a terminal port) by `RandomInt(1)` (1: XY) and
     /// afterwards read from the VC the flit arrived on, with the VC classes of
     /// [`xy_yx_route`](Self::xy_yx_route).
+    ///
+    /// `adaptive_xyyx_flatfly` (`used`: the router's downstream occupancy per output) chooses
+    /// the order at the first router by the two outputs' occupancies instead, as
+    /// `adaptive_xy_yx_mesh` does.
     #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
     fn flatfly_xy_yx_route(
         &mut self,
         router: u32,
@@ -1240,6 +1309,7 @@ impl BookSimRouting<'_> {
         k: u32,
         xr: u32,
         x: u32,
+        used: Option<&dyn Fn(usize) -> u32>,
     ) -> Route {
         let (lo, hi) = self.vc_range(f);
         let c = (xr * xr) as usize;
@@ -1250,13 +1320,15 @@ impl BookSimRouting<'_> {
         // BookSim's `available_vcs`: half the range's VCs, rounded down.
         let count = hi - lo + 1;
         let avail = count / 2;
+        let port_of = |xy: bool| flatfly_port(k as usize, c, router as usize, to, !xy);
         let xy = if in_port >= c {
             f.vc < lo + avail
+        } else if let Some(used) = used {
+            adaptive_order(used(port_of(true)), used(port_of(false)), self.rng)
         } else {
             self.rng.int(1) > 0
         };
-        let port = flatfly_port(k as usize, c, router as usize, to, !xy) as u16;
-        class_route(port, lo, hi, !xy)
+        class_route(port_of(xy) as u16, lo, hi, !xy)
     }
 
     /// `valiant_mesh` / `romm_mesh`. At the first router (a flit from the terminal port)
@@ -1456,6 +1528,16 @@ impl RoutingFunction for BookSimRouting<'_> {
 
     fn random_int(&mut self, max: u32) -> u32 {
         self.rng.int(max)
+    }
+
+    fn route_reading(
+        &mut self,
+        router: u32,
+        in_port: usize,
+        flit: &Flit,
+        used: &dyn Fn(usize) -> u32,
+    ) -> Route {
+        BookSimRouting::route_reading(self, router, in_port, flit, used)
     }
 }
 
@@ -1691,12 +1773,76 @@ mod tests {
             xr: 4,
             x: 2,
             xy_yx: false,
+            adaptive: false,
             noc: true,
         };
         let (w, _) = build(topo, 1, &base()).unwrap();
         assert!(w.terminal_latency);
         assert_eq!(w.latency[w.inject(0)], 3);
         assert_eq!(w.latency[w.eject(0)], 3);
+    }
+
+    /// `adaptive_xy_yx` and `adaptive_xyyx` choose the order at the first router by the two
+    /// outputs' downstream occupancy, drawing only on a tie; later routers read the order
+    /// from the VC as the oblivious versions do.
+    #[test]
+    fn adaptive_orders_follow_occupancy() {
+        let mesh = Topology::MeshXyYx {
+            k: 4,
+            n: 2,
+            adaptive: true,
+        };
+        let flat = Topology::FlatFly {
+            k: 4,
+            n: 2,
+            xr: 1,
+            x: 4,
+            xy_yx: true,
+            adaptive: true,
+            noc: false,
+        };
+        // From router 0 to terminal 5 (router 5: one step in each dimension). Mesh: XY leaves
+        // on port 0 (+x), YX on port 2 (+y); flatfly (1 terminal port): XY on port 1 (to
+        // router 1), YX on port 4 (to router 4).
+        for (topo, inject, xy_port, yx_port) in [(mesh, 4, 0u16, 2u16), (flat, 0, 1, 4)] {
+            let (w, _) = build(topo.clone(), 1, &base()).unwrap();
+            let packets = [Packet::from_source(0)];
+            let f = Flit::new(0, 5, true, true);
+            let mut rng = KnuthInt::new(7);
+            for (occ_xy, occ_yx, want) in [(1, 3, Some(xy_port)), (3, 1, Some(yx_port))] {
+                let used = |o: usize| {
+                    if o == usize::from(xy_port) {
+                        occ_xy
+                    } else if o == usize::from(yx_port) {
+                        occ_yx
+                    } else {
+                        0
+                    }
+                };
+                let before = rng.clone();
+                let mut rt = BookSimRouting {
+                    wiring: &w,
+                    rng: &mut rng,
+                    packets: &packets,
+                    intm: &mut [],
+                };
+                let r = rt.route_reading(0, inject, &f, &used);
+                assert_eq!(Some(r.port), want, "{topo:?} {occ_xy} {occ_yx}");
+                // No draw unless tied.
+                assert_eq!(rng.clone().int(1000), before.clone().int(1000));
+            }
+            // A tie draws, as the oblivious version always does.
+            let mut tied = rng.clone();
+            let mut rt = BookSimRouting {
+                wiring: &w,
+                rng: &mut rng,
+                packets: &packets,
+                intm: &mut [],
+            };
+            let r = rt.route_reading(0, inject, &f, &|_| 2);
+            let want = if tied.int(1) > 0 { xy_port } else { yx_port };
+            assert_eq!(r.port, want, "{topo:?} tie");
+        }
     }
 
     #[test]
@@ -1716,10 +1862,23 @@ mod tests {
         walk(Topology::Mesh { k: 5, n: 1 });
         walk(Topology::QTree { k: 4, n: 3 });
         walk(Topology::Tree4);
-        walk(Topology::MeshXyYx { k: 4, n: 2 });
+        walk(Topology::MeshXyYx {
+            k: 4,
+            n: 2,
+            adaptive: false,
+        });
         walk(Topology::DragonFly { p: 1 });
         walk(Topology::DragonFly { p: 2 });
-        walk(Topology::MeshXyYx { k: 3, n: 3 });
+        walk(Topology::MeshXyYx {
+            k: 3,
+            n: 3,
+            adaptive: false,
+        });
+        walk(Topology::MeshXyYx {
+            k: 4,
+            n: 2,
+            adaptive: true,
+        });
         for romm in [false, true] {
             walk(Topology::MeshTwoPhase { k: 4, n: 2, romm });
             walk(Topology::MeshTwoPhase { k: 3, n: 3, romm });
@@ -1753,6 +1912,7 @@ mod tests {
                     xr,
                     x,
                     xy_yx,
+                    adaptive: false,
                     noc: true,
                 });
             }
@@ -1813,6 +1973,7 @@ mod tests {
             xr: 2,
             x: 4,
             xy_yx: false,
+            adaptive: false,
             noc: true,
         };
         let (w, routers) = build(topo, 1, &base()).unwrap();
@@ -1856,6 +2017,7 @@ mod tests {
             xr: 2,
             x: 4,
             xy_yx: false,
+            adaptive: false,
             noc: false,
         };
         let (w, _) = build(unit, 1, &base()).unwrap();

@@ -1457,6 +1457,7 @@ impl Sim {
             flits,
             wiring,
             rng,
+            routers,
             ..
         } = self;
         let terminal_latency = wiring.terminal_latency;
@@ -1537,7 +1538,11 @@ impl Sim {
                                 packets,
                                 intm,
                             };
-                            f.la_route = rt.route_at(router, port as usize, &f);
+                            // The first router's route, from its state now (adaptive
+                            // routing reads its downstream occupancy).
+                            let r = &routers[router as usize];
+                            let used = |o: usize| r.downstream(o).map_or(0, |b| b.occupancy());
+                            f.la_route = rt.route_reading(router, port as usize, &f, &used);
                         }
                     }
                     buf.take_buffer(p.vc as usize, 0).map_err(terr)?;

@@ -57,6 +57,19 @@ pub trait RoutingFunction {
         let _ = max;
         0
     }
+
+    /// [`route`](Self::route) for a router whose downstream buffers hold `used(o)` flits
+    /// behind output `o` (BookSim's `GetUsedCredit`), which adaptive routing functions read.
+    fn route_reading(
+        &mut self,
+        router: u32,
+        in_port: usize,
+        flit: &Flit,
+        used: &dyn Fn(usize) -> u32,
+    ) -> Route {
+        let _ = used;
+        self.route(router, in_port, flit)
+    }
 }
 
 /// Stage result: not decided yet, or (switch allocation) lost to misspeculation.
@@ -666,6 +679,13 @@ impl IqRouter {
         self.fast
     }
 
+    /// Keep this cycle's arriving credits out of the downstream state until the router's
+    /// step (as BookSim's `_InputQueuing` does), for routes computed outside the step that
+    /// read it: an adaptive lookahead route computed at injection.
+    pub fn set_credits_at_step(&mut self) {
+        self.credit_now = false;
+    }
+
     /// The router's number.
     pub fn id(&self) -> u32 {
         self.id
@@ -986,16 +1006,18 @@ impl IqRouter {
             sa_q,
             vcs,
             bufs,
+            next_buf,
             ..
         } = self;
         let (vcs, bufs) = (&mut vcs[..], &bufs[..]);
+        let used = |o: usize| next_buf.get(o).map_or(0, BufferState::occupancy);
         let n_ivc = vcs.len();
         // In place: the route stage never rejoins itself.
         for &it in route_q.q.front_mut(n).iter() {
             let ivc = it.ivc as usize;
             let st = &mut vcs[ivc];
             let f = bufs[st.head as usize * n_ivc + ivc];
-            let r = routing.route(id, usize::from(st.input), &f);
+            let r = routing.route_reading(id, usize::from(st.input), &f, &used);
             if r.port as usize >= n_out || r.vc_lo > r.vc_hi || r.vc_hi as usize >= v {
                 return Err(RouterError::BadRoute {
                     port: r.port,
