@@ -370,11 +370,14 @@ pub enum Topology {
         /// `dor_cmesh` (express channels taken) rather than `dor_no_express_cmesh`.
         express: bool,
     },
-    /// BookSim's `dragonflynew` (n = 1) with `min` routing: groups of `a = 2p` routers, each
-    /// with `p` terminals, `2p - 1` local and `p` global ports; `g = a p + 1` groups.
+    /// BookSim's `dragonflynew` (n = 1) with `min` or `ugal` routing: groups of `a = 2p`
+    /// routers, each with `p` terminals, `2p - 1` local and `p` global ports; `g = a p + 1`
+    /// groups.
     DragonFly {
         /// Terminals (and global ports) per router (BookSim's `k`).
         p: u32,
+        /// `ugal_dragonflynew` rather than `min_dragonflynew`.
+        ugal: bool,
     },
     /// BookSim's flattened butterfly (`flatfly`, `flatfly_onchip.cpp`): `k^n` routers, each
     /// joined to every other router of its row in each of the `n` dimensions (`k - 1` ports
@@ -418,7 +421,7 @@ impl Topology {
             | Topology::FlatFly { k, n, .. } => (k, n),
             Topology::CMesh { k, .. } => (k, 2),
             Topology::Tree4 => (4, 3),
-            Topology::DragonFly { p } => (p, 1),
+            Topology::DragonFly { p, .. } => (p, 1),
             // Not a k-ary network (only the traffic patterns read `k` and `n`).
             Topology::AnyNet(_) => (1, 1),
         }
@@ -468,7 +471,7 @@ impl Topology {
         if let Topology::AnyNet(net) = self {
             return net.nodes();
         }
-        if let Topology::DragonFly { p } = *self {
+        if let Topology::DragonFly { p, .. } = *self {
             let p = p as usize;
             return 2 * p * p * (2 * p * p + 1);
         }
@@ -1873,12 +1876,11 @@ impl BooksimConfig {
                 }
             }
             "dragonflynew" => {
-                if rf != "min" {
+                if rf != "min" && rf != "ugal" {
                     return Err(unsupported(
                         "routing_function",
                         &rf,
-                        "dragonflynew uses min (min_dragonflynew); ugal is adaptive and not \
-                         modelled",
+                        "dragonflynew uses min (min_dragonflynew) or ugal (ugal_dragonflynew)",
                     ));
                 }
                 if n != 1 {
@@ -1888,7 +1890,10 @@ impl BooksimConfig {
                         "BookSim's dragonflynew works only with n = 1 (it asserts n = 1)",
                     ));
                 }
-                Topology::DragonFly { p: k32 }
+                Topology::DragonFly {
+                    p: k32,
+                    ugal: rf == "ugal",
+                }
             }
             "flatfly" => flatfly(&mut raw, k, n, &rf, nodes)?,
             "anynet" => {
@@ -2220,6 +2225,14 @@ impl BooksimConfig {
                  with 1)",
             ));
         }
+        if matches!(topology, Topology::DragonFly { ugal: true, .. }) && router.vcs != 3 {
+            return Err(unsupported(
+                "num_vcs",
+                router.vcs,
+                "ugal_dragonflynew works only with 3 VCs, one per phase (it asserts \
+                 num_vcs == 3)",
+            ));
+        }
 
         let cfg = BooksimConfig {
             topology,
@@ -2525,6 +2538,10 @@ mod tests {
             ("topology=mesh routing_function=xy_yx num_vcs=1", "`num_vcs = 1`"),
             ("topology=mesh routing_function=min_adapt", "routing_function"),
             ("topology=flatfly routing_function=ugal", "routing_function"),
+            (
+                "topology=dragonflynew routing_function=ugal k=1 n=1 num_vcs=4",
+                "`num_vcs = 4`",
+            ),
             ("topology=mesh routing_function=dim_order traffic=hotspot(16)", "traffic"),
             ("topology=mesh routing_function=dim_order traffic=taper64", "traffic"),
             ("topology=mesh routing_function=dim_order traffic=background", "traffic"),
@@ -2549,7 +2566,7 @@ mod tests {
                 "traffic",
             ),
             ("topology=torus routing_function=dim_order k=2 n=20", "GiB"),
-            ("topology=dragonflynew routing_function=ugal k=2", "`routing_function = ugal`"),
+            ("topology=dragonflynew routing_function=valiant k=2", "`routing_function = valiant`"),
             ("topology=dragonflynew routing_function=min k=2 n=2", "`n = 2`"),
             ("topology=dragonflynew routing_function=min k=2 num_vcs=1", "`num_vcs = 1`"),
             ("topology=fly k=2 n=20", "GiB"),

@@ -230,7 +230,11 @@ impl Wiring {
                     flatfly_port(k as usize, (xr * xr) as usize, router as usize, to, false)
                 })
             }
-            Topology::DragonFly { p } => Some(dragonfly_port(p as usize, router as usize, dest)),
+            Topology::DragonFly { p, ugal: false } => {
+                Some(dragonfly_port(p as usize, router as usize, dest))
+            }
+            // Adaptive, with per-packet state: see `ugal_route`.
+            Topology::DragonFly { ugal: true, .. } => None,
             // min_anynet: the table computed from the file (`AnyNet::routing_table`).
             Topology::AnyNet(_) => self
                 .table
@@ -251,10 +255,15 @@ impl Wiring {
 
     /// Hops (routers) from `src` to `dest` through intermediate router `intm` (two-phase
     /// routing: both legs, the intermediate router once); [`hops`](Self::hops) elsewhere.
-    pub fn hops_via(&self, src: usize, intm: usize, dest: usize) -> u32 {
+    pub fn hops_via(&self, src: usize, intm: u32, dest: usize) -> u32 {
         match self.topology {
             Topology::MeshTwoPhase { k, n, .. } => {
+                let intm = (intm & !PHASE_1) as usize;
                 kncube_hops(k, n, src, intm, false) + kncube_hops(k, n, intm, dest, false) - 1
+            }
+            Topology::DragonFly { p, ugal: true } if intm & UGAL_NONMIN != 0 => {
+                let (p, intm) = (p as usize, (intm & UGAL_INTM) as usize);
+                dragonfly_hops(p, src, intm) + dragonfly_hops(p, intm, dest) - 1
             }
             _ => self.hops(src, dest),
         }
@@ -293,7 +302,7 @@ impl Wiring {
             | Topology::MeshTwoPhase { k, n, .. } => kncube_hops(k, n, src, dest, false),
             Topology::Torus { k, n, .. } => kncube_hops(k, n, src, dest, true),
             Topology::CMesh { k, express, .. } => cmesh_hops(k, express, src, dest),
-            Topology::DragonFly { p } => dragonfly_hops(p as usize, src, dest),
+            Topology::DragonFly { p, .. } => dragonfly_hops(p as usize, src, dest),
             Topology::FlatFly { k, n, xr, x, .. } => flatfly_hops(k, n, xr, x, src, dest),
             Topology::AnyNet(_) => self.walked_hops(src, dest),
         }
@@ -1022,7 +1031,7 @@ pub fn build(
             }
         }
     }
-    if let Topology::DragonFly { p } = topology {
+    if let Topology::DragonFly { p, .. } = topology {
         // dragonfly.cpp, literally: terminal c = p r + i on port i of router r; BookSim's
         // channel (3p - 1) r + j leaves router r on output p + j (j < 2p - 1: local, else
         // global); each router's inputs p.. take the channels `_BuildNet` computes.
@@ -1072,7 +1081,7 @@ pub fn build(
         | Topology::QTree { .. }
         | Topology::CMesh { .. }
         | Topology::FlatFly { xy_yx: false, .. }
-        | Topology::DragonFly { .. }
+        | Topology::DragonFly { ugal: false, .. }
         | Topology::AnyNet(_) => {
             for r in &mut routers {
                 r.set_order_free_routing(true);
@@ -1087,8 +1096,9 @@ pub fn build(
         }
         _ => {}
     }
-    if let Topology::MeshXyYx { adaptive: true, .. } | Topology::FlatFly { adaptive: true, .. } =
-        topology
+    if let Topology::MeshXyYx { adaptive: true, .. }
+    | Topology::FlatFly { adaptive: true, .. }
+    | Topology::DragonFly { ugal: true, .. } = topology
     {
         // Lookahead routes for the first router are computed at injection, from the
         // router's downstream occupancy before this cycle's credits.
@@ -1143,6 +1153,12 @@ pub struct BookSimRouting<'a> {
 
 /// In [`BookSimRouting::intm`]: the packet is in its second phase.
 pub const PHASE_1: u32 = 1 << 31;
+/// `ugal_dragonflynew`'s state in [`BookSimRouting::intm`]: the phase (0 to 2) from this bit
+/// up, [`UGAL_NONMIN`], and the intermediate terminal in [`UGAL_INTM`].
+const UGAL_PH_SHIFT: u32 = 30;
+/// The packet was sent non-minimally.
+const UGAL_NONMIN: u32 = 1 << 29;
+const UGAL_INTM: u32 = UGAL_NONMIN - 1;
 
 impl BookSimRouting<'_> {
     /// The VC range of flit `f`'s packet: its kind's under `use_read_write` (BookSim's
@@ -1172,7 +1188,10 @@ impl BookSimRouting<'_> {
             return self.xy_yx_route(router, in_port, f, k, n, None);
         } else if let Topology::MeshTwoPhase { k, n, romm } = w.topology {
             return self.two_phase_route(router, in_port, f, k, n, romm);
-        } else if let Topology::DragonFly { p } = w.topology {
+        } else if let Topology::DragonFly { p, ugal } = w.topology {
+            if ugal {
+                return self.ugal_route(router, in_port, f, p, None);
+            }
             return self.dragonfly_route(router, f, p);
         } else if let Topology::Tree4 = w.topology {
             return self.tree4_route(router, f);
@@ -1286,6 +1305,9 @@ impl BookSimRouting<'_> {
                 adaptive: true,
                 ..
             } => self.flatfly_xy_yx_route(router, in_port, f, k, xr, x, Some(used)),
+            Topology::DragonFly { p, ugal: true } => {
+                self.ugal_route(router, in_port, f, p, Some(used))
+            }
             _ => self.route_at(router, in_port, f),
         }
     }
@@ -1440,6 +1462,65 @@ impl BookSimRouting<'_> {
         let a = 2 * p;
         let ph = u8::from(port >= p + a - 1 || router as usize / a != src / (a * p));
         Route::new(port as u16, ph, ph)
+    }
+
+    /// `ugal_dragonflynew` (3 VCs, the VC being the phase). At the source router: a
+    /// destination in the source's group goes minimally in phase 2; otherwise an intermediate
+    /// terminal is drawn (`RandomInt(nodes - 1)`), and the packet goes minimally (phase 1)
+    /// if that terminal is in the source's group or if the minimal output's downstream
+    /// occupancy is at most twice the non-minimal one's plus 30, else towards the
+    /// intermediate terminal's router in phase 0. Phase 0 becomes 1 at that router; phase 1
+    /// becomes 2 on a global output. The state (intermediate terminal, phase, and whether
+    /// the packet went non-minimally, for its hop count) is kept per packet in `intm`, as
+    /// BookSim keeps `f->intm` and `f->ph`.
+    #[inline(never)]
+    fn ugal_route(
+        &mut self,
+        router: u32,
+        in_port: usize,
+        f: &Flit,
+        p: u32,
+        used: Option<&dyn Fn(usize) -> u32>,
+    ) -> Route {
+        let (p, r, dest) = (p as usize, router as usize, f.dest as usize);
+        let a = 2 * p;
+        let group_nodes = a * p;
+        let slot = f.payload as usize;
+        let state = self.intm.get(slot).copied().unwrap_or(0);
+        let (mut ph, mut im, mut nonmin) = (state >> UGAL_PH_SHIFT, state & UGAL_INTM, false);
+        if in_port < p {
+            if dest / group_nodes == r / a {
+                ph = 2;
+            } else {
+                im = self.rng.int(self.wiring.nodes as u32 - 1);
+                if (im as usize) / group_nodes == r / a {
+                    ph = 1;
+                } else {
+                    let used = |o: usize| used.map_or(0, |u| u(o));
+                    let min_q = used(dragonfly_port(p, r, dest));
+                    let nonmin_q = used(dragonfly_port(p, r, im as usize));
+                    ph = if min_q <= 2 * nonmin_q + 30 { 1 } else { 0 };
+                    nonmin = ph == 0;
+                }
+            }
+        } else {
+            nonmin = state & UGAL_NONMIN != 0;
+        }
+        if ph == 0 && r == im as usize / p {
+            ph = 1;
+        }
+        let port = if ph == 0 {
+            dragonfly_port(p, r, im as usize)
+        } else {
+            dragonfly_port(p, r, dest)
+        };
+        if ph == 1 && port >= p + a - 1 {
+            ph = 2;
+        }
+        if let Some(s) = self.intm.get_mut(slot) {
+            *s = ph << UGAL_PH_SHIFT | if nonmin { UGAL_NONMIN } else { 0 } | im;
+        }
+        Route::new(port as u16, ph as u8, ph as u8)
     }
 
     // Kept out of line so that `route_at`, inlined into the routers' hot loops, stays small.
@@ -1603,9 +1684,11 @@ mod tests {
                                 }
                                 let class = u8::from(z % k > y % k);
                                 assert_eq!((r.vc_lo, r.vc_hi), (class, class), "{s}->{d}");
-                            } else if let Topology::DragonFly { .. } = topo.clone() {
-                                // VC 0 before the global link, 1 from it on.
-                                assert!(r.vc_lo == r.vc_hi && r.vc_hi <= 1, "{s}->{d}");
+                            } else if let Topology::DragonFly { ugal, .. } = topo.clone() {
+                                // min: VC 0 before the global link, 1 from it on; ugal: the
+                                // phase (0 to 2).
+                                let top = if ugal { 2 } else { 1 };
+                                assert!(r.vc_lo == r.vc_hi && r.vc_hi <= top, "{s}->{d}");
                             } else if let (
                                 Topology::FlatFly { xy_yx: true, .. }
                                 | Topology::MeshTwoPhase { .. },
@@ -1641,7 +1724,11 @@ mod tests {
                     // inside the minimal quadrant, so its route is a minimal one.
                     let im = (intm[0] & !PHASE_1) as usize;
                     assert!(intm[0] & PHASE_1 != 0, "{topo:?} {s}->{d}");
-                    assert_eq!(hops, w.hops_via(s, im, d), "{topo:?} {s}->{d} via {im}");
+                    assert_eq!(
+                        hops,
+                        w.hops_via(s, intm[0], d),
+                        "{topo:?} {s}->{d} via {im}"
+                    );
                     if romm {
                         assert_eq!(hops, kncube_hops(k, n, s, d, false), "{s}->{d} via {im}");
                     }
@@ -1845,6 +1932,70 @@ mod tests {
         }
     }
 
+    /// UGAL on the dragonfly: with the minimal output's queue far longer than the
+    /// non-minimal one's, a packet to another group goes through the drawn intermediate
+    /// terminal's router (phase 0 on VC 0, then phase 1, phase 2 after a global link), and
+    /// the hop count follows the path taken; within its group it goes minimally on VC 2.
+    #[test]
+    fn ugal_routes_through_the_intermediate_router_when_minimal_is_busy() {
+        let p = 2;
+        let topo = Topology::DragonFly { p, ugal: true };
+        let (w, routers) = build(topo, 1, &RouterConfig { vcs: 3, ..base() }).unwrap();
+        let mut rng = KnuthInt::new(3);
+        let (mut nonmin, mut minimal) = (0, 0);
+        for s in 0..w.nodes {
+            for d in 0..w.nodes {
+                let packets = [Packet::from_source(s as u32)];
+                let mut intm = [0u32];
+                let f0 = Flit::new(0, d as u32, true, true);
+                let (mut c, mut hops, mut first) = (w.inject(s), 0, true);
+                let mut vcs = Vec::new();
+                while let End::Router { router, port } = w.dst[c] {
+                    let mut rt = BookSimRouting {
+                        wiring: &w,
+                        rng: &mut rng,
+                        packets: &packets,
+                        intm: &mut intm,
+                    };
+                    let mut f = f0;
+                    f.vc = *vcs.last().unwrap_or(&0);
+                    // The minimal output (what min routing takes) is congested at the source.
+                    let min_out = dragonfly_port(p as usize, router as usize, d);
+                    let busy = |o: usize| if first && o == min_out { 1000 } else { 0 };
+                    let r = rt.route_reading(router, port as usize, &f, &busy);
+                    first = false;
+                    assert_eq!(r.vc_lo, r.vc_hi);
+                    vcs.push(r.vc_lo);
+                    c = w.router_out[router as usize][r.port as usize] as usize;
+                    hops += 1;
+                    assert!(hops < assert_limit(routers.len()), "{s}->{d}");
+                }
+                assert_eq!(w.dst[c], End::Node(d as u32), "{s}->{d}");
+                assert_eq!(hops, w.hops_via(s, intm[0], d), "{s}->{d}");
+                let same_group =
+                    s / (2 * p as usize * p as usize) == d / (2 * p as usize * p as usize);
+                if same_group {
+                    assert!(vcs.iter().all(|&v| v == 2), "{s}->{d}: {vcs:?}");
+                } else if intm[0] & UGAL_NONMIN != 0 {
+                    nonmin += 1;
+                    assert_eq!(vcs[0], 0, "{s}->{d}");
+                } else {
+                    minimal += 1;
+                }
+                // Phases never go back.
+                assert!(vcs.windows(2).all(|v| v[0] <= v[1]), "{s}->{d}: {vcs:?}");
+            }
+        }
+        assert!(
+            nonmin > 100 && minimal > 10,
+            "{nonmin} non-minimal, {minimal} minimal"
+        );
+    }
+
+    fn assert_limit(routers: usize) -> u32 {
+        routers as u32 + 2
+    }
+
     #[test]
     fn every_route_arrives() {
         walk(anynet(ANYNET_TREE));
@@ -1867,8 +2018,9 @@ mod tests {
             n: 2,
             adaptive: false,
         });
-        walk(Topology::DragonFly { p: 1 });
-        walk(Topology::DragonFly { p: 2 });
+        walk(Topology::DragonFly { p: 1, ugal: false });
+        walk(Topology::DragonFly { p: 2, ugal: false });
+        walk(Topology::DragonFly { p: 2, ugal: true });
         walk(Topology::MeshXyYx {
             k: 3,
             n: 3,

@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use thiserror::Error;
 
 use super::config::{BooksimConfig, Injection, OnOff, PacketKind, SimType, Topology, Traffic};
-use super::network::{build, BookSimRouting, Channels, End, Wiring, PHASE_1};
+use super::network::{build, BookSimRouting, Channels, End, Wiring};
 use super::rng::{BookSimRng, FastMod, KnuthFloat};
 use crate::engine::{run_until, Model, Scheduler};
 use crate::router::{BufferState, Credit, Flit, IqRouter, RouterConfigError, RouterError};
@@ -330,9 +330,7 @@ impl Ledger {
             let size = self.sizes.get(kind as usize).copied().unwrap_or(1);
             if record_all || p.record() {
                 let hops = match self.intm.get(slot) {
-                    Some(&im) => {
-                        wiring.hops_via(p.src() as usize, (im & !PHASE_1) as usize, p.dest as usize)
-                    }
+                    Some(&im) => wiring.hops_via(p.src() as usize, im, p.dest as usize),
                     None => wiring.hops(p.src() as usize, p.dest as usize),
                 };
                 let hops = i64::from(hops);
@@ -816,7 +814,9 @@ impl Sim {
                 intm: Vec::new(),
                 two_phase: matches!(
                     cfg.topology,
-                    Topology::MeshTwoPhase { .. } | Topology::Torus { balanced: true, .. }
+                    Topology::MeshTwoPhase { .. }
+                        | Topology::Torus { balanced: true, .. }
+                        | Topology::DragonFly { ugal: true, .. }
                 ),
                 free: Vec::with_capacity(packet_cap),
                 in_flight: 0,
