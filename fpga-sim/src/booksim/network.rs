@@ -253,8 +253,10 @@ impl Wiring {
         }
     }
 
-    /// Hops (routers) from `src` to `dest` through intermediate router `intm` (two-phase
-    /// routing: both legs, the intermediate router once); [`hops`](Self::hops) elsewhere.
+    /// Hops (routers) from `src` to `dest` of a packet whose routing state
+    /// ([`BookSimRouting::intm`]) is `intm`: through the intermediate router for two-phase
+    /// routing, and for UGAL when the packet went non-minimally (both legs, the intermediate
+    /// router once); [`hops`](Self::hops) elsewhere.
     pub fn hops_via(&self, src: usize, intm: u32, dest: usize) -> u32 {
         match self.topology {
             Topology::MeshTwoPhase { k, n, .. } => {
