@@ -399,6 +399,9 @@ pub enum Topology {
         /// With `xy_yx`: `adaptive_xyyx_flatfly` (the order whose output is less occupied
         /// downstream, drawn on a tie).
         adaptive: bool,
+        /// `valiant_flatfly` (through a random intermediate terminal's router, two VC
+        /// phases) rather than `min_flatfly` (`xy_yx` false).
+        valiant: bool,
         /// `use_noc_latency`: channel latencies from the layout (else 1).
         noc: bool,
     },
@@ -1214,17 +1217,18 @@ fn read_network_file(name: &str, origin: Origin) -> Result<AnyNet, ConfigError> 
 }
 
 fn flatfly(raw: &mut Raw, k: i64, n: i64, rf: &str, nodes: u128) -> Result<Topology, ConfigError> {
-    let (xy_yx, adaptive) = match rf {
-        "ran_min" => (false, false),
-        "xyyx" => (true, false),
-        "adaptive_xyyx" => (true, true),
+    let (xy_yx, adaptive, valiant) = match rf {
+        "ran_min" => (false, false, false),
+        "xyyx" => (true, false, false),
+        "adaptive_xyyx" => (true, true, false),
+        "valiant" => (false, false, true),
         _ => {
             return Err(unsupported(
                 "routing_function",
                 rf,
-                "flatfly uses ran_min (min_flatfly), xyyx (xyyx_flatfly) or adaptive_xyyx \
-                 (adaptive_xyyx_flatfly); valiant and the ugal variants are non-minimal or \
-                 adaptive over several routes and not modelled",
+                "flatfly uses ran_min (min_flatfly), xyyx (xyyx_flatfly), adaptive_xyyx \
+                 (adaptive_xyyx_flatfly) or valiant (valiant_flatfly); the ugal variants are \
+                 not modelled",
             ))
         }
     };
@@ -1263,6 +1267,7 @@ fn flatfly(raw: &mut Raw, k: i64, n: i64, rf: &str, nodes: u128) -> Result<Topol
         x: x as u32,
         xy_yx,
         adaptive,
+        valiant,
         noc,
     })
 }
@@ -2212,6 +2217,7 @@ impl BooksimConfig {
                 | Topology::MeshXyYx { .. }
                 | Topology::MeshTwoPhase { .. }
                 | Topology::FlatFly { xy_yx: true, .. }
+                | Topology::FlatFly { valiant: true, .. }
                 | Topology::DragonFly { .. }
         ) && router.vcs < 2
         {
@@ -2505,7 +2511,7 @@ mod tests {
             ("topology=qtree routing_function=nca k=4 n=2", "`k = 4 (n = 2)`"),
             ("topology=mesh routing_function=valiant num_vcs=1", "`num_vcs = 1`"),
             ("topology=torus routing_function=valiant", "`routing_function = valiant`"),
-            ("topology=flatfly routing_function=valiant", "`routing_function = valiant`"),
+            ("topology=flatfly routing_function=ugal_xyyx", "`routing_function = ugal_xyyx`"),
             ("topology=flatfly routing_function=ran_min k=2 n=5", "`n = 5`"),
             ("topology=flatfly routing_function=ran_min c=4 xr=2", "`c = 4"),
             ("topology=flatfly routing_function=ran_min k=4 n=2 x=3 y=3", "`x = 3`"),
@@ -2735,6 +2741,7 @@ mod tests {
             x,
             xy_yx,
             adaptive: false,
+            valiant: false,
             noc,
         };
         assert_eq!(c.topology, ff(4, true, true));

@@ -219,7 +219,8 @@ impl Wiring {
             Topology::Torus { .. }
             | Topology::MeshXyYx { .. }
             | Topology::MeshTwoPhase { .. }
-            | Topology::FlatFly { xy_yx: true, .. } => None,
+            | Topology::FlatFly { xy_yx: true, .. }
+            | Topology::FlatFly { valiant: true, .. } => None,
             Topology::FlatFly { k, xr, x, .. } => {
                 // min_flatfly: the terminal's port at its router, else flatfly_outport (the
                 // lowest differing dimension first).
@@ -263,6 +264,13 @@ impl Wiring {
                 let intm = (intm & !PHASE_1) as usize;
                 kncube_hops(k, n, src, intm, false) + kncube_hops(k, n, intm, dest, false) - 1
             }
+            Topology::FlatFly {
+                k,
+                xr,
+                x,
+                valiant: true,
+                ..
+            } => flatfly_valiant_hops(k, xr, x, src, (intm & !PHASE_1) as usize, dest),
             Topology::DragonFly { p, ugal: true } if intm & UGAL_NONMIN != 0 => {
                 let (p, intm) = (p as usize, (intm & UGAL_INTM) as usize);
                 dragonfly_hops(p, src, intm) + dragonfly_hops(p, intm, dest) - 1
@@ -451,6 +459,33 @@ fn flatfly_hops(k: u32, n: u32, xr: u32, x: u32, src: usize, dest: usize) -> u32
         hops += u32::from(a % k != b % k);
         a /= k;
         b /= k;
+    }
+    hops
+}
+
+/// Routers on a `valiant_flatfly` route from terminal `src` to `dest` through terminal
+/// `intm`'s router: towards it until reaching it or the destination's router, then to the
+/// destination's, each leg lowest differing dimension first.
+fn flatfly_valiant_hops(k: u32, xr: u32, x: u32, src: usize, intm: usize, dest: usize) -> u32 {
+    let place = |t: usize| flatfly_terminal(xr as usize, x as usize, t).0;
+    let (mut r, im, to) = (place(src), place(intm), place(dest));
+    let k = k as usize;
+    // The router one hop from `r` towards `t`: the lowest differing digit set to `t`'s.
+    let step = |r: usize, t: usize| {
+        let mut pow = 1;
+        while (r / pow) % k == (t / pow) % k {
+            pow *= k;
+        }
+        r - ((r / pow) % k) * pow + ((t / pow) % k) * pow
+    };
+    let mut hops = 1;
+    while r != im && r != to {
+        r = step(r, im);
+        hops += 1;
+    }
+    while r != to {
+        r = step(r, to);
+        hops += 1;
     }
     hops
 }
@@ -1082,7 +1117,11 @@ pub fn build(
         | Topology::Mesh { .. }
         | Topology::QTree { .. }
         | Topology::CMesh { .. }
-        | Topology::FlatFly { xy_yx: false, .. }
+        | Topology::FlatFly {
+            xy_yx: false,
+            valiant: false,
+            ..
+        }
         | Topology::DragonFly { ugal: false, .. }
         | Topology::AnyNet(_) => {
             for r in &mut routers {
@@ -1115,6 +1154,7 @@ pub fn build(
             | Topology::MeshXyYx { .. }
             | Topology::MeshTwoPhase { .. }
             | Topology::FlatFly { xy_yx: true, .. }
+            | Topology::FlatFly { valiant: true, .. }
             | Topology::DragonFly { .. }
             | Topology::AnyNet(_)
     ) && routers.len() * nodes <= 1 << 22
@@ -1206,6 +1246,15 @@ impl BookSimRouting<'_> {
         } = w.topology
         {
             return self.flatfly_xy_yx_route(router, in_port, f, k, xr, x, None);
+        } else if let Topology::FlatFly {
+            k,
+            xr,
+            x,
+            valiant: true,
+            ..
+        } = w.topology
+        {
+            return self.flatfly_valiant_route(router, in_port, f, k, xr, x);
         } else {
             w.port_for(router, dest).map_or(UP, |p| p as u16)
         };
@@ -1353,6 +1402,49 @@ impl BookSimRouting<'_> {
             self.rng.int(1) > 0
         };
         class_route(port_of(xy) as u16, lo, hi, !xy)
+    }
+
+    /// `valiant_flatfly`: at the first router (a flit from a terminal port) an intermediate
+    /// terminal is drawn (`RandomInt(k^n c - 1)`) and the packet enters phase 0; at the
+    /// intermediate terminal's router or the destination's it enters phase 1 (and stays).
+    /// Phase 0 goes towards the intermediate router, phase 1 towards the destination, each by
+    /// `flatfly_outport` (lowest differing dimension first); except at the destination's
+    /// router phase 0 takes the lower `vcs - vcs / 2` VCs of the range and phase 1 the upper
+    /// `vcs / 2`. The intermediate terminal and phase are kept per packet ([`PHASE_1`]).
+    #[inline(never)]
+    fn flatfly_valiant_route(
+        &mut self,
+        router: u32,
+        in_port: usize,
+        f: &Flit,
+        k: u32,
+        xr: u32,
+        x: u32,
+    ) -> Route {
+        let (lo, hi) = self.vc_range(f);
+        let (c, r) = ((xr * xr) as usize, router as usize);
+        let slot = f.payload as usize;
+        let mut state = self.intm.get(slot).copied().unwrap_or(0);
+        if in_port < c {
+            state = self.rng.int(self.wiring.nodes as u32 - 1);
+        }
+        let im_router = flatfly_terminal(xr as usize, x as usize, (state & !PHASE_1) as usize).0;
+        let (to, term_port) = flatfly_terminal(xr as usize, x as usize, f.dest as usize);
+        if im_router == r || to == r {
+            state |= PHASE_1;
+        }
+        if let Some(s) = self.intm.get_mut(slot) {
+            *s = state;
+        }
+        let toward = |t: usize| flatfly_port(k as usize, c, r, t, false);
+        if to == r {
+            return Route::new(term_port as u16, lo, hi);
+        }
+        if state & PHASE_1 == 0 {
+            class_route(toward(im_router) as u16, lo, hi, false)
+        } else {
+            class_route(toward(to) as u16, lo, hi, true)
+        }
     }
 
     /// `valiant_mesh` / `romm_mesh`. At the first router (a flit from the terminal port)
@@ -1693,6 +1785,7 @@ mod tests {
                                 assert!(r.vc_lo == r.vc_hi && r.vc_hi <= top, "{s}->{d}");
                             } else if let (
                                 Topology::FlatFly { xy_yx: true, .. }
+                                | Topology::FlatFly { valiant: true, .. }
                                 | Topology::MeshTwoPhase { .. },
                                 false,
                             ) = (topo.clone(), at_dest(router))
@@ -1735,7 +1828,7 @@ mod tests {
                         assert_eq!(hops, kncube_hops(k, n, s, d, false), "{s}->{d} via {im}");
                     }
                 } else {
-                    assert_eq!(hops, w.hops(s, d), "{topo:?} {s}->{d}");
+                    assert_eq!(hops, w.hops_via(s, intm[0], d), "{topo:?} {s}->{d}");
                 }
             }
         }
@@ -1863,6 +1956,7 @@ mod tests {
             x: 2,
             xy_yx: false,
             adaptive: false,
+            valiant: false,
             noc: true,
         };
         let (w, _) = build(topo, 1, &base()).unwrap();
@@ -1888,6 +1982,7 @@ mod tests {
             x: 4,
             xy_yx: true,
             adaptive: true,
+            valiant: false,
             noc: false,
         };
         // From router 0 to terminal 5 (router 5: one step in each dimension). Mesh: XY leaves
@@ -2059,7 +2154,7 @@ mod tests {
             (5, 1, 1, 5),
             (1, 2, 2, 1),
         ] {
-            for xy_yx in [false, true] {
+            for (xy_yx, valiant) in [(false, false), (true, false), (false, true)] {
                 walk(Topology::FlatFly {
                     k,
                     n,
@@ -2067,6 +2162,7 @@ mod tests {
                     x,
                     xy_yx,
                     adaptive: false,
+                    valiant,
                     noc: true,
                 });
             }
@@ -2128,6 +2224,7 @@ mod tests {
             x: 4,
             xy_yx: false,
             adaptive: false,
+            valiant: false,
             noc: true,
         };
         let (w, routers) = build(topo, 1, &base()).unwrap();
@@ -2172,6 +2269,7 @@ mod tests {
             x: 4,
             xy_yx: false,
             adaptive: false,
+            valiant: false,
             noc: false,
         };
         let (w, _) = build(unit, 1, &base()).unwrap();

@@ -817,6 +817,7 @@ impl Sim {
                     Topology::MeshTwoPhase { .. }
                         | Topology::Torus { balanced: true, .. }
                         | Topology::DragonFly { ugal: true, .. }
+                        | Topology::FlatFly { valiant: true, .. }
                 ),
                 free: Vec::with_capacity(packet_cap),
                 in_flight: 0,
