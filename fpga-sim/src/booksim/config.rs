@@ -361,14 +361,17 @@ pub enum Topology {
         balanced: bool,
     },
     /// BookSim's concentrated mesh (`cmesh`): k x k routers, 4 terminals each (2 x 2), with
-    /// express channels along the edges; `dor` (express) or `dor_no_express` routing.
+    /// express channels along the edges; `dor` (express) or `dor_no_express` routing, or
+    /// `xy_yx` / `xy_yx_no_express` (the order drawn at the first router, one VC class each).
     CMesh {
         /// Routers per dimension (even).
         k: u32,
         /// `use_noc_latency`: channel latencies from the layout (else 1).
         noc: bool,
-        /// `dor_cmesh` (express channels taken) rather than `dor_no_express_cmesh`.
+        /// Express channels taken (`dor_cmesh`, `xy_yx_cmesh`) rather than not (`_no_express`).
         express: bool,
+        /// `xy_yx_cmesh` / `xy_yx_no_express_cmesh` rather than dimension order.
+        xy_yx: bool,
     },
     /// BookSim's `dragonflynew` (n = 1) with `min` or `ugal` routing: groups of `a = 2p`
     /// routers, each with `p` terminals, `2p - 1` local and `p` global ports; `g = a p + 1`
@@ -1829,16 +1832,20 @@ impl BooksimConfig {
                 }
             },
             "cmesh" => {
-                let express =
-                    match rf.as_str() {
-                        "dor" => true,
-                        "dor_no_express" => false,
-                        _ => return Err(unsupported(
+                let (express, xy_yx) = match rf.as_str() {
+                    "dor" => (true, false),
+                    "dor_no_express" => (false, false),
+                    "xy_yx" => (true, true),
+                    "xy_yx_no_express" => (false, true),
+                    _ => {
+                        return Err(unsupported(
                             "routing_function",
                             &rf,
-                            "cmesh uses dor (dor_cmesh) or dor_no_express (dor_no_express_cmesh)",
-                        )),
-                    };
+                            "cmesh uses dor (dor_cmesh), dor_no_express (dor_no_express_cmesh), \
+                             xy_yx (xy_yx_cmesh) or xy_yx_no_express (xy_yx_no_express_cmesh)",
+                        ))
+                    }
+                };
                 // CMesh::_ComputeSize asserts all of these ("broken" otherwise).
                 let geometry = [
                     ("n", n, 2),
@@ -1874,10 +1881,23 @@ impl BooksimConfig {
                          apart: k must be 1 or even",
                     ));
                 }
+                if xy_yx && express && k > 4 {
+                    // cmesh_xy / cmesh_yx take an edge's express channel (k/2 routers long)
+                    // for any move of more than 1: with k >= 6 a packet 2 routers from its
+                    // destination along an edge is sent k/2 past it and back for ever.
+                    return Err(unsupported(
+                        "routing_function",
+                        &rf,
+                        "BookSim's xy_yx_cmesh takes an edge's express channel for any move of \
+                         more than one router, so from k = 6 on some packets go back and forth \
+                         along the edge for ever (xy_yx_no_express, or k <= 4)",
+                    ));
+                }
                 Topology::CMesh {
                     k: k32,
                     noc: raw.int("use_noc_latency", 1)? != 0,
                     express,
+                    xy_yx,
                 }
             }
             "dragonflynew" => {
@@ -2218,6 +2238,7 @@ impl BooksimConfig {
                 | Topology::MeshTwoPhase { .. }
                 | Topology::FlatFly { xy_yx: true, .. }
                 | Topology::FlatFly { valiant: true, .. }
+                | Topology::CMesh { xy_yx: true, .. }
                 | Topology::DragonFly { .. }
         ) && router.vcs < 2
         {
@@ -2526,7 +2547,14 @@ mod tests {
             ("topology=cmesh routing_function=dor c=4 xr=2 yr=2 n=3", "`n = 3`"),
             ("topology=cmesh routing_function=dor c=4 xr=2 yr=2 n=2 k=3", "`k = 3`"),
             ("topology=cmesh routing_function=dor c=4 xr=2 yr=2 n=2 x=4", "`x = 4`"),
-            ("topology=cmesh routing_function=xy_yx c=4 xr=2 yr=2 n=2", "`routing_function = xy_yx`"),
+            (
+                "topology=cmesh routing_function=adaptive_xy_yx c=4 xr=2 yr=2 n=2",
+                "`routing_function = adaptive_xy_yx`",
+            ),
+            (
+                "topology=cmesh routing_function=xy_yx c=4 xr=2 yr=2 n=2 k=6",
+                "`routing_function = xy_yx`",
+            ),
             ("routing_function=nca", "routing_function"),
             (
                 "topology=torus routing_function=dim_order num_vcs=1",
@@ -2679,7 +2707,12 @@ mod tests {
             "yr=2",
         ];
         let c = BooksimConfig::from_text(XBAR, &ov).unwrap();
-        let cmesh = |noc, express| Topology::CMesh { k: 4, noc, express };
+        let cmesh = |noc, express| Topology::CMesh {
+            k: 4,
+            noc,
+            express,
+            xy_yx: false,
+        };
         assert_eq!(c.topology, cmesh(true, true));
         assert_eq!(c.topology.nodes(), 64);
         let more = [

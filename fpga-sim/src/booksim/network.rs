@@ -241,6 +241,8 @@ impl Wiring {
                 .table
                 .get(router as usize * self.nodes + dest)
                 .map(|&p| usize::from(p)),
+            // Drawn at the first router: see `cmesh_xy_yx_route`.
+            Topology::CMesh { xy_yx: true, .. } => None,
             Topology::CMesh { k, express, .. } => {
                 // dor_cmesh / dor_no_express_cmesh: the terminal's port at its router, else
                 // cmesh_next towards the destination's router.
@@ -271,6 +273,12 @@ impl Wiring {
                 valiant: true,
                 ..
             } => flatfly_valiant_hops(k, xr, x, src, (intm & !PHASE_1) as usize, dest),
+            Topology::CMesh {
+                k,
+                express,
+                xy_yx: true,
+                ..
+            } => cmesh_hops(k, express, src, dest, Some(intm & CMESH_XY != 0)),
             Topology::DragonFly { p, ugal: true } if intm & UGAL_NONMIN != 0 => {
                 let (p, intm) = (p as usize, (intm & UGAL_INTM) as usize);
                 dragonfly_hops(p, src, intm) + dragonfly_hops(p, intm, dest) - 1
@@ -311,7 +319,7 @@ impl Wiring {
             | Topology::MeshXyYx { k, n, .. }
             | Topology::MeshTwoPhase { k, n, .. } => kncube_hops(k, n, src, dest, false),
             Topology::Torus { k, n, .. } => kncube_hops(k, n, src, dest, true),
-            Topology::CMesh { k, express, .. } => cmesh_hops(k, express, src, dest),
+            Topology::CMesh { k, express, .. } => cmesh_hops(k, express, src, dest, None),
             Topology::DragonFly { p, .. } => dragonfly_hops(p as usize, src, dest),
             Topology::FlatFly { k, n, xr, x, .. } => flatfly_hops(k, n, xr, x, src, dest),
             Topology::AnyNet(_) => self.walked_hops(src, dest),
@@ -565,31 +573,55 @@ fn cmesh_terminal(k: u32, t: usize) -> (usize, usize) {
 /// more than k/2 - 1 along an edge row (column) takes that edge's outward channel instead,
 /// which BookSim wires to the router k/2 along the same edge.
 fn cmesh_next(k: usize, cur: usize, dest: usize, express: bool) -> usize {
+    cmesh_dir(
+        k,
+        cur,
+        dest,
+        express.then(|| (k / 2).saturating_sub(1)),
+        false,
+    )
+}
+
+/// The concentrated mesh's dimension-order step (port 0 +x, 1 -x, 2 +y, 3 -y) from router
+/// `cur` towards router `dest`, x first or with `yx` y first; a move of more than
+/// `express_over` routers along an edge row (column) takes that edge's outward channel.
+/// `cmesh_next` uses k/2 - 1; `xy_yx_cmesh`'s `cmesh_xy` and `cmesh_yx` use 1 (their
+/// `_no_express` versions, none).
+fn cmesh_dir(k: usize, cur: usize, dest: usize, express_over: Option<usize>, yx: bool) -> usize {
     let (cy, cx, dy, dx) = (cur / k, cur % k, dest / k, dest % k);
-    let far = |d: usize| express && d > k / 2 - 1;
-    if cx != dx {
-        if far(cx.abs_diff(dx)) {
-            if cy == 0 {
-                return 3;
+    let far = |d: usize| express_over.is_some_and(|t| d > t);
+    let x_step = || {
+        (cx != dx).then(|| {
+            if far(cx.abs_diff(dx)) {
+                if cy == 0 {
+                    return 3;
+                }
+                if cy == k - 1 {
+                    return 2;
+                }
             }
-            if cy == k - 1 {
-                return 2;
+            usize::from(cx > dx)
+        })
+    };
+    let y_step = || {
+        (cy != dy).then(|| {
+            if far(cy.abs_diff(dy)) {
+                if cx == 0 {
+                    return 1;
+                }
+                if cx == k - 1 {
+                    return 0;
+                }
             }
-        }
-        return usize::from(cx > dx);
-    }
-    if cy != dy {
-        if far(cy.abs_diff(dy)) {
-            if cx == 0 {
-                return 1;
-            }
-            if cx == k - 1 {
-                return 0;
-            }
-        }
-        return 2 + usize::from(cy > dy);
-    }
-    0
+            2 + usize::from(cy > dy)
+        })
+    };
+    let step = if yx {
+        y_step().or_else(x_step)
+    } else {
+        x_step().or_else(y_step)
+    };
+    step.unwrap_or(0)
 }
 
 /// The router a concentrated-mesh output port leads to (see [`build`]).
@@ -608,14 +640,19 @@ fn cmesh_neighbour(k: usize, r: usize, port: usize) -> usize {
     }
 }
 
-/// Routers on a concentrated-mesh route (out of line, like [`kncube_hops`]).
+/// Routers on a concentrated-mesh route (out of line, like [`kncube_hops`]); with
+/// `xy_yx_order` (`xy_yx_cmesh`), in that order (true: XY) with its express rule.
 #[inline(never)]
-fn cmesh_hops(k: u32, express: bool, src: usize, dest: usize) -> u32 {
+fn cmesh_hops(k: u32, express: bool, src: usize, dest: usize, xy_yx_order: Option<bool>) -> u32 {
     let kk = k as usize;
     let (mut r, to) = (cmesh_terminal(k, src).0, cmesh_terminal(k, dest).0);
     let mut hops = 1;
     while r != to && hops <= 4 * k {
-        r = cmesh_neighbour(kk, r, cmesh_next(kk, r, to, express));
+        let dir = match xy_yx_order {
+            None => cmesh_next(kk, r, to, express),
+            Some(xy) => cmesh_dir(kk, r, to, express.then_some(1), !xy),
+        };
+        r = cmesh_neighbour(kk, r, dir);
         hops += 1;
     }
     hops
@@ -1116,13 +1153,13 @@ pub fn build(
         Topology::Fly { .. }
         | Topology::Mesh { .. }
         | Topology::QTree { .. }
-        | Topology::CMesh { .. }
         | Topology::FlatFly {
             xy_yx: false,
             valiant: false,
             ..
         }
         | Topology::DragonFly { ugal: false, .. }
+        | Topology::CMesh { xy_yx: false, .. }
         | Topology::AnyNet(_) => {
             for r in &mut routers {
                 r.set_order_free_routing(true);
@@ -1155,6 +1192,7 @@ pub fn build(
             | Topology::MeshTwoPhase { .. }
             | Topology::FlatFly { xy_yx: true, .. }
             | Topology::FlatFly { valiant: true, .. }
+            | Topology::CMesh { xy_yx: true, .. }
             | Topology::DragonFly { .. }
             | Topology::AnyNet(_)
     ) && routers.len() * nodes <= 1 << 22
@@ -1200,6 +1238,8 @@ pub const PHASE_1: u32 = 1 << 31;
 const UGAL_PH_SHIFT: u32 = 30;
 /// The packet was sent non-minimally.
 const UGAL_NONMIN: u32 = 1 << 29;
+/// `xy_yx_cmesh`'s state in [`BookSimRouting::intm`]: the packet goes XY (else YX).
+const CMESH_XY: u32 = 1;
 const UGAL_INTM: u32 = UGAL_NONMIN - 1;
 
 impl BookSimRouting<'_> {
@@ -1255,6 +1295,14 @@ impl BookSimRouting<'_> {
         } = w.topology
         {
             return self.flatfly_valiant_route(router, in_port, f, k, xr, x);
+        } else if let Topology::CMesh {
+            k,
+            express,
+            xy_yx: true,
+            ..
+        } = w.topology
+        {
+            return self.cmesh_xy_yx_route(router, in_port, f, k, express);
         } else {
             w.port_for(router, dest).map_or(UP, |p| p as u16)
         };
@@ -1445,6 +1493,42 @@ impl BookSimRouting<'_> {
         } else {
             class_route(toward(to) as u16, lo, hi, true)
         }
+    }
+
+    /// `xy_yx_cmesh` / `xy_yx_no_express_cmesh`: at the destination's router its terminal
+    /// port and every VC; else XY (`cmesh_xy`) or YX (`cmesh_yx`), drawn at the first router
+    /// (a flit from a terminal port: `RandomInt(1)`, 1: XY) and afterwards read from the VC,
+    /// with the VC classes of [`xy_yx_route`](Self::xy_yx_route). With express channels these
+    /// take an edge's express channel for a move of more than 1 router (`dor_cmesh`: more
+    /// than k/2 - 1). The order is kept per packet for its hop count.
+    #[inline(never)]
+    fn cmesh_xy_yx_route(
+        &mut self,
+        router: u32,
+        in_port: usize,
+        f: &Flit,
+        k: u32,
+        express: bool,
+    ) -> Route {
+        let (lo, hi) = self.vc_range(f);
+        let (to, port) = cmesh_terminal(k, f.dest as usize);
+        if to == router as usize {
+            return Route::new(port as u16, lo, hi);
+        }
+        // BookSim's `available_vcs`: half the range's VCs, rounded down.
+        let count = hi - lo + 1;
+        let avail = count / 2;
+        let xy = if in_port < 4 {
+            let xy = self.rng.int(1) > 0;
+            if let Some(s) = self.intm.get_mut(f.payload as usize) {
+                *s = if xy { CMESH_XY } else { 0 };
+            }
+            xy
+        } else {
+            f.vc < lo + avail
+        };
+        let dir = cmesh_dir(k as usize, router as usize, to, express.then_some(1), !xy);
+        class_route(4 + dir as u16, lo, hi, !xy)
     }
 
     /// `valiant_mesh` / `romm_mesh`. At the first router (a flit from the terminal port)
@@ -1741,13 +1825,14 @@ mod tests {
                     packets: &packets,
                     intm: &mut intm,
                 };
-                let f = Flit::new(0, d as u32, true, true);
+                let mut f = Flit::new(0, d as u32, true, true);
                 // Whether a router is the destination's.
                 let at_dest = |router: u32| match topo {
                     Topology::FlatFly { xr, x, .. } => {
                         router as usize == flatfly_terminal(xr as usize, x as usize, d).0
                     }
                     Topology::AnyNet(ref net) => router == net.router_of[d],
+                    Topology::CMesh { k, .. } => router as usize == cmesh_terminal(k, d).0,
                     _ => router as usize == d,
                 };
                 let mut c = w.inject(s);
@@ -1786,6 +1871,7 @@ mod tests {
                             } else if let (
                                 Topology::FlatFly { xy_yx: true, .. }
                                 | Topology::FlatFly { valiant: true, .. }
+                                | Topology::CMesh { xy_yx: true, .. }
                                 | Topology::MeshTwoPhase { .. },
                                 false,
                             ) = (topo.clone(), at_dest(router))
@@ -1795,13 +1881,14 @@ mod tests {
                             } else if let (Topology::MeshXyYx { .. }, true) =
                                 (topo.clone(), router as usize != d)
                             {
-                                // One VC per order class; the walk's flit stays on VC 0, so
-                                // after the first router it goes XY.
+                                // One VC per order class.
                                 assert_eq!(r.vc_lo, r.vc_hi, "{s}->{d}");
                             } else {
                                 assert_eq!((r.vc_lo, r.vc_hi), (0, 1), "{topo:?} {s}->{d}");
                             }
                             c = w.router_out[router as usize][r.port as usize] as usize;
+                            // The next hop sees the flit on a VC of its route (its class).
+                            f.vc = r.vc_lo;
                             assert_eq!(
                                 w.src[c],
                                 End::Router {
@@ -1810,7 +1897,7 @@ mod tests {
                                 }
                             );
                             hops += 1;
-                            assert!(hops <= 40);
+                            assert!(hops <= 40, "{topo:?} {s}->{d}");
                         }
                     }
                 }
@@ -2138,12 +2225,26 @@ mod tests {
                 walk(Topology::Torus { k, n, balanced });
             }
         }
-        for (k, express) in [(2, true), (4, true), (4, false), (6, true), (8, true)] {
-            walk(Topology::CMesh {
-                k,
-                noc: true,
-                express,
-            });
+        for (k, express) in [
+            (2, true),
+            (4, true),
+            (4, false),
+            (6, true),
+            (8, true),
+            (8, false),
+        ] {
+            // (xy_yx with express channels is refused from k = 6 on: its routes loop.)
+            for xy_yx in [false, true]
+                .into_iter()
+                .filter(|&x| !(x && express && k > 4))
+            {
+                walk(Topology::CMesh {
+                    k,
+                    noc: true,
+                    express,
+                    xy_yx,
+                });
+            }
         }
         for (k, n, xr, x) in [
             (4, 2, 2, 4),
@@ -2286,6 +2387,7 @@ mod tests {
             k: k as u32,
             noc: true,
             express: true,
+            xy_yx: false,
         };
         let (w, routers) = build(topo, 1, &base()).unwrap();
         assert_eq!((w.nodes, routers.len()), (64, 16));

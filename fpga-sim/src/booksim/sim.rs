@@ -818,6 +818,7 @@ impl Sim {
                         | Topology::Torus { balanced: true, .. }
                         | Topology::DragonFly { ugal: true, .. }
                         | Topology::FlatFly { valiant: true, .. }
+                        | Topology::CMesh { xy_yx: true, .. }
                 ),
                 free: Vec::with_capacity(packet_cap),
                 in_flight: 0,
