@@ -273,12 +273,8 @@ impl Wiring {
                 valiant: true,
                 ..
             } => flatfly_valiant_hops(k, xr, x, src, (intm & !PHASE_1) as usize, dest),
-            Topology::CMesh {
-                k,
-                express,
-                xy_yx: true,
-                ..
-            } => cmesh_hops(k, express, src, dest, Some(intm & CMESH_XY != 0)),
+            // Counted as the packet was routed (see `cmesh_xy_yx_route`).
+            Topology::CMesh { xy_yx: true, .. } => intm,
             Topology::DragonFly { p, ugal: true } if intm & UGAL_NONMIN != 0 => {
                 let (p, intm) = (p as usize, (intm & UGAL_INTM) as usize);
                 dragonfly_hops(p, src, intm) + dragonfly_hops(p, intm, dest) - 1
@@ -319,7 +315,7 @@ impl Wiring {
             | Topology::MeshXyYx { k, n, .. }
             | Topology::MeshTwoPhase { k, n, .. } => kncube_hops(k, n, src, dest, false),
             Topology::Torus { k, n, .. } => kncube_hops(k, n, src, dest, true),
-            Topology::CMesh { k, express, .. } => cmesh_hops(k, express, src, dest, None),
+            Topology::CMesh { k, express, .. } => cmesh_hops(k, express, src, dest),
             Topology::DragonFly { p, .. } => dragonfly_hops(p as usize, src, dest),
             Topology::FlatFly { k, n, xr, x, .. } => flatfly_hops(k, n, xr, x, src, dest),
             Topology::AnyNet(_) => self.walked_hops(src, dest),
@@ -640,19 +636,14 @@ fn cmesh_neighbour(k: usize, r: usize, port: usize) -> usize {
     }
 }
 
-/// Routers on a concentrated-mesh route (out of line, like [`kncube_hops`]); with
-/// `xy_yx_order` (`xy_yx_cmesh`), in that order (true: XY) with its express rule.
+/// Routers on a concentrated-mesh route (out of line, like [`kncube_hops`]).
 #[inline(never)]
-fn cmesh_hops(k: u32, express: bool, src: usize, dest: usize, xy_yx_order: Option<bool>) -> u32 {
+fn cmesh_hops(k: u32, express: bool, src: usize, dest: usize) -> u32 {
     let kk = k as usize;
     let (mut r, to) = (cmesh_terminal(k, src).0, cmesh_terminal(k, dest).0);
     let mut hops = 1;
     while r != to && hops <= 4 * k {
-        let dir = match xy_yx_order {
-            None => cmesh_next(kk, r, to, express),
-            Some(xy) => cmesh_dir(kk, r, to, express.then_some(1), !xy),
-        };
-        r = cmesh_neighbour(kk, r, dir);
+        r = cmesh_neighbour(kk, r, cmesh_next(kk, r, to, express));
         hops += 1;
     }
     hops
@@ -1238,8 +1229,6 @@ pub const PHASE_1: u32 = 1 << 31;
 const UGAL_PH_SHIFT: u32 = 30;
 /// The packet was sent non-minimally.
 const UGAL_NONMIN: u32 = 1 << 29;
-/// `xy_yx_cmesh`'s state in [`BookSimRouting::intm`]: the packet goes XY (else YX).
-const CMESH_XY: u32 = 1;
 const UGAL_INTM: u32 = UGAL_NONMIN - 1;
 
 impl BookSimRouting<'_> {
@@ -1500,7 +1489,10 @@ impl BookSimRouting<'_> {
     /// (a flit from a terminal port: `RandomInt(1)`, 1: XY) and afterwards read from the VC,
     /// with the VC classes of [`xy_yx_route`](Self::xy_yx_route). With express channels these
     /// take an edge's express channel for a move of more than 1 router (`dor_cmesh`: more
-    /// than k/2 - 1). The order is kept per packet for its hop count.
+    /// than k/2 - 1). A packet on the middle VC of an odd range reads as YX at the next
+    /// router whichever order it started in, and XY and YX paths differ in length once
+    /// express channels are taken, so the packet's routers are counted as they route it
+    /// (each router routes a packet once), for its hop count.
     #[inline(never)]
     fn cmesh_xy_yx_route(
         &mut self,
@@ -1511,6 +1503,10 @@ impl BookSimRouting<'_> {
         express: bool,
     ) -> Route {
         let (lo, hi) = self.vc_range(f);
+        if let Some(s) = self.intm.get_mut(f.payload as usize) {
+            // A new packet at its first router (a terminal port) starts the count.
+            *s = if in_port < 4 { 1 } else { s.saturating_add(1) };
+        }
         let (to, port) = cmesh_terminal(k, f.dest as usize);
         if to == router as usize {
             return Route::new(port as u16, lo, hi);
@@ -1519,11 +1515,7 @@ impl BookSimRouting<'_> {
         let count = hi - lo + 1;
         let avail = count / 2;
         let xy = if in_port < 4 {
-            let xy = self.rng.int(1) > 0;
-            if let Some(s) = self.intm.get_mut(f.payload as usize) {
-                *s = if xy { CMESH_XY } else { 0 };
-            }
-            xy
+            self.rng.int(1) > 0
         } else {
             f.vc < lo + avail
         };
