@@ -586,32 +586,23 @@ fn cmesh_next(k: usize, cur: usize, dest: usize, express: bool) -> usize {
 fn cmesh_dir(k: usize, cur: usize, dest: usize, express_over: Option<usize>, yx: bool) -> usize {
     let (cy, cx, dy, dx) = (cur / k, cur % k, dest / k, dest % k);
     let far = |d: usize| express_over.is_some_and(|t| d > t);
-    let x_step = || {
-        (cx != dx).then(|| {
-            if far(cx.abs_diff(dx)) {
-                if cy == 0 {
-                    return 3;
+    // A move along one axis from `c` to `d`, at `across` on the other: on that axis's edges
+    // (`across` 0 or k - 1) a far move takes the edge's express output (`edge`).
+    let axis = |c: usize, d: usize, across: usize, edge: [usize; 2], base: usize| {
+        (c != d).then(|| {
+            if far(c.abs_diff(d)) {
+                if across == 0 {
+                    return edge[0];
                 }
-                if cy == k - 1 {
-                    return 2;
-                }
-            }
-            usize::from(cx > dx)
-        })
-    };
-    let y_step = || {
-        (cy != dy).then(|| {
-            if far(cy.abs_diff(dy)) {
-                if cx == 0 {
-                    return 1;
-                }
-                if cx == k - 1 {
-                    return 0;
+                if across == k - 1 {
+                    return edge[1];
                 }
             }
-            2 + usize::from(cy > dy)
+            base + usize::from(c > d)
         })
     };
+    let x_step = || axis(cx, dx, cy, [3, 2], 0);
+    let y_step = || axis(cy, dy, cx, [1, 0], 2);
     let step = if yx {
         y_step().or_else(x_step)
     } else {
