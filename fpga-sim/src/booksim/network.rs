@@ -1,9 +1,12 @@
-//! BookSim's networks built from [`IqRouter`]s: k-ary n-flies, fat trees, meshes and tori
-//! (k-ary n-cubes), their channels, and their routing functions (`dest_tag`, `nca`,
-//! `dim_order`).
+//! BookSim's networks built from [`IqRouter`]s: k-ary n-flies, fat trees, quad trees and
+//! `tree4`, meshes and tori (k-ary n-cubes), concentrated meshes, flattened butterflies,
+//! dragonflies and `anynet` networks read from a file, their channels, and their oblivious
+//! routing functions and the adaptive ones that pick one output from router state
+//! ([`BookSimRouting`]).
 //!
-//! Channels are BookSim's: one flit per cycle with a latency of 1 cycle (2 for a torus's
-//! router-to-router channels with `use_noc_latency`). A value sent in cycle `t` (by a router's
+//! Channels are BookSim's: one flit per cycle with a latency of 1 cycle by default (the
+//! topologies' layouts, `use_noc_latency` and `anynet` files set others, terminal channels
+//! included). A value sent in cycle `t` (by a router's
 //! write phase, or by a terminal) is received in the read phase of cycle `t + latency + 1`,
 //! because BookSim's channel takes its input in the next cycle's read phase and presents it in
 //! the write phase `latency` cycles after that. Every flit channel has a credit channel running

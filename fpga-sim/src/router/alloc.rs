@@ -1186,7 +1186,7 @@ enum TableAlgo {
 }
 
 /// The allocators that keep BookSim's whole request table (`DenseAllocator`s: wavefront,
-/// maximum size, LOA), for VC or switch allocation.
+/// maximum size, LOA, PIM), for VC or switch allocation.
 pub(crate) struct TableAllocator {
     t: RequestTable,
     algo: TableAlgo,

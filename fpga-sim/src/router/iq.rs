@@ -449,7 +449,7 @@ pub struct IqRouter {
     /// VC allocation is iSLIP with this many passes, or separable output-first (`Some(0)`);
     /// `None`: separable input-first.
     va_islip: Option<usize>,
-    /// VC allocation is a table allocator (wavefront, maximum size, LOA) over input VCs x
+    /// VC allocation is a table allocator (wavefront, maximum size, LOA, PIM) over input VCs x
     /// output VCs (then `va_islip` is not read).
     va_table: Option<Box<TableAllocator>>,
     /// Input VCs granted an output VC this step.
@@ -1222,7 +1222,7 @@ impl IqRouter {
         }
     }
 
-    /// Table-allocator VC allocation (wavefront, maximum size, LOA) of the first `n` entries of
+    /// Table-allocator VC allocation (wavefront, maximum size, LOA, PIM) of the first `n` entries of
     /// the VA stage: every input VC requests each available output VC of its route (input
     /// priority 0, output priority its head's), then one `Allocate`.
     fn va_table<R: RoutingFunction>(&mut self, n: usize, routing: &mut R) {
