@@ -336,6 +336,18 @@ pub enum Topology {
         /// `adaptive_xy_yx` rather than `xy_yx`.
         adaptive: bool,
     },
+    /// k-ary n-dimensional mesh with BookSim's `min_adapt_mesh` routing. Its route set holds
+    /// the minimal directions at priority 1 on VCs above the escape VC and dimension order at
+    /// priority 0 on the escape VC (the lowest), but BookSim's `OutputSet` orders and
+    /// deduplicates its elements by priority alone, so only the first minimal direction
+    /// (dimension order's) survives: the dimension-order output, the VCs above the escape
+    /// VC preferred, the escape VC as a fallback (and alone once a packet is on it).
+    MeshMinAdapt {
+        /// Routers per dimension.
+        k: u32,
+        /// Dimensions.
+        n: u32,
+    },
     /// k-ary n-dimensional mesh with BookSim's two-phase oblivious routing, `valiant_mesh`
     /// (an intermediate router drawn anywhere, `RandomInt(nodes - 1)`) or `romm_mesh` (drawn
     /// digit by digit inside the minimal quadrant of source and destination,
@@ -422,6 +434,7 @@ impl Topology {
             | Topology::QTree { k, n }
             | Topology::Mesh { k, n }
             | Topology::MeshXyYx { k, n, .. }
+            | Topology::MeshMinAdapt { k, n }
             | Topology::MeshTwoPhase { k, n, .. }
             | Topology::Torus { k, n, .. }
             | Topology::FlatFly { k, n, .. } => (k, n),
@@ -452,6 +465,7 @@ impl Topology {
             Topology::Tree4 => (28, 4 * 8 + 8 * 8 + 16 * 6),
             Topology::Mesh { .. }
             | Topology::MeshXyYx { .. }
+            | Topology::MeshMinAdapt { .. }
             | Topology::MeshTwoPhase { .. }
             | Topology::Torus { .. } => {
                 let r = k.saturating_pow(n as u32);
@@ -1334,6 +1348,22 @@ fn read_write_keys(
                  routings split each VC range in two classes: at least 2 VCs (BookSim2 asserts)",
             ));
         }
+        // A kind is used when write_fraction lets it be drawn (BookSim draws a write when
+        // a number from [0, 1) is below write_fraction); requests and replies alike.
+        let used = if i % 2 == 1 {
+            write_fraction > 0.0
+        } else {
+            write_fraction < 1.0
+        };
+        if matches!(topology, Topology::MeshMinAdapt { .. }) && used && b > 0 && vcs > 0 {
+            return Err(unsupported(
+                &bk,
+                format!("{b} ({ek} = {e})"),
+                "min_adapt_mesh's escape element is VCs 0 to the range's first (written \
+                 AddRange(port, 0, vcBegin, vcBegin)), outside a range that does not begin at \
+                 VC 0: BookSim2 asserts at the next router",
+            ));
+        }
         ranges[i] = (b.clamp(0, 63) as u8, e.clamp(0, 63) as u8);
         let sk = format!("{name}_subnet");
         if raw.int(&sk, 0)? != 0 {
@@ -1817,6 +1847,7 @@ impl BooksimConfig {
                     n: n32,
                     adaptive: rf == "adaptive_xy_yx",
                 },
+                "min_adapt" => Topology::MeshMinAdapt { k: k32, n: n32 },
                 "valiant" | "romm" => Topology::MeshTwoPhase {
                     k: k32,
                     n: n32,
@@ -1827,7 +1858,8 @@ impl BooksimConfig {
                         "routing_function",
                         &rf,
                         "mesh uses dim_order (dim_order_mesh, alias dor), xy_yx (xy_yx_mesh), \
-                         valiant (valiant_mesh) or romm (romm_mesh)",
+                         adaptive_xy_yx, min_adapt (min_adapt_mesh), valiant (valiant_mesh) \
+                         or romm (romm_mesh)",
                     ))
                 }
             },
@@ -1969,6 +2001,7 @@ impl BooksimConfig {
             topology,
             Topology::Mesh { .. }
                 | Topology::MeshXyYx { .. }
+                | Topology::MeshMinAdapt { .. }
                 | Topology::MeshTwoPhase { .. }
                 | Topology::Torus { .. }
         ) && n > 24
@@ -2566,11 +2599,21 @@ mod tests {
                 "routing_function",
             ),
             (
-                "topology=mesh routing_function=min_adapt",
+                "topology=mesh routing_function=planar_adapt",
                 "routing_function",
             ),
             ("topology=mesh routing_function=xy_yx num_vcs=1", "`num_vcs = 1`"),
-            ("topology=mesh routing_function=min_adapt", "routing_function"),
+            ("topology=torus routing_function=min_adapt", "routing_function"),
+            (
+                "topology=mesh routing_function=min_adapt num_vcs=16 use_read_write=1",
+                "`write_request_begin_vc = 2",
+            ),
+            (
+                "topology=mesh routing_function=min_adapt num_vcs=8 use_read_write=1 \
+                 write_fraction=0 read_request_end_vc=1 read_reply_begin_vc=1 \
+                 read_reply_end_vc=3 write_reply_begin_vc=4 write_reply_end_vc=7",
+                "`read_reply_begin_vc = 1",
+            ),
             ("topology=flatfly routing_function=ugal", "routing_function"),
             (
                 "topology=dragonflynew routing_function=ugal k=1 n=1 num_vcs=4",
@@ -2665,6 +2708,24 @@ mod tests {
         let mesh = mesh.unwrap();
         assert_eq!(mesh.topology, Topology::Mesh { k: 16, n: 1 });
         assert_eq!(mesh.link_latency, 1);
+        // min_adapt with typed VC ranges: those of the kinds drawn must begin at VC 0 (the
+        // write kinds are never drawn here).
+        let min_adapt = [
+            "topology=mesh",
+            "routing_function=min_adapt",
+            "k=4",
+            "n=2",
+            "num_vcs=8",
+            "use_read_write=1",
+            "write_fraction=0",
+            "read_request_end_vc=1",
+            "read_reply_begin_vc=0",
+            "read_reply_end_vc=3",
+            "write_reply_begin_vc=4",
+            "write_reply_end_vc=7",
+        ];
+        let m = BooksimConfig::from_text(XBAR, &min_adapt).unwrap();
+        assert_eq!(m.topology, Topology::MeshMinAdapt { k: 4, n: 2 });
         let torus = ["topology=torus", "routing_function=dim_order", "k=4", "n=2"];
         let t = BooksimConfig::from_text(XBAR, &torus).unwrap();
         assert_eq!(

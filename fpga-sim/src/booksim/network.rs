@@ -201,7 +201,7 @@ impl Wiring {
                     k as usize
                 })
             }
-            Topology::Mesh { k, n } => {
+            Topology::Mesh { k, n } | Topology::MeshMinAdapt { k, n } => {
                 // dor_next_mesh: the lowest dimension whose digit differs, towards the
                 // destination (port 2d up, 2d + 1 down); port 2n ejects.
                 let (k, mut cur, mut dest) = (k as usize, router as usize, dest);
@@ -316,6 +316,7 @@ impl Wiring {
             }
             Topology::Mesh { k, n }
             | Topology::MeshXyYx { k, n, .. }
+            | Topology::MeshMinAdapt { k, n }
             | Topology::MeshTwoPhase { k, n, .. } => kncube_hops(k, n, src, dest, false),
             Topology::Torus { k, n, .. } => kncube_hops(k, n, src, dest, true),
             Topology::CMesh { k, express, .. } => cmesh_hops(k, express, src, dest),
@@ -709,6 +710,7 @@ pub fn build(
         }
         Topology::Mesh { .. }
         | Topology::MeshXyYx { .. }
+        | Topology::MeshMinAdapt { .. }
         | Topology::MeshTwoPhase { .. }
         | Topology::Torus { .. } => {
             // kncube.cpp: one router per terminal, 2n + 1 ports; a mesh has the torus's
@@ -966,6 +968,7 @@ pub fn build(
         }
         Topology::Mesh { .. }
         | Topology::MeshXyYx { .. }
+        | Topology::MeshMinAdapt { .. }
         | Topology::MeshTwoPhase { .. }
         | Topology::Torus { .. } => {
             // kncube.cpp: for each dimension d, input 2d comes from the right neighbour (its left
@@ -1174,6 +1177,7 @@ pub fn build(
         Topology::Torus { .. }
             | Topology::Tree4
             | Topology::MeshXyYx { .. }
+            | Topology::MeshMinAdapt { .. }
             | Topology::MeshTwoPhase { .. }
             | Topology::FlatFly { xy_yx: true, .. }
             | Topology::FlatFly { valiant: true, .. }
@@ -1251,6 +1255,8 @@ impl BookSimRouting<'_> {
             // (Adaptive routes read occupancies: see `route_reading`. A lookahead route is
             // never for a first router, the only one where they are read.)
             return self.xy_yx_route(router, in_port, f, k, n, None);
+        } else if let Topology::MeshMinAdapt { k, n } = w.topology {
+            return self.min_adapt_mesh_route(router, in_port, f, k, n);
         } else if let Topology::MeshTwoPhase { k, n, romm } = w.topology {
             return self.two_phase_route(router, in_port, f, k, n, romm);
         } else if let Topology::DragonFly { p, ugal } = w.topology {
@@ -1362,6 +1368,41 @@ impl BookSimRouting<'_> {
             self.rng.int(1) > 0
         };
         class_route(port_of(xy) as u16, lo, hi, !xy)
+    }
+
+    /// `min_adapt_mesh`: at the destination router the ejection port and every VC; else the
+    /// dimension-order output ([`Wiring::port_for`]'s `dor_next_mesh`) on the escape VC (the
+    /// range's first) at priority 0, and, unless the flit arrived on the escape VC (a flit
+    /// from the terminal counts as arriving on the range's last VC), the same output on the
+    /// VCs above it at priority 1. BookSim adds each dimension's minimal direction at
+    /// priority 1, but its `OutputSet` keeps one element per priority (its order compares
+    /// priorities only), so only the first, lowest differing dimension's, is kept: the
+    /// dimension-order output. (BookSim writes the escape element as VCs 0 to the range's
+    /// first at priority equal to that VC, which is the above only for a range that begins
+    /// at VC 0; the configuration refuses other ranges, on which BookSim asserts.)
+    fn min_adapt_mesh_route(
+        &mut self,
+        router: u32,
+        in_port: usize,
+        f: &Flit,
+        k: u32,
+        n: u32,
+    ) -> Route {
+        let (lo, hi) = self.vc_range(f);
+        let _ = k;
+        let port = self
+            .wiring
+            .port_for(router, f.dest as usize)
+            .unwrap_or(2 * n as usize) as u16;
+        if router == f.dest {
+            return Route::new(port, lo, hi);
+        }
+        let in_vc = if in_port == 2 * n as usize { hi } else { f.vc };
+        if in_vc == lo {
+            Route::new(port, lo, lo)
+        } else {
+            Route::new(port, lo + 1, hi).or_else(port, lo, lo)
+        }
     }
 
     /// [`route_at`](Self::route_at) at a router whose downstream occupancy per output is
@@ -1869,6 +1910,23 @@ mod tests {
                             {
                                 // One VC per order class.
                                 assert_eq!(r.vc_lo, r.vc_hi, "{s}->{d}");
+                            } else if let (Topology::MeshMinAdapt { n, .. }, true) =
+                                (topo.clone(), router as usize != d)
+                            {
+                                // Off the escape VC: VC 1 first, the escape VC 0 at the same
+                                // (dimension-order) output as a fallback; on the escape VC
+                                // (not from the terminal, which counts as the last VC), only
+                                // the escape VC.
+                                assert_eq!((r.vc_lo, r.vc_hi), (1, 1), "{s}->{d}");
+                                assert_eq!(r.alt(), Some((r.port, 0, 0)), "{s}->{d}");
+                                let mut on_escape = f;
+                                on_escape.vc = 0;
+                                let e = rt.route(router, port as usize, &on_escape);
+                                if port != 2 * n {
+                                    assert_eq!(e, Route::new(r.port, 0, 0), "{s}->{d}");
+                                } else {
+                                    assert_eq!(e, r, "{s}->{d}");
+                                }
                             } else {
                                 assert_eq!((r.vc_lo, r.vc_hi), (0, 1), "{topo:?} {s}->{d}");
                             }
@@ -2181,6 +2239,8 @@ mod tests {
         walk(Topology::Mesh { k: 4, n: 2 });
         walk(Topology::Mesh { k: 3, n: 3 });
         walk(Topology::Mesh { k: 5, n: 1 });
+        walk(Topology::MeshMinAdapt { k: 4, n: 2 });
+        walk(Topology::MeshMinAdapt { k: 3, n: 3 });
         walk(Topology::QTree { k: 4, n: 3 });
         walk(Topology::Tree4);
         walk(Topology::MeshXyYx {

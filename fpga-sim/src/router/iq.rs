@@ -85,8 +85,8 @@ enum VcState {
     Active,
 }
 
-/// Everything the pipeline keeps per input VC, in one 32-byte record: one lookup (and one
-/// cache line) per VC and stage.
+/// Everything the pipeline keeps per input VC, in one 36-byte record: one lookup per VC and
+/// stage.
 #[derive(Clone, Copy)]
 struct InputVc {
     route: Route,
@@ -135,8 +135,9 @@ const NONE: u32 = u32::MAX;
 
 /// What a VA-stage entry may request in allocation pass `iter`: its route's output port and
 /// the output VCs of its range available downstream (after the first pass, not taken by an
-/// earlier pass). `None` when it takes no part: matched in an earlier pass, or nothing
-/// available (the first pass marks it stalled).
+/// earlier pass), and likewise for its route's second element (priority 0; the first then
+/// has priority 1). `None` when it takes no part: matched in an earlier pass, or nothing
+/// available in either element (the first pass marks it stalled).
 #[inline(always)]
 fn va_request(
     it: &mut StageItem,
@@ -144,23 +145,77 @@ fn va_request(
     next_buf: &[BufferState],
     va_taken: &[u64],
     iter: usize,
-) -> Option<(usize, u64)> {
+) -> Option<VaReq> {
     if iter > 0 && (st.va_grant != NONE || it.result < UNDECIDED) {
         return None;
     }
     let route = st.route;
+    let avail_at = |port: usize, lo: u8, hi: u8| {
+        let mut avail = next_buf[port].avail_mask() & range_mask(lo, hi);
+        if iter > 0 {
+            avail &= !va_taken[port];
+        }
+        avail
+    };
     let port = route.port as usize;
-    let mut avail = next_buf[port].avail_mask() & range_mask(route.vc_lo, route.vc_hi);
-    if iter > 0 {
-        avail &= !va_taken[port];
-    }
-    if avail == 0 {
+    let avail = avail_at(port, route.vc_lo, route.vc_hi);
+    let alt = route
+        .alt()
+        .map(|(p, lo, hi)| (p as usize, avail_at(p as usize, lo, hi)));
+    if avail == 0 && alt.is_none_or(|(_, a)| a == 0) {
         if iter == 0 {
             it.result = STALL;
         }
         return None;
     }
-    Some((port, avail))
+    Some(VaReq { port, avail, alt })
+}
+
+/// One VA-stage entry's requests: output VCs `avail` (bit per VC) at `port`, and the second
+/// element's `(port, VCs)` at lower priority, if the route has one. Either mask may be empty,
+/// not both.
+#[derive(Clone, Copy)]
+struct VaReq {
+    port: usize,
+    avail: u64,
+    alt: Option<(usize, u64)>,
+}
+
+impl VaReq {
+    /// The requests of highest priority that are not empty: the first element's if it has
+    /// any VC available, else the second's.
+    #[inline(always)]
+    fn best(&self) -> (usize, u64) {
+        match self.alt {
+            Some(alt) if self.avail == 0 => alt,
+            _ => (self.port, self.avail),
+        }
+    }
+
+    /// Every request as `(port, VCs, input priority)`.
+    #[inline(always)]
+    fn each(&self) -> impl Iterator<Item = (usize, u64, i32)> {
+        let pri = i32::from(self.alt.is_some());
+        core::iter::once((self.port, self.avail, pri))
+            .chain(self.alt.map(|(p, a)| (p, a, 0)))
+            .filter(|&(_, a, _)| a != 0)
+    }
+}
+
+/// A route's ports and VC ranges are the router's, and its second element (if `alt_ok`)
+/// does not share an output VC with its first.
+fn check_route(r: &Route, n_out: usize, v: usize, alt_ok: bool) -> Result<(), RouterError> {
+    let bad = |port: u16, vc_lo: u8, vc_hi: u8| Err(RouterError::BadRoute { port, vc_lo, vc_hi });
+    if r.port as usize >= n_out || r.vc_lo > r.vc_hi || r.vc_hi as usize >= v {
+        return bad(r.port, r.vc_lo, r.vc_hi);
+    }
+    if let Some((port, lo, hi)) = r.alt() {
+        let overlaps = port == r.port && lo <= r.vc_hi && r.vc_lo <= hi;
+        if !alt_ok || port as usize >= n_out || lo > hi || hi as usize >= v || overlaps {
+            return bad(port, lo, hi);
+        }
+    }
+    Ok(())
 }
 
 /// Bits `lo..=hi`.
@@ -582,9 +637,9 @@ impl IqRouter {
                 | AllocatorKind::Pim { .. } => None,
                 AllocatorKind::SeparableOutputFirst => Some(0),
                 AllocatorKind::Islip { iters } => Some(iters),
-                // VC requests all have one priority here (no routing function sets any, and
-                // packet priorities are refused): `select` allocates as iSLIP does.
-                AllocatorKind::Select => Some(1),
+                // `SelAlloc` grants by output priority and accepts by input priority, as the
+                // separable output-first allocator does in one pass.
+                AllocatorKind::Select => Some(0),
             },
             va_table: TableAllocator::of(cfg.vc_allocator, n_in * v, n_out * v).map(Box::new),
             va_granted: Vec::with_capacity(ivcs),
@@ -1018,13 +1073,7 @@ impl IqRouter {
             let st = &mut vcs[ivc];
             let f = bufs[st.head as usize * n_ivc + ivc];
             let r = routing.route_reading(id, usize::from(st.input), &f, &used);
-            if r.port as usize >= n_out || r.vc_lo > r.vc_hi || r.vc_hi as usize >= v {
-                return Err(RouterError::BadRoute {
-                    port: r.port,
-                    vc_lo: r.vc_lo,
-                    vc_hi: r.vc_hi,
-                });
-            }
+            check_route(&r, n_out, v, true)?;
             st.route = r;
             st.head_pri = f.pri;
             st.state = VcState::VcAlloc;
@@ -1098,11 +1147,12 @@ impl IqRouter {
 
     /// Output-first VC allocation of the first `n` entries of the VA stage: iSLIP (BookSim's
     /// `iSLIP_Sparse` over input VCs x output VCs), `iters` passes, or with `prioritised`
-    /// separable output-first (`SeparableOutputFirstAllocator`, one pass). Every input VC
-    /// requests each available output VC of its route; every requested output VC grants
-    /// the requesting input VC nearest its pointer (`va_out[..].ptr`; separable: the highest
-    /// head priority first); every input VC accepts, of the output VCs that granted it, the
-    /// one nearest its pointer (`va_in_ptr`; its requests share one priority). First-pass
+    /// separable output-first (`SeparableOutputFirstAllocator`, one pass; `select` too). Every
+    /// input VC requests each available output VC of its route; every requested output VC
+    /// grants the requesting input VC nearest its pointer (`va_out[..].ptr`; separable: the
+    /// highest head priority first); every input VC accepts, of the output VCs that granted
+    /// it, the one nearest its pointer (`va_in_ptr`; separable: the route's first element's
+    /// before its second's, iSLIP ignoring their input priorities). First-pass
     /// accepts move both pointers past the partner; later passes only match what is still
     /// unmatched.
     fn va_output_first(&mut self, n: usize, iters: usize, prioritised: bool) {
@@ -1128,27 +1178,29 @@ impl IqRouter {
             let mut any = false;
             for it in va_q.q.front_mut(n).iter_mut() {
                 let st = vcs[it.ivc as usize];
-                let Some((port, mut avail)) = va_request(it, &st, next_buf, va_taken, iter) else {
+                let Some(req) = va_request(it, &st, next_buf, va_taken, iter) else {
                     continue;
                 };
                 any = true;
-                let base = port as u32 * v;
                 let pri = if prioritised {
                     i32::from(st.head_pri)
                 } else {
                     0
                 };
-                while avail != 0 {
-                    let ov = base + avail.trailing_zeros();
-                    avail &= avail - 1;
-                    let out = &mut va_out[ov as usize];
-                    let dist = if it.ivc >= out.ptr {
-                        it.ivc - out.ptr
-                    } else {
-                        it.ivc + n_iv - out.ptr
-                    };
-                    out.key = out.key.min(bid_key(pri, dist));
-                    va_touched[ov as usize / 64] |= 1u64 << (ov % 64);
+                for (port, mut avail, _) in req.each() {
+                    let base = port as u32 * v;
+                    while avail != 0 {
+                        let ov = base + avail.trailing_zeros();
+                        avail &= avail - 1;
+                        let out = &mut va_out[ov as usize];
+                        let dist = if it.ivc >= out.ptr {
+                            it.ivc - out.ptr
+                        } else {
+                            it.ivc + n_iv - out.ptr
+                        };
+                        out.key = out.key.min(bid_key(pri, dist));
+                        va_touched[ov as usize / 64] |= 1u64 << (ov % 64);
+                    }
                 }
             }
             if !any {
@@ -1162,26 +1214,49 @@ impl IqRouter {
                 if st.va_grant != NONE || it.result < UNDECIDED {
                     continue;
                 }
+                // The granting output VC of an element nearest the input VC's pointer.
+                let va_out_ro = &*va_out;
+                let find = |port: u16, lo: u8, hi: u8| {
+                    let port = port as usize;
+                    let avail = next_buf[port].avail_mask() & range_mask(lo, hi);
+                    let base = port as u32 * v;
+                    let off = st.va_in_ptr.wrapping_sub(base);
+                    let off = if off < v { off } else { 0 };
+                    let mut bits = avail.rotate_right(off);
+                    while bits != 0 {
+                        let bit = (bits.trailing_zeros() + off) & 63;
+                        bits &= bits - 1;
+                        let ov = base + bit;
+                        let out = &va_out_ro[ov as usize];
+                        if out.key == NO_BID {
+                            continue;
+                        }
+                        let win = out.ptr + out.key as u32;
+                        let win = if win >= n_iv { win - n_iv } else { win };
+                        if win == ivc {
+                            return Some(ov);
+                        }
+                    }
+                    None
+                };
                 let route = st.route;
-                let port = route.port as usize;
-                let avail = next_buf[port].avail_mask() & range_mask(route.vc_lo, route.vc_hi);
-                let base = port as u32 * v;
-                let off = st.va_in_ptr.wrapping_sub(base);
-                let off = if off < v { off } else { 0 };
-                let mut bits = avail.rotate_right(off);
-                while bits != 0 {
-                    let bit = (bits.trailing_zeros() + off) & 63;
-                    bits &= bits - 1;
-                    let ov = base + bit;
+                let mut pick = find(route.port, route.vc_lo, route.vc_hi);
+                if let Some((p, lo, hi)) = route.alt() {
+                    // Separable output-first and `select` accept the higher input priority
+                    // (the first element); iSLIP ignores it: the nearest to the pointer.
+                    if pick.is_none() || !prioritised {
+                        if let Some(a) = find(p, lo, hi) {
+                            let ptr = st.va_in_ptr;
+                            let d = |ov: u32| if ov >= ptr { ov - ptr } else { ov + n_ov - ptr };
+                            pick = Some(match pick {
+                                Some(m) if d(m) < d(a) => m,
+                                _ => a,
+                            });
+                        }
+                    }
+                }
+                if let Some(ov) = pick {
                     let out = &mut va_out[ov as usize];
-                    if out.key == NO_BID {
-                        continue;
-                    }
-                    let win = out.ptr + out.key as u32;
-                    let win = if win >= n_iv { win - n_iv } else { win };
-                    if win != ivc {
-                        continue;
-                    }
                     // Taken: no other input VC may read this grant (its pointer moves).
                     out.key = NO_BID;
                     accepted = true;
@@ -1204,7 +1279,6 @@ impl IqRouter {
                         }
                         va_taken[p] |= 1u64 << (packed & 63);
                     }
-                    break;
                 }
             }
             for (w, word) in va_touched.iter_mut().enumerate() {
@@ -1224,7 +1298,7 @@ impl IqRouter {
 
     /// Table-allocator VC allocation (wavefront, maximum size, LOA, PIM) of the first `n` entries of
     /// the VA stage: every input VC requests each available output VC of its route (input
-    /// priority 0, output priority its head's), then one `Allocate`.
+    /// priority its route element's, output priority its head's), then one `Allocate`.
     fn va_table<R: RoutingFunction>(&mut self, n: usize, routing: &mut R) {
         let v = self.v;
         let IqRouter {
@@ -1243,14 +1317,16 @@ impl IqRouter {
         table.clear();
         for it in va_q.q.front_mut(n).iter_mut() {
             let st = vcs[it.ivc as usize];
-            let Some((port, mut avail)) = va_request(it, &st, next_buf, va_taken, 0) else {
+            let Some(req) = va_request(it, &st, next_buf, va_taken, 0) else {
                 continue;
             };
-            while avail != 0 {
-                let ovc = avail.trailing_zeros() as usize;
-                avail &= avail - 1;
-                let ov = (port * v + ovc) as u32;
-                table.add(it.ivc, ov, 0, 0, i32::from(st.head_pri));
+            for (port, mut avail, in_pri) in req.each() {
+                while avail != 0 {
+                    let ovc = avail.trailing_zeros() as usize;
+                    avail &= avail - 1;
+                    let ov = (port * v + ovc) as u32;
+                    table.add(it.ivc, ov, 0, in_pri, i32::from(st.head_pri));
+                }
             }
         }
         table.allocate(&mut |m| routing.random_int(m));
@@ -1289,9 +1365,11 @@ impl IqRouter {
             for it in va_q.q.front_mut(n).iter_mut() {
                 let ivc = it.ivc as usize;
                 let st = vcs[ivc];
-                let Some((port, avail)) = va_request(it, &st, next_buf, va_taken, iter) else {
+                let Some(req) = va_request(it, &st, next_buf, va_taken, iter) else {
                     continue;
                 };
+                // The input arbiter takes the highest input priority first.
+                let (port, avail) = req.best();
                 let base = port as u32 * v;
                 let off = st.va_in_ptr.wrapping_sub(base);
                 // First available VC at or after the pointer, circularly, without a branch
@@ -1488,61 +1566,78 @@ impl IqRouter {
         for it in sa_q.q.front_mut(n).iter_mut() {
             let ivc = it.ivc as usize;
             let st = vcs[ivc];
-            let port;
+            // The outputs bid for: one, or for a speculative head with a two-element route,
+            // each element's (once: BookSim's repeated request for an output is a no-op).
+            let mut ports = [0usize; 2];
+            let mut np = 0;
             let mut prio = 0;
             if st.state == VcState::Active {
-                port = st.out_port as usize;
+                let port = st.out_port as usize;
                 let full = next_buf[port].is_full_for(st.out_vc as usize)
                     || (out_limit != usize::MAX && out_q.len(port) >= out_limit);
                 if full {
                     it.result = STALL;
                     continue;
                 }
+                ports[0] = port;
+                np = 1;
             } else {
                 // Speculative bid of a head flit still in VC allocation: only for an output
                 // with an available VC (spec_check_elig) that has credit (spec_check_cred).
+                // An element that fails stalls the entry (it reads no grant), but the other
+                // element's bid stands, as in BookSim.
                 let route = st.route;
-                port = route.port as usize;
-                let dest = &next_buf[port];
-                let mut elig = false;
-                let mut cred = false;
-                if spec_check_elig {
-                    let oq_ok = out_limit == usize::MAX || out_q.len(port) < out_limit;
-                    if oq_ok {
-                        let am = dest.avail_mask() & range_mask(route.vc_lo, route.vc_hi);
-                        elig = am != 0;
-                        cred = if spec_check_cred {
-                            am & !dest.full_mask() != 0
-                        } else {
-                            elig
-                        };
+                let elements =
+                    core::iter::once((route.port, route.vc_lo, route.vc_hi)).chain(route.alt());
+                for (port, lo, hi) in elements {
+                    let port = port as usize;
+                    let dest = &next_buf[port];
+                    let mut elig = false;
+                    let mut cred = false;
+                    if spec_check_elig {
+                        let oq_ok = out_limit == usize::MAX || out_q.len(port) < out_limit;
+                        if oq_ok {
+                            let am = dest.avail_mask() & range_mask(lo, hi);
+                            elig = am != 0;
+                            cred = if spec_check_cred {
+                                am & !dest.full_mask() != 0
+                            } else {
+                                elig
+                            };
+                        }
                     }
-                }
-                if (spec_check_elig && !elig) || (spec_check_cred && !cred) {
-                    it.result = STALL;
-                    continue;
+                    if (spec_check_elig && !elig) || (spec_check_cred && !cred) {
+                        it.result = STALL;
+                        continue;
+                    }
+                    if np == 0 || ports[0] != port {
+                        ports[np] = port;
+                        np += 1;
+                    }
                 }
                 if speculative && st.state == VcState::VcAlloc {
                     prio = i32::MIN;
                 }
             }
-            let exp_out = port as u32 * os + u32::from(st.out_off);
-            // An input or output held for a packet takes no other request (the entry stays
-            // undecided and finds no grant).
-            if hold && (hold_in[st.exp_in as usize] >= 0 || hold_out[exp_out as usize] >= 0) {
-                continue;
-            }
             if pri_seen {
                 prio += i32::from(bufs[st.head as usize * n_ivc + ivc].pri);
             }
-            sw_alloc.bid(
-                st.exp_in,
-                exp_out,
-                u32::from(st.vc),
-                prio,
-                sw_rr_offset[st.exp_in as usize],
-                v,
-            );
+            for &port in &ports[..np] {
+                let exp_out = port as u32 * os + u32::from(st.out_off);
+                // An input or output held for a packet takes no other request (the entry
+                // stays undecided and finds no grant).
+                if hold && (hold_in[st.exp_in as usize] >= 0 || hold_out[exp_out as usize] >= 0) {
+                    continue;
+                }
+                sw_alloc.bid(
+                    st.exp_in,
+                    exp_out,
+                    u32::from(st.vc),
+                    prio,
+                    sw_rr_offset[st.exp_in as usize],
+                    v,
+                );
+            }
         }
     }
 
@@ -1889,13 +1984,8 @@ impl IqRouter {
         routing: &mut R,
     ) -> Result<(), RouterError> {
         let r = routing.route(id, usize::from(st.input), f);
-        if r.port as usize >= n_out || r.vc_lo > r.vc_hi || r.vc_hi as usize >= v {
-            return Err(RouterError::BadRoute {
-                port: r.port,
-                vc_lo: r.vc_lo,
-                vc_hi: r.vc_hi,
-            });
-        }
+        // (The one-cycle pipeline takes routes of one element only.)
+        check_route(&r, n_out, v, false)?;
         st.route = r;
         st.head_pri = f.pri;
         st.state = VcState::VcAlloc;
@@ -2325,6 +2415,66 @@ mod tests {
             assert_eq!(sent.first(), Some(&first), "priority {pri1}");
             assert_eq!(sent.len(), 2);
         }
+    }
+
+    #[test]
+    fn two_element_routes_take_priority_where_the_allocator_honours_it() {
+        // One output, two VCs: each head may take VC 1 (priority 1) or VC 0 (priority 0),
+        // as min_adapt_mesh routes. Allocators that honour input priority give the first
+        // packet VC 1 and the second VC 0, at once; iSLIP ignores it and accepts the VC
+        // nearest its pointer (VC 0) first. With VC 1 alone the second packet waits until the
+        // first's tail releases it.
+        struct Adaptive(bool);
+        impl RoutingFunction for Adaptive {
+            fn route(&mut self, _r: u32, _i: usize, _f: &Flit) -> Route {
+                if self.0 {
+                    Route::new(0, 1, 1).or_else(0, 0, 0)
+                } else {
+                    Route::new(0, 1, 1)
+                }
+            }
+        }
+        let cases = [
+            (AllocatorKind::SeparableInputFirst, true, [(3, 1), (4, 0)]),
+            (AllocatorKind::SeparableOutputFirst, true, [(3, 1), (4, 0)]),
+            (AllocatorKind::Select, true, [(3, 1), (4, 0)]),
+            (
+                AllocatorKind::Wavefront { skip_diags: false },
+                true,
+                [(3, 1), (4, 0)],
+            ),
+            (AllocatorKind::Islip { iters: 1 }, true, [(3, 0), (4, 1)]),
+            (AllocatorKind::SeparableInputFirst, false, [(3, 1), (5, 1)]),
+        ];
+        for (kind, alt, want) in cases {
+            let c = RouterConfig {
+                vc_allocator: kind,
+                ..cfg()
+            };
+            let mut r = IqRouter::new(0, &c).unwrap();
+            r.handle_flit(0, Flit::new(1, 0, true, true)).unwrap();
+            r.handle_flit(1, Flit::new(2, 0, true, true)).unwrap();
+            let mut sent = Vec::new();
+            for now in 0..12 {
+                r.step(now, &mut Adaptive(alt)).unwrap();
+                r.poll_flits(|_, f| sent.push((now, f.vc)));
+                r.poll_credits(|_, _| {});
+            }
+            assert_eq!(sent, want, "{kind:?}, second element {alt}");
+        }
+        // A second element overlapping the first is refused.
+        struct Overlap;
+        impl RoutingFunction for Overlap {
+            fn route(&mut self, _r: u32, _i: usize, _f: &Flit) -> Route {
+                Route::new(0, 0, 1).or_else(0, 1, 1)
+            }
+        }
+        let mut r = IqRouter::new(0, &cfg()).unwrap();
+        r.handle_flit(0, Flit::new(1, 0, true, true)).unwrap();
+        assert!(matches!(
+            r.step(0, &mut Overlap),
+            Err(RouterError::BadRoute { port: 0, .. })
+        ));
     }
 
     #[test]
