@@ -371,6 +371,13 @@ pub enum Topology {
         /// `(k - 1) / 2` and `(k - 1) / 2 + 1`, either class drawn where neither is crossed)
         /// rather than `dim_order_torus`.
         balanced: bool,
+        /// `min_adapt_torus`: off the escape VCs (the range's first two) a minimal direction
+        /// on the range's fourth VC at priority 1 (only the lowest differing dimension's:
+        /// BookSim's `OutputSet` keeps one element per priority, and a tie goes down), and
+        /// dimension order on the escape VC of the dateline class at priority 0, computed as
+        /// if the packet were injected at this router; on an escape VC, dimension order on
+        /// escape VCs only. The class travels with the packet (BookSim's `f->ph`).
+        adaptive: bool,
     },
     /// BookSim's concentrated mesh (`cmesh`): k x k routers, 4 terminals each (2 x 2), with
     /// express channels along the edges; `dor` (express) or `dor_no_express` routing, or
@@ -1340,6 +1347,21 @@ fn read_write_keys(
                 &format!("the VC range must lie within the {vcs} VCs (num_vcs), first <= last"),
             ));
         }
+        // A kind is used when write_fraction lets it be drawn (BookSim draws a write when
+        // a number from [0, 1) is below write_fraction); requests and replies alike.
+        let used = if i % 2 == 1 {
+            write_fraction > 0.0
+        } else {
+            write_fraction < 1.0
+        };
+        if used && matches!(topology, Topology::Torus { adaptive: true, .. }) && e - b == 2 {
+            return Err(unsupported(
+                &bk,
+                format!("{b} ({ek} = {e})"),
+                "min_adapt_torus sends a packet off its escape VCs on the range's fourth VC, \
+                 which a range of 3 VCs does not have: BookSim2 asserts",
+            ));
+        }
         if !ignored && split && e - b < 1 {
             return Err(unsupported(
                 &bk,
@@ -1348,14 +1370,7 @@ fn read_write_keys(
                  routings split each VC range in two classes: at least 2 VCs (BookSim2 asserts)",
             ));
         }
-        // A kind is used when write_fraction lets it be drawn (BookSim draws a write when
-        // a number from [0, 1) is below write_fraction); requests and replies alike.
-        let used = if i % 2 == 1 {
-            write_fraction > 0.0
-        } else {
-            write_fraction < 1.0
-        };
-        if matches!(topology, Topology::MeshMinAdapt { .. }) && used && b > 0 && vcs > 0 {
+        if matches!(topology, Topology::MeshMinAdapt { .. }) && used && b > 0 {
             return Err(unsupported(
                 &bk,
                 format!("{b} ({ek} = {e})"),
@@ -1966,12 +1981,13 @@ impl BooksimConfig {
                 Topology::AnyNet(Arc::new(read_network_file(&file, origin)?))
             }
             "torus" => {
-                if rf != "dim_order" && rf != "dim_order_bal" {
+                if rf != "dim_order" && rf != "dim_order_bal" && rf != "min_adapt" {
                     return Err(unsupported(
                         "routing_function",
                         &rf,
-                        "torus uses dim_order (dim_order_torus) or dim_order_bal \
-                         (dim_order_bal_torus); valiant_torus reads a partition BookSim2 \
+                        "torus uses dim_order (dim_order_torus), dim_order_bal \
+                         (dim_order_bal_torus) or min_adapt (min_adapt_torus); \
+                         valiant_torus reads a partition BookSim2 \
                          leaves uninitialised when a packet keeps its dimension, so its \
                          behaviour is the compiler's",
                     ));
@@ -1980,6 +1996,7 @@ impl BooksimConfig {
                     k: k32,
                     n: n32,
                     balanced: rf == "dim_order_bal",
+                    adaptive: rf == "min_adapt",
                 }
             }
             other => {
@@ -2283,6 +2300,17 @@ impl BooksimConfig {
                 "the torus's dimension-order routing, xy_yx (xyyx), valiant, romm and the \
                  dragonfly need at least 2 VCs (two VC classes; BookSim2 stops on an assertion \
                  with 1)",
+            ));
+        }
+        if matches!(topology, Topology::Torus { adaptive: true, .. })
+            && read_write.is_none()
+            && router.vcs == 3
+        {
+            return Err(unsupported(
+                "num_vcs",
+                router.vcs,
+                "min_adapt_torus sends a packet off its escape VCs (0 and 1) on VC 3: with 3 VCs \
+                 BookSim2 asserts",
             ));
         }
         if matches!(topology, Topology::DragonFly { ugal: true, .. }) && router.vcs != 3 {
@@ -2603,7 +2631,15 @@ mod tests {
                 "routing_function",
             ),
             ("topology=mesh routing_function=xy_yx num_vcs=1", "`num_vcs = 1`"),
-            ("topology=torus routing_function=min_adapt", "routing_function"),
+            (
+                "topology=torus routing_function=min_adapt num_vcs=3",
+                "`num_vcs = 3`",
+            ),
+            (
+                "topology=torus routing_function=min_adapt num_vcs=16 use_read_write=1 \
+                 read_request_end_vc=2",
+                "`read_request_begin_vc = 0 (read_request_end_vc = 2)`",
+            ),
             (
                 "topology=mesh routing_function=min_adapt num_vcs=16 use_read_write=1",
                 "`write_request_begin_vc = 2",
@@ -2734,7 +2770,8 @@ mod tests {
                 Topology::Torus {
                     k: 4,
                     n: 2,
-                    balanced: false
+                    balanced: false,
+                    adaptive: false
                 },
                 2
             )
@@ -2748,7 +2785,8 @@ mod tests {
             Topology::Torus {
                 k: 4,
                 n: 2,
-                balanced: true
+                balanced: true,
+                adaptive: false
             }
         );
         // use_noc_latency changes nothing for the fly.

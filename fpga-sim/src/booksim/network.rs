@@ -1154,7 +1154,10 @@ pub fn build(
             }
         }
         Topology::Torus {
-            k, balanced: false, ..
+            k,
+            balanced: false,
+            adaptive: false,
+            ..
         } if k % 2 == 1 => {
             for r in &mut routers {
                 r.set_order_free_routing(true);
@@ -1249,7 +1252,16 @@ impl BookSimRouting<'_> {
         let dest = f.dest as usize;
         let entry = if !w.table.is_empty() {
             w.table[router as usize * w.nodes + dest]
-        } else if let Topology::Torus { k, n, balanced } = w.topology {
+        } else if let Topology::Torus {
+            k,
+            n,
+            balanced,
+            adaptive,
+        } = w.topology
+        {
+            if adaptive {
+                return self.min_adapt_torus_route(router, in_port, f, k, n);
+            }
             return self.torus_route(router, in_port, f, k, n, balanced);
         } else if let Topology::MeshXyYx { k, n, .. } = w.topology {
             // (Adaptive routes read occupancies: see `route_reading`. A lookahead route is
@@ -1368,6 +1380,66 @@ impl BookSimRouting<'_> {
             self.rng.int(1) > 0
         };
         class_route(port_of(xy) as u16, lo, hi, !xy)
+    }
+
+    /// `min_adapt_torus`: at the destination router the ejection port and every VC. Else, in
+    /// the lowest dimension whose digit differs: off the escape VCs (the flit arrived on a VC
+    /// above the range's second; from the terminal it counts as the last), the minimal
+    /// direction (down on a tie) on the range's fourth VC at priority 1, and at priority 0
+    /// `dor_next_torus` as if the packet were injected here (the shorter way, a tie drawn by
+    /// `RandomInt(1)`, 1: up); on an escape VC, `dor_next_torus` from the input port (on
+    /// in the direction of travel when staying in the dimension). The escape element takes
+    /// the range's first VC, or its second when the dateline class `f->ph` is 1: set where
+    /// the direction is chosen (1 when this router's digit is above the destination's) and
+    /// kept in [`BookSimRouting::intm`] while the packet goes on in its dimension.
+    /// BookSim adds a minimal direction for every differing dimension, but its `OutputSet`
+    /// keeps one element per priority: the lowest dimension's.
+    fn min_adapt_torus_route(
+        &mut self,
+        router: u32,
+        in_port: usize,
+        f: &Flit,
+        k: u32,
+        n: u32,
+    ) -> Route {
+        let (k, n) = (k as usize, n as usize);
+        let (lo, hi) = self.vc_range(f);
+        let (mut cur, mut dest) = (router as usize, f.dest as usize);
+        let mut dim = 0;
+        while dim < n && cur % k == dest % k {
+            cur /= k;
+            dest /= k;
+            dim += 1;
+        }
+        if dim == n {
+            return Route::new(2 * n as u16, lo, hi);
+        }
+        let (c, d) = (cur % k, dest % k);
+        let in_vc = if in_port == 2 * n { hi } else { f.vc };
+        let adaptive = in_vc > lo.saturating_add(1);
+        let dist2 = k as i64 - 2 * ((d + k - c) % k) as i64;
+        let slot = f.payload as usize;
+        let escape_port = if adaptive || in_port / 2 != dim {
+            let up = dist2 > 0 || (dist2 == 0 && self.rng.int(1) != 0);
+            if let Some(s) = self.intm.get_mut(slot) {
+                *s = u32::from(c > d);
+            }
+            2 * dim + usize::from(!up)
+        } else {
+            in_port ^ 1
+        };
+        let ph = self.intm.get(slot).is_some_and(|&s| s != 0);
+        let escape_vc = lo + u8::from(ph);
+        if adaptive {
+            let port = 2 * dim + usize::from(dist2 <= 0);
+            Route::new(port as u16, lo + 3, lo + 3).or_else(
+                escape_port as u16,
+                escape_vc,
+                escape_vc,
+            )
+        } else {
+            Route::new(escape_port as u16, escape_vc, escape_vc)
+        }
     }
 
     /// `min_adapt_mesh`: at the destination router the ejection port and every VC; else the
@@ -2224,6 +2296,92 @@ mod tests {
         routers as u32 + 2
     }
 
+    /// min_adapt on the mesh and the torus, 4 VCs: from every source to every destination,
+    /// following either element of every route (the adaptive one while there is one, or the
+    /// escape one), the packet arrives by a minimal path. Off the escape VCs the adaptive
+    /// element is the mesh's VCs 1-3 or the torus's VC 3, the escape element VC 0 (the
+    /// torus: its dateline class, 0 or 1); once on an escape VC a route has no other element.
+    #[test]
+    fn min_adapt_routes_are_minimal_with_an_escape() {
+        let cfg = RouterConfig {
+            vcs: 4,
+            ..RouterConfig::default()
+        };
+        let topos = [
+            Topology::MeshMinAdapt { k: 4, n: 2 },
+            Topology::MeshMinAdapt { k: 3, n: 3 },
+            Topology::Torus {
+                k: 4,
+                n: 2,
+                balanced: false,
+                adaptive: true,
+            },
+            Topology::Torus {
+                k: 5,
+                n: 2,
+                balanced: false,
+                adaptive: true,
+            },
+            Topology::Torus {
+                k: 2,
+                n: 3,
+                balanced: false,
+                adaptive: true,
+            },
+        ];
+        for topo in topos {
+            let torus = matches!(topo, Topology::Torus { .. });
+            let (k, n) = topo.k_n();
+            let (w, _) = build(topo.clone(), 1, &cfg).unwrap();
+            let mut rng = KnuthInt::new(7);
+            for s in 0..w.nodes {
+                for d in 0..w.nodes {
+                    for escape_at in [usize::MAX, 0, 1, 2] {
+                        let packets = [Packet::from_source(s as u32)];
+                        let mut intm = [0u32];
+                        let mut rt = BookSimRouting {
+                            wiring: &w,
+                            rng: &mut rng,
+                            packets: &packets,
+                            intm: &mut intm,
+                        };
+                        let mut f = Flit::new(0, d as u32, true, true);
+                        let mut c = w.inject(s);
+                        let (mut hops, mut on_escape) = (0, false);
+                        while let End::Router { router, port } = w.dst[c] {
+                            let r = rt.route(router, port as usize, &f);
+                            let (out, vc) = if router as usize == d {
+                                assert_eq!((r.vc_lo, r.vc_hi, r.alt()), (0, 3, None));
+                                (r.port, 0)
+                            } else if on_escape {
+                                assert!(r.alt().is_none() && r.vc_lo == r.vc_hi, "{topo:?}");
+                                assert!(r.vc_lo <= u8::from(torus), "{topo:?} {s}->{d}");
+                                (r.port, r.vc_lo)
+                            } else {
+                                let want = if torus { (3, 3) } else { (1, 3) };
+                                assert_eq!((r.vc_lo, r.vc_hi), want, "{topo:?} {s}->{d}");
+                                let (p, lo, hi) = r.alt().unwrap();
+                                assert!(lo == hi && hi <= u8::from(torus), "{topo:?}");
+                                if hops == escape_at {
+                                    on_escape = true;
+                                    (p, lo)
+                                } else {
+                                    (r.port, r.vc_lo)
+                                }
+                            };
+                            f.vc = vc;
+                            c = w.router_out[router as usize][out as usize] as usize;
+                            hops += 1;
+                            assert!(hops <= 40, "{topo:?} {s}->{d}");
+                        }
+                        assert_eq!(w.dst[c], End::Node(d as u32), "{topo:?} {s}->{d}");
+                        assert_eq!(hops as u32, kncube_hops(k, n, s, d, torus), "{topo:?}");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn every_route_arrives() {
         walk(anynet(ANYNET_TREE));
@@ -2267,8 +2425,13 @@ mod tests {
             walk(Topology::MeshTwoPhase { k: 5, n: 1, romm });
         }
         for (k, n) in [(4, 2), (5, 2), (2, 3), (3, 1), (6, 1)] {
-            for balanced in [false, true] {
-                walk(Topology::Torus { k, n, balanced });
+            for (balanced, adaptive) in [(false, false), (true, false), (false, true)] {
+                walk(Topology::Torus {
+                    k,
+                    n,
+                    balanced,
+                    adaptive,
+                });
             }
         }
         for (k, express) in [
@@ -2499,6 +2662,7 @@ mod tests {
                 k: 3,
                 n: 3,
                 balanced: false,
+                adaptive: false,
             },
         ] {
             let (w, _) = build(topo.clone(), 2, &base()).unwrap();

@@ -816,6 +816,7 @@ impl Sim {
                     cfg.topology,
                     Topology::MeshTwoPhase { .. }
                         | Topology::Torus { balanced: true, .. }
+                        | Topology::Torus { adaptive: true, .. }
                         | Topology::DragonFly { ugal: true, .. }
                         | Topology::FlatFly { valiant: true, .. }
                         | Topology::CMesh { xy_yx: true, .. }
