@@ -310,3 +310,45 @@ fn what_booksim2_cannot_run_is_refused() {
         BooksimConfig::from_text(&text, ov).unwrap_or_else(|e| panic!("{ov:?}: {e}"));
     }
 }
+
+/// min_adapt on the torus with speculation and a switch allocator slower than the VC
+/// allocator: on a tie the route's two elements name different outputs, and a speculative
+/// switch grant for one can outlive the VC allocation to the other. BookSim2 asserts there
+/// (`GetOutputPort(vc) == output`, measured on this configuration; built without assertions
+/// it sends the flit to the wrong output and stops on "Received credit for idle VC 3"). The
+/// run stops with a typed error instead. With the two allocators equally fast (and no
+/// output buffer limit, on which BookSim2 asserts otherwise) the same pod runs, and its
+/// statistics block is BookSim2's.
+#[test]
+fn a_speculative_grant_outliving_its_vc_allocation_stops_the_run() {
+    let text = config_text("torus_k4_n2_min_adapt");
+    let pod = [
+        "k=2",
+        "n=1",
+        "num_vcs=5",
+        "vc_buf_size=3",
+        "wait_for_tail_credit=1",
+        "vc_allocator=max_size",
+        "sw_allocator=loa",
+        "speculative=1",
+        "spec_check_elig=0",
+        "spec_check_cred=0",
+        "st_prepare_delay=1",
+        "st_final_delay=0",
+        "credit_delay=1",
+        "internal_speedup=2.0",
+        "packet_size=2",
+        "injection_rate_uses_flits=0",
+        "injection_rate=0.4085",
+        "warmup_periods=1",
+        "sample_period=500",
+        "max_samples=5",
+        "seed=88309",
+    ];
+    let slow = [&pod[..], &["sw_alloc_delay=2", "output_buffer_size=1"]].concat();
+    let cfg = BooksimConfig::from_text(&text, &slow).unwrap();
+    let e = run(cfg).expect_err("the split grant");
+    assert!(e.to_string().contains("outlived the VC allocation"), "{e}");
+    let cfg = BooksimConfig::from_text(&text, &pod).unwrap();
+    assert!(run(cfg).is_ok());
+}

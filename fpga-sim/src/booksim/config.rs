@@ -348,6 +348,17 @@ pub enum Topology {
         /// Dimensions.
         n: u32,
     },
+    /// k-ary n-dimensional mesh with BookSim's `planar_adapt_mesh` routing. Without link
+    /// faults every element of its route set has priority 0 and BookSim's `OutputSet` keeps
+    /// the first: the dimension-order output on the upper third of the VC range (from the
+    /// range's first VC plus twice a third of its size, rounded down, to its last); the
+    /// ejection port on every VC.
+    MeshPlanarAdapt {
+        /// Routers per dimension.
+        k: u32,
+        /// Dimensions.
+        n: u32,
+    },
     /// k-ary n-dimensional mesh with BookSim's two-phase oblivious routing, `valiant_mesh`
     /// (an intermediate router drawn anywhere, `RandomInt(nodes - 1)`) or `romm_mesh` (drawn
     /// digit by digit inside the minimal quadrant of source and destination,
@@ -442,6 +453,7 @@ impl Topology {
             | Topology::Mesh { k, n }
             | Topology::MeshXyYx { k, n, .. }
             | Topology::MeshMinAdapt { k, n }
+            | Topology::MeshPlanarAdapt { k, n }
             | Topology::MeshTwoPhase { k, n, .. }
             | Topology::Torus { k, n, .. }
             | Topology::FlatFly { k, n, .. } => (k, n),
@@ -473,6 +485,7 @@ impl Topology {
             Topology::Mesh { .. }
             | Topology::MeshXyYx { .. }
             | Topology::MeshMinAdapt { .. }
+            | Topology::MeshPlanarAdapt { .. }
             | Topology::MeshTwoPhase { .. }
             | Topology::Torus { .. } => {
                 let r = k.saturating_pow(n as u32);
@@ -1863,6 +1876,7 @@ impl BooksimConfig {
                     adaptive: rf == "adaptive_xy_yx",
                 },
                 "min_adapt" => Topology::MeshMinAdapt { k: k32, n: n32 },
+                "planar_adapt" => Topology::MeshPlanarAdapt { k: k32, n: n32 },
                 "valiant" | "romm" => Topology::MeshTwoPhase {
                     k: k32,
                     n: n32,
@@ -1873,8 +1887,8 @@ impl BooksimConfig {
                         "routing_function",
                         &rf,
                         "mesh uses dim_order (dim_order_mesh, alias dor), xy_yx (xy_yx_mesh), \
-                         adaptive_xy_yx, min_adapt (min_adapt_mesh), valiant (valiant_mesh) \
-                         or romm (romm_mesh)",
+                         adaptive_xy_yx, min_adapt (min_adapt_mesh), planar_adapt \
+                         (planar_adapt_mesh), valiant (valiant_mesh) or romm (romm_mesh)",
                     ))
                 }
             },
@@ -2019,6 +2033,7 @@ impl BooksimConfig {
             Topology::Mesh { .. }
                 | Topology::MeshXyYx { .. }
                 | Topology::MeshMinAdapt { .. }
+                | Topology::MeshPlanarAdapt { .. }
                 | Topology::MeshTwoPhase { .. }
                 | Topology::Torus { .. }
         ) && n > 24
@@ -2627,7 +2642,7 @@ mod tests {
                 "routing_function",
             ),
             (
-                "topology=mesh routing_function=planar_adapt",
+                "topology=mesh routing_function=chaos",
                 "routing_function",
             ),
             ("topology=mesh routing_function=xy_yx num_vcs=1", "`num_vcs = 1`"),

@@ -201,7 +201,9 @@ impl Wiring {
                     k as usize
                 })
             }
-            Topology::Mesh { k, n } | Topology::MeshMinAdapt { k, n } => {
+            Topology::Mesh { k, n }
+            | Topology::MeshMinAdapt { k, n }
+            | Topology::MeshPlanarAdapt { k, n } => {
                 // dor_next_mesh: the lowest dimension whose digit differs, towards the
                 // destination (port 2d up, 2d + 1 down); port 2n ejects.
                 let (k, mut cur, mut dest) = (k as usize, router as usize, dest);
@@ -317,6 +319,7 @@ impl Wiring {
             Topology::Mesh { k, n }
             | Topology::MeshXyYx { k, n, .. }
             | Topology::MeshMinAdapt { k, n }
+            | Topology::MeshPlanarAdapt { k, n }
             | Topology::MeshTwoPhase { k, n, .. } => kncube_hops(k, n, src, dest, false),
             Topology::Torus { k, n, .. } => kncube_hops(k, n, src, dest, true),
             Topology::CMesh { k, express, .. } => cmesh_hops(k, express, src, dest),
@@ -711,6 +714,7 @@ pub fn build(
         Topology::Mesh { .. }
         | Topology::MeshXyYx { .. }
         | Topology::MeshMinAdapt { .. }
+        | Topology::MeshPlanarAdapt { .. }
         | Topology::MeshTwoPhase { .. }
         | Topology::Torus { .. } => {
             // kncube.cpp: one router per terminal, 2n + 1 ports; a mesh has the torus's
@@ -969,6 +973,7 @@ pub fn build(
         Topology::Mesh { .. }
         | Topology::MeshXyYx { .. }
         | Topology::MeshMinAdapt { .. }
+        | Topology::MeshPlanarAdapt { .. }
         | Topology::MeshTwoPhase { .. }
         | Topology::Torus { .. } => {
             // kncube.cpp: for each dimension d, input 2d comes from the right neighbour (its left
@@ -1140,6 +1145,7 @@ pub fn build(
         // random draw is at injection, outside the routers.
         Topology::Fly { .. }
         | Topology::Mesh { .. }
+        | Topology::MeshPlanarAdapt { .. }
         | Topology::QTree { .. }
         | Topology::FlatFly {
             xy_yx: false,
@@ -1181,6 +1187,7 @@ pub fn build(
             | Topology::Tree4
             | Topology::MeshXyYx { .. }
             | Topology::MeshMinAdapt { .. }
+            | Topology::MeshPlanarAdapt { .. }
             | Topology::MeshTwoPhase { .. }
             | Topology::FlatFly { xy_yx: true, .. }
             | Topology::FlatFly { valiant: true, .. }
@@ -1269,6 +1276,14 @@ impl BookSimRouting<'_> {
             return self.xy_yx_route(router, in_port, f, k, n, None);
         } else if let Topology::MeshMinAdapt { k, n } = w.topology {
             return self.min_adapt_mesh_route(router, in_port, f, k, n);
+        } else if let Topology::MeshPlanarAdapt { n, .. } = w.topology {
+            // planar_adapt_mesh: dimension order on the range's upper third.
+            let (lo, hi) = self.vc_range(f);
+            let port = w.port_for(router, dest).unwrap_or(2 * n as usize) as u16;
+            if router as usize == dest {
+                return Route::new(port, lo, hi);
+            }
+            return Route::new(port, lo + 2 * ((hi - lo + 1) / 3), hi);
         } else if let Topology::MeshTwoPhase { k, n, romm } = w.topology {
             return self.two_phase_route(router, in_port, f, k, n, romm);
         } else if let Topology::DragonFly { p, ugal } = w.topology {
@@ -2382,6 +2397,41 @@ mod tests {
         }
     }
 
+    /// planar_adapt on the mesh: dimension order on the VC range's upper third (from the
+    /// first VC plus twice a third of the range's size, rounded down), every VC to eject.
+    #[test]
+    fn planar_adapt_takes_the_upper_third_of_the_vcs() {
+        let topo = Topology::MeshPlanarAdapt { k: 3, n: 2 };
+        for (vcs, upper) in [(2u8, 0u8), (3, 2), (4, 2), (6, 4), (8, 4), (9, 6)] {
+            let cfg = RouterConfig {
+                vcs: vcs as usize,
+                ..RouterConfig::default()
+            };
+            let (w, _) = build(topo.clone(), 1, &cfg).unwrap();
+            let mut rng = KnuthInt::new(1);
+            let packets = [Packet::from_source(0)];
+            let mut rt = BookSimRouting {
+                wiring: &w,
+                rng: &mut rng,
+                packets: &packets,
+                intm: &mut [],
+            };
+            // Router 0 to terminal 5 (digits 2, 1): up in dimension 0 first.
+            let f = Flit::new(0, 5, true, true);
+            assert_eq!(
+                rt.route(0, 4, &f),
+                Route::new(0, upper, vcs - 1),
+                "{vcs} VCs"
+            );
+            assert_eq!(
+                rt.route(2, 1, &f),
+                Route::new(2, upper, vcs - 1),
+                "{vcs} VCs"
+            );
+            assert_eq!(rt.route(5, 2, &f), Route::new(4, 0, vcs - 1), "{vcs} VCs");
+        }
+    }
+
     #[test]
     fn every_route_arrives() {
         walk(anynet(ANYNET_TREE));
@@ -2398,6 +2448,7 @@ mod tests {
         walk(Topology::Mesh { k: 3, n: 3 });
         walk(Topology::Mesh { k: 5, n: 1 });
         walk(Topology::MeshMinAdapt { k: 4, n: 2 });
+        walk(Topology::MeshPlanarAdapt { k: 4, n: 2 });
         walk(Topology::MeshMinAdapt { k: 3, n: 3 });
         walk(Topology::QTree { k: 4, n: 3 });
         walk(Topology::Tree4);

@@ -924,7 +924,7 @@ impl IqRouter {
         }
         self.sw_alloc.clear();
         if !self.sa_q.is_empty() {
-            self.sa_evaluate(now, routing);
+            self.sa_evaluate(now, routing)?;
         }
         self.xbar_q.stamp(now + self.crossbar_delay - 1);
 
@@ -1483,7 +1483,11 @@ impl IqRouter {
         Ok(())
     }
 
-    fn sa_evaluate<R: RoutingFunction>(&mut self, now: i64, routing: &mut R) {
+    fn sa_evaluate<R: RoutingFunction>(
+        &mut self,
+        now: i64,
+        routing: &mut R,
+    ) -> Result<(), RouterError> {
         let n = self.sa_q.stamp(now + self.sw_alloc_delay - 1);
         if n > 0 {
             self.stats.sw_alloc_attempts += n as u64;
@@ -1498,7 +1502,7 @@ impl IqRouter {
                 .allocate_drawing(&mut |m| routing.random_int(m));
         }
         if self.sa_fused {
-            return;
+            return Ok(());
         }
         // Entries completing now: a speculative grant stands only if VC allocation gave the
         // VC an output VC at that output with credit; any grant needs credit still.
@@ -1526,12 +1530,20 @@ impl IqRouter {
                     g if dest.is_full_for((g & 63) as usize) => STALL,
                     _ => it.result,
                 }
+            } else if output != st.out_port as usize {
+                return Err(RouterError::SplitSpeculation {
+                    input: usize::from(st.input),
+                    vc: st.vc,
+                    granted: output,
+                    allocated: usize::from(st.out_port),
+                });
             } else if dest.is_full_for(st.out_vc as usize) {
                 STALL
             } else {
                 it.result
             };
         }
+        Ok(())
     }
 
     /// Switch requests of the first `n` entries of the SA stage.

@@ -134,6 +134,25 @@ pub enum RouterError {
         /// The output.
         output: usize,
     },
+    /// A switch grant won speculatively for one element of a two-element route completed
+    /// after VC allocation gave the packet a VC at the other element's output (a switch
+    /// allocation slower than VC allocation). BookSim asserts here (`GetOutputPort(vc) ==
+    /// output` in `_SWAllocEvaluate`) and, built without assertions, sends the flit to the
+    /// wrong output.
+    #[error(
+        "input {input} VC {vc}: a speculative switch grant for output {granted} outlived the VC \
+         allocation to output {allocated} (BookSim2 asserts)"
+    )]
+    SplitSpeculation {
+        /// The input.
+        input: usize,
+        /// The VC.
+        vc: u8,
+        /// The output the switch granted.
+        granted: usize,
+        /// The output VC allocation gave.
+        allocated: usize,
+    },
     /// With `wait_for_tail_credit`, a credit for a VC no packet holds.
     #[error("downstream VC {vc}: credit for an idle VC")]
     CreditForIdleVc {
