@@ -1578,68 +1578,19 @@ impl IqRouter {
         for it in sa_q.q.front_mut(n).iter_mut() {
             let ivc = it.ivc as usize;
             let st = vcs[ivc];
-            // The outputs bid for: one, or for a speculative head with a two-element route,
-            // each element's (once: BookSim's repeated request for an output is a no-op).
-            let mut ports = [0usize; 2];
-            let mut np = 0;
-            let mut prio = 0;
-            if st.state == VcState::Active {
-                let port = st.out_port as usize;
-                let full = next_buf[port].is_full_for(st.out_vc as usize)
-                    || (out_limit != usize::MAX && out_q.len(port) >= out_limit);
-                if full {
-                    it.result = STALL;
-                    continue;
+            let head_pri = || {
+                if pri_seen {
+                    i32::from(bufs[st.head as usize * n_ivc + ivc].pri)
+                } else {
+                    0
                 }
-                ports[0] = port;
-                np = 1;
-            } else {
-                // Speculative bid of a head flit still in VC allocation: only for an output
-                // with an available VC (spec_check_elig) that has credit (spec_check_cred).
-                // An element that fails stalls the entry (it reads no grant), but the other
-                // element's bid stands, as in BookSim.
-                let route = st.route;
-                let elements =
-                    core::iter::once((route.port, route.vc_lo, route.vc_hi)).chain(route.alt());
-                for (port, lo, hi) in elements {
-                    let port = port as usize;
-                    let dest = &next_buf[port];
-                    let mut elig = false;
-                    let mut cred = false;
-                    if spec_check_elig {
-                        let oq_ok = out_limit == usize::MAX || out_q.len(port) < out_limit;
-                        if oq_ok {
-                            let am = dest.avail_mask() & range_mask(lo, hi);
-                            elig = am != 0;
-                            cred = if spec_check_cred {
-                                am & !dest.full_mask() != 0
-                            } else {
-                                elig
-                            };
-                        }
-                    }
-                    if (spec_check_elig && !elig) || (spec_check_cred && !cred) {
-                        it.result = STALL;
-                        continue;
-                    }
-                    if np == 0 || ports[0] != port {
-                        ports[np] = port;
-                        np += 1;
-                    }
-                }
-                if speculative && st.state == VcState::VcAlloc {
-                    prio = i32::MIN;
-                }
-            }
-            if pri_seen {
-                prio += i32::from(bufs[st.head as usize * n_ivc + ivc].pri);
-            }
-            for &port in &ports[..np] {
+            };
+            // An input or output held for a packet takes no other request (the entry stays
+            // undecided and finds no grant).
+            let mut bid = |port: usize, prio: i32| {
                 let exp_out = port as u32 * os + u32::from(st.out_off);
-                // An input or output held for a packet takes no other request (the entry
-                // stays undecided and finds no grant).
                 if hold && (hold_in[st.exp_in as usize] >= 0 || hold_out[exp_out as usize] >= 0) {
-                    continue;
+                    return;
                 }
                 sw_alloc.bid(
                     st.exp_in,
@@ -1649,6 +1600,54 @@ impl IqRouter {
                     sw_rr_offset[st.exp_in as usize],
                     v,
                 );
+            };
+            if st.state == VcState::Active {
+                let port = st.out_port as usize;
+                let full = next_buf[port].is_full_for(st.out_vc as usize)
+                    || (out_limit != usize::MAX && out_q.len(port) >= out_limit);
+                if full {
+                    it.result = STALL;
+                    continue;
+                }
+                bid(port, head_pri());
+                continue;
+            }
+            // Speculative bid of a head flit still in VC allocation, for each element of its
+            // route (once per output: BookSim's repeated request for an output is a no-op):
+            // only for an output with an available VC (spec_check_elig) that has credit
+            // (spec_check_cred). An element that fails stalls the entry (it reads no grant),
+            // but the other element's bid stands, as in BookSim.
+            let route = st.route;
+            let spec_pri = if speculative { i32::MIN } else { 0 };
+            let prio = spec_pri + head_pri();
+            let mut first = usize::MAX;
+            let elements =
+                core::iter::once((route.port, route.vc_lo, route.vc_hi)).chain(route.alt());
+            for (port, lo, hi) in elements {
+                let port = port as usize;
+                let dest = &next_buf[port];
+                let mut elig = false;
+                let mut cred = false;
+                if spec_check_elig {
+                    let oq_ok = out_limit == usize::MAX || out_q.len(port) < out_limit;
+                    if oq_ok {
+                        let am = dest.avail_mask() & range_mask(lo, hi);
+                        elig = am != 0;
+                        cred = if spec_check_cred {
+                            am & !dest.full_mask() != 0
+                        } else {
+                            elig
+                        };
+                    }
+                }
+                if (spec_check_elig && !elig) || (spec_check_cred && !cred) {
+                    it.result = STALL;
+                    continue;
+                }
+                if port != first {
+                    bid(port, prio);
+                    first = port;
+                }
             }
         }
     }
