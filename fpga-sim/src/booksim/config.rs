@@ -359,6 +359,19 @@ pub enum Topology {
         /// Dimensions.
         n: u32,
     },
+    /// k-ary n-dimensional mesh with dimension-order routing and a slice of the VC range per
+    /// destination: `dim_order_ni_mesh` (the range's size divided by the terminals, the
+    /// destination's slice) or `dim_order_pni_mesh` (divided by k, the slice of the
+    /// destination's digit in the dimension the packet is about to travel). At injection too;
+    /// every VC to eject.
+    MeshNi {
+        /// Routers per dimension.
+        k: u32,
+        /// Dimensions.
+        n: u32,
+        /// `dim_order_pni_mesh` rather than `dim_order_ni_mesh`.
+        per_coord: bool,
+    },
     /// k-ary n-dimensional mesh with BookSim's two-phase oblivious routing, `valiant_mesh`
     /// (an intermediate router drawn anywhere, `RandomInt(nodes - 1)`) or `romm_mesh` (drawn
     /// digit by digit inside the minimal quadrant of source and destination,
@@ -389,6 +402,10 @@ pub enum Topology {
         /// if the packet were injected at this router; on an escape VC, dimension order on
         /// escape VCs only. The class travels with the packet (BookSim's `f->ph`).
         adaptive: bool,
+        /// `dim_order_ni_torus`: dimension order without datelines, each destination on its
+        /// own slice of the VC range (the range's size divided by the terminals, rounded
+        /// down) on every channel between routers; every VC at injection and ejection.
+        ni: bool,
     },
     /// BookSim's concentrated mesh (`cmesh`): k x k routers, 4 terminals each (2 x 2), with
     /// express channels along the edges; `dor` (express) or `dor_no_express` routing, or
@@ -454,6 +471,7 @@ impl Topology {
             | Topology::MeshXyYx { k, n, .. }
             | Topology::MeshMinAdapt { k, n }
             | Topology::MeshPlanarAdapt { k, n }
+            | Topology::MeshNi { k, n, .. }
             | Topology::MeshTwoPhase { k, n, .. }
             | Topology::Torus { k, n, .. }
             | Topology::FlatFly { k, n, .. } => (k, n),
@@ -486,6 +504,7 @@ impl Topology {
             | Topology::MeshXyYx { .. }
             | Topology::MeshMinAdapt { .. }
             | Topology::MeshPlanarAdapt { .. }
+            | Topology::MeshNi { .. }
             | Topology::MeshTwoPhase { .. }
             | Topology::Torus { .. } => {
                 let r = k.saturating_pow(n as u32);
@@ -1309,6 +1328,20 @@ fn flatfly(raw: &mut Raw, k: i64, n: i64, rf: &str, nodes: u128) -> Result<Topol
     })
 }
 
+/// Into how many slices the `_ni` / `_pni` routings cut a VC range: the terminals
+/// (`dim_order_ni_mesh`, `dim_order_ni_torus`) or k (`dim_order_pni_mesh`).
+fn ni_parts(topology: &Topology) -> Option<u128> {
+    match *topology {
+        Topology::MeshNi {
+            k, per_coord: true, ..
+        } => Some(u128::from(k)),
+        Topology::MeshNi { k, n, .. } | Topology::Torus { k, n, ni: true, .. } => {
+            Some(u128::from(k).saturating_pow(n))
+        }
+        _ => None,
+    }
+}
+
 /// The keys of `use_read_write = 1`, with BookSim's defaults. BookSim would index past its
 /// VCs or subnetworks (or, on a torus or with xy_yx, assert) on what is refused here.
 fn read_write_keys(
@@ -1367,6 +1400,19 @@ fn read_write_keys(
         } else {
             write_fraction < 1.0
         };
+        if let Some(parts) = ni_parts(topology) {
+            if used && ((e - b + 1) as u128) < parts {
+                return Err(unsupported(
+                    &bk,
+                    format!("{b} ({ek} = {e})"),
+                    &format!(
+                        "the _ni / _pni routings give each of {parts} destinations (or \
+                         coordinates) a slice of the range: at least {parts} VCs (BookSim2 \
+                         asserts vcs_per_dest > 0)"
+                    ),
+                ));
+            }
+        }
         if used && matches!(topology, Topology::Torus { adaptive: true, .. }) && e - b == 2 {
             return Err(unsupported(
                 &bk,
@@ -1877,6 +1923,11 @@ impl BooksimConfig {
                 },
                 "min_adapt" => Topology::MeshMinAdapt { k: k32, n: n32 },
                 "planar_adapt" => Topology::MeshPlanarAdapt { k: k32, n: n32 },
+                "dim_order_ni" | "dim_order_pni" => Topology::MeshNi {
+                    k: k32,
+                    n: n32,
+                    per_coord: rf == "dim_order_pni",
+                },
                 "valiant" | "romm" => Topology::MeshTwoPhase {
                     k: k32,
                     n: n32,
@@ -1888,7 +1939,8 @@ impl BooksimConfig {
                         &rf,
                         "mesh uses dim_order (dim_order_mesh, alias dor), xy_yx (xy_yx_mesh), \
                          adaptive_xy_yx, min_adapt (min_adapt_mesh), planar_adapt \
-                         (planar_adapt_mesh), valiant (valiant_mesh) or romm (romm_mesh)",
+                         (planar_adapt_mesh), dim_order_ni, dim_order_pni, valiant \
+                         (valiant_mesh) or romm (romm_mesh)",
                     ))
                 }
             },
@@ -1995,12 +2047,14 @@ impl BooksimConfig {
                 Topology::AnyNet(Arc::new(read_network_file(&file, origin)?))
             }
             "torus" => {
-                if rf != "dim_order" && rf != "dim_order_bal" && rf != "min_adapt" {
+                if !["dim_order", "dim_order_bal", "min_adapt", "dim_order_ni"].contains(&rf.as_str())
+                {
                     return Err(unsupported(
                         "routing_function",
                         &rf,
                         "torus uses dim_order (dim_order_torus), dim_order_bal \
-                         (dim_order_bal_torus) or min_adapt (min_adapt_torus); \
+                         (dim_order_bal_torus), min_adapt (min_adapt_torus) or dim_order_ni \
+                         (dim_order_ni_torus); \
                          valiant_torus reads a partition BookSim2 \
                          leaves uninitialised when a packet keeps its dimension, so its \
                          behaviour is the compiler's",
@@ -2011,6 +2065,7 @@ impl BooksimConfig {
                     n: n32,
                     balanced: rf == "dim_order_bal",
                     adaptive: rf == "min_adapt",
+                    ni: rf == "dim_order_ni",
                 }
             }
             other => {
@@ -2034,6 +2089,7 @@ impl BooksimConfig {
                 | Topology::MeshXyYx { .. }
                 | Topology::MeshMinAdapt { .. }
                 | Topology::MeshPlanarAdapt { .. }
+                | Topology::MeshNi { .. }
                 | Topology::MeshTwoPhase { .. }
                 | Topology::Torus { .. }
         ) && n > 24
@@ -2316,6 +2372,19 @@ impl BooksimConfig {
                  dragonfly need at least 2 VCs (two VC classes; BookSim2 stops on an assertion \
                  with 1)",
             ));
+        }
+        if let (Some(parts), None) = (ni_parts(&topology), &read_write) {
+            if (router.vcs as u128) < parts {
+                return Err(unsupported(
+                    "num_vcs",
+                    router.vcs,
+                    &format!(
+                        "the _ni / _pni routings give each of {parts} destinations (or \
+                         coordinates) its own VCs: at least {parts} (BookSim2 asserts \
+                         vcs_per_dest > 0)"
+                    ),
+                ));
+            }
         }
         if matches!(topology, Topology::Torus { adaptive: true, .. })
             && read_write.is_none()
@@ -2638,7 +2707,7 @@ mod tests {
             ),
             ("topology=torus routing_function=dor", "routing_function"),
             (
-                "topology=torus routing_function=dim_order_ni",
+                "topology=torus routing_function=dim_order_pni",
                 "routing_function",
             ),
             (
@@ -2649,6 +2718,23 @@ mod tests {
             (
                 "topology=torus routing_function=min_adapt num_vcs=3",
                 "`num_vcs = 3`",
+            ),
+            (
+                "topology=mesh routing_function=dim_order_ni k=4 n=2 num_vcs=15",
+                "`num_vcs = 15`",
+            ),
+            (
+                "topology=mesh routing_function=dim_order_pni k=5 n=2 num_vcs=4",
+                "`num_vcs = 4`",
+            ),
+            (
+                "topology=torus routing_function=dim_order_ni k=3 n=2 num_vcs=8",
+                "`num_vcs = 8`",
+            ),
+            (
+                "topology=mesh routing_function=dim_order_ni k=2 n=2 num_vcs=16 \
+                 use_read_write=1 read_request_end_vc=2",
+                "`read_request_begin_vc = 0 (read_request_end_vc = 2)`",
             ),
             (
                 "topology=torus routing_function=min_adapt num_vcs=16 use_read_write=1 \
@@ -2786,7 +2872,8 @@ mod tests {
                     k: 4,
                     n: 2,
                     balanced: false,
-                    adaptive: false
+                    adaptive: false,
+                    ni: false
                 },
                 2
             )
@@ -2801,7 +2888,8 @@ mod tests {
                 k: 4,
                 n: 2,
                 balanced: true,
-                adaptive: false
+                adaptive: false,
+                ni: false
             }
         );
         // use_noc_latency changes nothing for the fly.

@@ -203,7 +203,8 @@ impl Wiring {
             }
             Topology::Mesh { k, n }
             | Topology::MeshMinAdapt { k, n }
-            | Topology::MeshPlanarAdapt { k, n } => {
+            | Topology::MeshPlanarAdapt { k, n }
+            | Topology::MeshNi { k, n, .. } => {
                 // dor_next_mesh: the lowest dimension whose digit differs, towards the
                 // destination (port 2d up, 2d + 1 down); port 2n ejects.
                 let (k, mut cur, mut dest) = (k as usize, router as usize, dest);
@@ -320,6 +321,7 @@ impl Wiring {
             | Topology::MeshXyYx { k, n, .. }
             | Topology::MeshMinAdapt { k, n }
             | Topology::MeshPlanarAdapt { k, n }
+            | Topology::MeshNi { k, n, .. }
             | Topology::MeshTwoPhase { k, n, .. } => kncube_hops(k, n, src, dest, false),
             Topology::Torus { k, n, .. } => kncube_hops(k, n, src, dest, true),
             Topology::CMesh { k, express, .. } => cmesh_hops(k, express, src, dest),
@@ -366,6 +368,27 @@ fn class_route(port: u16, lo: u8, hi: u8, upper: bool) -> Route {
         Route::new(port, lo + avail, hi)
     } else {
         Route::new(port, lo, hi - avail)
+    }
+}
+
+/// The `_ni` / `_pni` routings' slice of the VC range `lo..=hi`: slice `owner` of `parts`
+/// (the terminals, or with `per_coord` k), each `(hi - lo + 1) / parts` VCs (the
+/// configuration refuses ranges with fewer VCs than parts).
+pub fn ni_slice(lo: u8, hi: u8, owner: usize, per_coord: Option<u32>, nodes: usize) -> (u8, u8) {
+    let parts = per_coord.map_or(nodes, |k| k as usize).max(1);
+    let per = (usize::from(hi - lo) + 1) / parts;
+    let first = usize::from(lo) + owner * per;
+    (first as u8, (first + per).saturating_sub(1) as u8)
+}
+
+/// Whose slice a `_ni` / `_pni` mesh route takes for destination `dest` when leaving in
+/// dimension `dim`: the destination's, or (`per_coord`, `dim_order_pni_mesh`) its digit in
+/// that dimension.
+pub fn ni_owner(k: u32, per_coord: bool, dim: usize, dest: usize) -> usize {
+    if per_coord {
+        (dest / (k as usize).pow(dim as u32)) % k as usize
+    } else {
+        dest
     }
 }
 
@@ -715,6 +738,7 @@ pub fn build(
         | Topology::MeshXyYx { .. }
         | Topology::MeshMinAdapt { .. }
         | Topology::MeshPlanarAdapt { .. }
+        | Topology::MeshNi { .. }
         | Topology::MeshTwoPhase { .. }
         | Topology::Torus { .. } => {
             // kncube.cpp: one router per terminal, 2n + 1 ports; a mesh has the torus's
@@ -974,6 +998,7 @@ pub fn build(
         | Topology::MeshXyYx { .. }
         | Topology::MeshMinAdapt { .. }
         | Topology::MeshPlanarAdapt { .. }
+        | Topology::MeshNi { .. }
         | Topology::MeshTwoPhase { .. }
         | Topology::Torus { .. } => {
             // kncube.cpp: for each dimension d, input 2d comes from the right neighbour (its left
@@ -1146,6 +1171,7 @@ pub fn build(
         Topology::Fly { .. }
         | Topology::Mesh { .. }
         | Topology::MeshPlanarAdapt { .. }
+        | Topology::MeshNi { .. }
         | Topology::QTree { .. }
         | Topology::FlatFly {
             xy_yx: false,
@@ -1188,6 +1214,7 @@ pub fn build(
             | Topology::MeshXyYx { .. }
             | Topology::MeshMinAdapt { .. }
             | Topology::MeshPlanarAdapt { .. }
+            | Topology::MeshNi { .. }
             | Topology::MeshTwoPhase { .. }
             | Topology::FlatFly { xy_yx: true, .. }
             | Topology::FlatFly { valiant: true, .. }
@@ -1264,10 +1291,14 @@ impl BookSimRouting<'_> {
             n,
             balanced,
             adaptive,
+            ni,
         } = w.topology
         {
             if adaptive {
                 return self.min_adapt_torus_route(router, in_port, f, k, n);
+            }
+            if ni {
+                return self.ni_torus_route(router, in_port, f, k, n);
             }
             return self.torus_route(router, in_port, f, k, n, balanced);
         } else if let Topology::MeshXyYx { k, n, .. } = w.topology {
@@ -1276,6 +1307,22 @@ impl BookSimRouting<'_> {
             return self.xy_yx_route(router, in_port, f, k, n, None);
         } else if let Topology::MeshMinAdapt { k, n } = w.topology {
             return self.min_adapt_mesh_route(router, in_port, f, k, n);
+        } else if let Topology::MeshNi { k, n, per_coord } = w.topology {
+            // dim_order_ni_mesh / dim_order_pni_mesh: dimension order on the destination's
+            // (or its next digit's) slice of the range.
+            let (lo, hi) = self.vc_range(f);
+            let port = w.port_for(router, dest).unwrap_or(2 * n as usize);
+            if router as usize == dest {
+                return Route::new(port as u16, lo, hi);
+            }
+            let (lo, hi) = ni_slice(
+                lo,
+                hi,
+                ni_owner(k, per_coord, port / 2, dest),
+                per_coord.then_some(k),
+                w.nodes,
+            );
+            return Route::new(port as u16, lo, hi);
         } else if let Topology::MeshPlanarAdapt { n, .. } = w.topology {
             // planar_adapt_mesh: dimension order on the range's upper third.
             let (lo, hi) = self.vc_range(f);
@@ -1455,6 +1502,38 @@ impl BookSimRouting<'_> {
         } else {
             Route::new(escape_port as u16, escape_vc, escape_vc)
         }
+    }
+
+    /// `dim_order_ni_torus`: at the destination router the ejection port and every VC; else
+    /// `dor_next_torus` without a dateline class (the shorter way when turning into a
+    /// dimension, a tie drawn by `RandomInt(1)`, 1: up; on in the direction of travel
+    /// otherwise) on the destination's slice of the range.
+    fn ni_torus_route(&mut self, router: u32, in_port: usize, f: &Flit, k: u32, n: u32) -> Route {
+        let (lo, hi) = self.vc_range(f);
+        let (k, n) = (k as usize, n as usize);
+        let (mut cur, mut dest) = (router as usize, f.dest as usize);
+        let mut dim = 0;
+        while dim < n && cur % k == dest % k {
+            cur /= k;
+            dest /= k;
+            dim += 1;
+        }
+        if dim == n {
+            return Route::new(2 * n as u16, lo, hi);
+        }
+        let port = if in_port / 2 != dim {
+            let (c, d) = (cur % k, dest % k);
+            let dist2 = k as i64 - 2 * ((d + k - c) % k) as i64;
+            if dist2 > 0 || (dist2 == 0 && self.rng.int(1) != 0) {
+                2 * dim
+            } else {
+                2 * dim + 1
+            }
+        } else {
+            in_port ^ 1
+        };
+        let (lo, hi) = ni_slice(lo, hi, f.dest as usize, None, self.wiring.nodes);
+        Route::new(port as u16, lo, hi)
     }
 
     /// `min_adapt_mesh`: at the destination router the ejection port and every VC; else the
@@ -2330,18 +2409,21 @@ mod tests {
                 n: 2,
                 balanced: false,
                 adaptive: true,
+                ni: false,
             },
             Topology::Torus {
                 k: 5,
                 n: 2,
                 balanced: false,
                 adaptive: true,
+                ni: false,
             },
             Topology::Torus {
                 k: 2,
                 n: 3,
                 balanced: false,
                 adaptive: true,
+                ni: false,
             },
         ];
         for topo in topos {
@@ -2432,6 +2514,95 @@ mod tests {
         }
     }
 
+    /// The `_ni` / `_pni` routings: dimension order on the destination's slice of the VC
+    /// range (`dim_order_ni`: one per terminal; `dim_order_pni`: one per coordinate, the
+    /// destination's digit in the dimension being left), every VC to eject; routes arrive by
+    /// minimal paths.
+    #[test]
+    fn ni_routes_take_their_destinations_slice() {
+        let ni = Topology::MeshNi {
+            k: 4,
+            n: 2,
+            per_coord: false,
+        };
+        let pni = Topology::MeshNi {
+            k: 4,
+            n: 2,
+            per_coord: true,
+        };
+        let torus = Topology::Torus {
+            k: 3,
+            n: 2,
+            balanced: false,
+            adaptive: false,
+            ni: true,
+        };
+        // (topology, VCs, router, input, destination, route)
+        let cases = [
+            (ni.clone(), 16, 0, 4, 5, Route::new(0, 5, 5)),
+            (ni.clone(), 35, 4, 3, 6, Route::new(0, 12, 13)),
+            (ni.clone(), 16, 5, 1, 5, Route::new(4, 0, 15)),
+            // Terminal 6 has digits 2 and 1: dimension 0 first (digit 2), then 1 (digit 1).
+            (pni.clone(), 8, 0, 4, 6, Route::new(0, 4, 5)),
+            (pni.clone(), 8, 2, 1, 6, Route::new(2, 2, 3)),
+            (pni.clone(), 9, 2, 1, 6, Route::new(2, 2, 3)),
+            (pni.clone(), 8, 6, 3, 6, Route::new(4, 0, 7)),
+            // Router 0 to terminal 2 on a 3-ary torus: down (the shorter way), slice 2.
+            (torus.clone(), 9, 0, 4, 2, Route::new(1, 2, 2)),
+            (torus.clone(), 18, 0, 4, 5, Route::new(1, 10, 11)),
+            (torus.clone(), 9, 2, 4, 2, Route::new(4, 0, 8)),
+        ];
+        for (topo, vcs, router, input, dest, want) in cases {
+            let cfg = RouterConfig {
+                vcs,
+                ..RouterConfig::default()
+            };
+            let (w, _) = build(topo.clone(), 1, &cfg).unwrap();
+            let mut rng = KnuthInt::new(1);
+            let packets = [Packet::from_source(0)];
+            let mut rt = BookSimRouting {
+                wiring: &w,
+                rng: &mut rng,
+                packets: &packets,
+                intm: &mut [],
+            };
+            let f = Flit::new(0, dest, true, true);
+            assert_eq!(rt.route(router, input, &f), want, "{topo:?} {vcs} VCs");
+        }
+        for topo in [ni, pni, torus] {
+            let cfg = RouterConfig {
+                vcs: 16,
+                ..RouterConfig::default()
+            };
+            let (w, _) = build(topo.clone(), 1, &cfg).unwrap();
+            let (k, n) = topo.k_n();
+            let is_torus = matches!(topo, Topology::Torus { .. });
+            let mut rng = KnuthInt::new(3);
+            for s in 0..w.nodes {
+                for d in 0..w.nodes {
+                    let packets = [Packet::from_source(s as u32)];
+                    let mut rt = BookSimRouting {
+                        wiring: &w,
+                        rng: &mut rng,
+                        packets: &packets,
+                        intm: &mut [],
+                    };
+                    let mut f = Flit::new(0, d as u32, true, true);
+                    let (mut c, mut hops) = (w.inject(s), 0);
+                    while let End::Router { router, port } = w.dst[c] {
+                        let r = rt.route(router, port as usize, &f);
+                        f.vc = r.vc_lo;
+                        c = w.router_out[router as usize][r.port as usize] as usize;
+                        hops += 1;
+                        assert!(hops <= 20, "{topo:?} {s}->{d}");
+                    }
+                    assert_eq!(w.dst[c], End::Node(d as u32));
+                    assert_eq!(hops, kncube_hops(k, n, s, d, is_torus), "{topo:?}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn every_route_arrives() {
         walk(anynet(ANYNET_TREE));
@@ -2482,6 +2653,7 @@ mod tests {
                     n,
                     balanced,
                     adaptive,
+                    ni: false,
                 });
             }
         }
@@ -2714,6 +2886,7 @@ mod tests {
                 n: 3,
                 balanced: false,
                 adaptive: false,
+                ni: false,
             },
         ] {
             let (w, _) = build(topo.clone(), 2, &base()).unwrap();
