@@ -384,6 +384,9 @@ pub enum Topology {
         n: u32,
         /// `romm_mesh` rather than `valiant_mesh`.
         romm: bool,
+        /// `romm_ni_mesh`: the phases share the VC range, and each destination takes its own
+        /// slice of it (as `dim_order_ni_mesh`), at injection too.
+        ni: bool,
     },
     /// k-ary n-cube (torus) with dimension-order routing and two dateline VC classes.
     Torus {
@@ -1335,9 +1338,9 @@ fn ni_parts(topology: &Topology) -> Option<u128> {
         Topology::MeshNi {
             k, per_coord: true, ..
         } => Some(u128::from(k)),
-        Topology::MeshNi { k, n, .. } | Topology::Torus { k, n, ni: true, .. } => {
-            Some(u128::from(k).saturating_pow(n))
-        }
+        Topology::MeshNi { k, n, .. }
+        | Topology::Torus { k, n, ni: true, .. }
+        | Topology::MeshTwoPhase { k, n, ni: true, .. } => Some(u128::from(k).saturating_pow(n)),
         _ => None,
     }
 }
@@ -1928,10 +1931,11 @@ impl BooksimConfig {
                     n: n32,
                     per_coord: rf == "dim_order_pni",
                 },
-                "valiant" | "romm" => Topology::MeshTwoPhase {
+                "valiant" | "romm" | "romm_ni" => Topology::MeshTwoPhase {
                     k: k32,
                     n: n32,
-                    romm: rf == "romm",
+                    romm: rf != "valiant",
+                    ni: rf == "romm_ni",
                 },
                 _ => {
                     return Err(unsupported(
@@ -1940,7 +1944,7 @@ impl BooksimConfig {
                         "mesh uses dim_order (dim_order_mesh, alias dor), xy_yx (xy_yx_mesh), \
                          adaptive_xy_yx, min_adapt (min_adapt_mesh), planar_adapt \
                          (planar_adapt_mesh), dim_order_ni, dim_order_pni, valiant \
-                         (valiant_mesh) or romm (romm_mesh)",
+                         (valiant_mesh), romm (romm_mesh) or romm_ni (romm_ni_mesh)",
                     ))
                 }
             },
@@ -2732,6 +2736,10 @@ mod tests {
                 "`num_vcs = 8`",
             ),
             (
+                "topology=mesh routing_function=romm_ni k=3 n=2 num_vcs=8",
+                "`num_vcs = 8`",
+            ),
+            (
                 "topology=mesh routing_function=dim_order_ni k=2 n=2 num_vcs=16 \
                  use_read_write=1 read_request_end_vc=2",
                 "`read_request_begin_vc = 0 (read_request_end_vc = 2)`",
@@ -2950,7 +2958,15 @@ mod tests {
             let rf = format!("routing_function={rf}");
             let ov = ["topology=mesh", "k=4", "n=2", &rf];
             let c = BooksimConfig::from_text(XBAR, &ov).unwrap();
-            assert_eq!(c.topology, Topology::MeshTwoPhase { k: 4, n: 2, romm });
+            assert_eq!(
+                c.topology,
+                Topology::MeshTwoPhase {
+                    k: 4,
+                    n: 2,
+                    romm,
+                    ni: false
+                }
+            );
             assert_eq!(c.topology.nodes(), 16);
         }
     }

@@ -1331,8 +1331,8 @@ impl BookSimRouting<'_> {
                 return Route::new(port, lo, hi);
             }
             return Route::new(port, lo + 2 * ((hi - lo + 1) / 3), hi);
-        } else if let Topology::MeshTwoPhase { k, n, romm } = w.topology {
-            return self.two_phase_route(router, in_port, f, k, n, romm);
+        } else if let Topology::MeshTwoPhase { k, n, romm, ni } = w.topology {
+            return self.two_phase_route(router, in_port, f, k, n, romm, ni);
         } else if let Topology::DragonFly { p, ugal } = w.topology {
             if ugal {
                 return self.ugal_route(router, in_port, f, p, None);
@@ -1733,6 +1733,7 @@ impl BookSimRouting<'_> {
     /// phase 0) phase 0 takes the lower `vcs - vcs / 2` VCs of the range and phase 1 the
     /// upper `vcs / 2`.
     #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
     fn two_phase_route(
         &mut self,
         router: u32,
@@ -1741,6 +1742,7 @@ impl BookSimRouting<'_> {
         k: u32,
         n: u32,
         romm: bool,
+        ni: bool,
     ) -> Route {
         let (lo, hi) = self.vc_range(f);
         let (kk, nn) = (k as usize, n as usize);
@@ -1786,6 +1788,10 @@ impl BookSimRouting<'_> {
             to /= kk;
         }
         if router == f.dest {
+            return Route::new(port as u16, lo, hi);
+        }
+        if ni {
+            let (lo, hi) = ni_slice(lo, hi, f.dest as usize, None, self.wiring.nodes);
             return Route::new(port as u16, lo, hi);
         }
         class_route(port as u16, lo, hi, state & PHASE_1 != 0)
@@ -2111,7 +2117,7 @@ mod tests {
                         }
                     }
                 }
-                if let Topology::MeshTwoPhase { k, n, romm } = topo.clone() {
+                if let Topology::MeshTwoPhase { k, n, romm, .. } = topo.clone() {
                     // Through the intermediate router, in phase 1 at the end; ROMM's stays
                     // inside the minimal quadrant, so its route is a minimal one.
                     let im = (intm[0] & !PHASE_1) as usize;
@@ -2517,7 +2523,7 @@ mod tests {
     /// The `_ni` / `_pni` routings: dimension order on the destination's slice of the VC
     /// range (`dim_order_ni`: one per terminal; `dim_order_pni`: one per coordinate, the
     /// destination's digit in the dimension being left), every VC to eject; routes arrive by
-    /// minimal paths.
+    /// minimal paths (`romm_ni`'s too: its intermediate router lies in the minimal quadrant).
     #[test]
     fn ni_routes_take_their_destinations_slice() {
         let ni = Topology::MeshNi {
@@ -2569,7 +2575,13 @@ mod tests {
             let f = Flit::new(0, dest, true, true);
             assert_eq!(rt.route(router, input, &f), want, "{topo:?} {vcs} VCs");
         }
-        for topo in [ni, pni, torus] {
+        let romm_ni = Topology::MeshTwoPhase {
+            k: 4,
+            n: 2,
+            romm: true,
+            ni: true,
+        };
+        for topo in [ni, pni, torus, romm_ni] {
             let cfg = RouterConfig {
                 vcs: 16,
                 ..RouterConfig::default()
@@ -2581,16 +2593,29 @@ mod tests {
             for s in 0..w.nodes {
                 for d in 0..w.nodes {
                     let packets = [Packet::from_source(s as u32)];
+                    let mut intm = [0u32];
                     let mut rt = BookSimRouting {
                         wiring: &w,
                         rng: &mut rng,
                         packets: &packets,
-                        intm: &mut [],
+                        intm: &mut intm,
                     };
                     let mut f = Flit::new(0, d as u32, true, true);
                     let (mut c, mut hops) = (w.inject(s), 0);
                     while let End::Router { router, port } = w.dst[c] {
                         let r = rt.route(router, port as usize, &f);
+                        if router as usize != d
+                            && !matches!(
+                                topo,
+                                Topology::MeshNi {
+                                    per_coord: true,
+                                    ..
+                                }
+                            )
+                        {
+                            // One VC per destination (16 terminals, 16 VCs).
+                            assert_eq!((r.vc_lo, r.vc_hi), (d as u8, d as u8), "{topo:?}");
+                        }
                         f.vc = r.vc_lo;
                         c = w.router_out[router as usize][r.port as usize] as usize;
                         hops += 1;
@@ -2642,9 +2667,14 @@ mod tests {
             adaptive: true,
         });
         for romm in [false, true] {
-            walk(Topology::MeshTwoPhase { k: 4, n: 2, romm });
-            walk(Topology::MeshTwoPhase { k: 3, n: 3, romm });
-            walk(Topology::MeshTwoPhase { k: 5, n: 1, romm });
+            for (k, n) in [(4, 2), (3, 3), (5, 1)] {
+                walk(Topology::MeshTwoPhase {
+                    k,
+                    n,
+                    romm,
+                    ni: false,
+                });
+            }
         }
         for (k, n) in [(4, 2), (5, 2), (2, 3), (3, 1), (6, 1)] {
             for (balanced, adaptive) in [(false, false), (true, false), (false, true)] {

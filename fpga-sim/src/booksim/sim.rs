@@ -1490,14 +1490,19 @@ impl Sim {
                     } else {
                         (0, vcs - 1)
                     };
-                    // dim_order_ni_mesh and dim_order_pni_mesh inject on the slice of the
-                    // range the first router's route will take (the destination's, or its
-                    // lowest digit's).
+                    // dim_order_ni_mesh, dim_order_pni_mesh and romm_ni_mesh inject on the
+                    // slice of the range the first router's route will take (the
+                    // destination's, or its lowest digit's).
                     let (lo, hi) = match wiring.topology {
                         Topology::MeshNi { k, per_coord, .. } => {
                             let owner = ni_owner(k, per_coord, 0, p.dest as usize);
                             let per = per_coord.then_some(k);
                             let (lo, hi) = ni_slice(lo as u8, hi as u8, owner, per, wiring.nodes);
+                            (i32::from(lo), i32::from(hi))
+                        }
+                        Topology::MeshTwoPhase { ni: true, .. } => {
+                            let owner = p.dest as usize;
+                            let (lo, hi) = ni_slice(lo as u8, hi as u8, owner, None, wiring.nodes);
                             (i32::from(lo), i32::from(hi))
                         }
                         _ => (lo, hi),
