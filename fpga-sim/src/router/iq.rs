@@ -133,6 +133,21 @@ fn bid_key(pri: i32, dist: u32) -> u64 {
 
 const NONE: u32 = u32::MAX;
 
+/// Output stage of VC allocation: output VC `ov` keeps the best bid (the smallest key) of
+/// those offered, here input VC `ivc`'s at priority `pri` (`n_iv` input VCs in all), and is
+/// marked as bid for.
+#[inline(always)]
+fn va_offer(va_out: &mut [OutputVc], touched: &mut [u64], ov: u32, ivc: u32, n_iv: u32, pri: i32) {
+    let out = &mut va_out[ov as usize];
+    let dist = if ivc >= out.ptr {
+        ivc - out.ptr
+    } else {
+        ivc + n_iv - out.ptr
+    };
+    out.key = out.key.min(bid_key(pri, dist));
+    touched[ov as usize / 64] |= 1u64 << (ov % 64);
+}
+
 /// What a VA-stage entry may request in allocation pass `iter`: its route's output port and
 /// the output VCs of its range available downstream (after the first pass, not taken by an
 /// earlier pass), and likewise for its route's second element (priority 0; the first then
@@ -1192,14 +1207,7 @@ impl IqRouter {
                     while avail != 0 {
                         let ov = base + avail.trailing_zeros();
                         avail &= avail - 1;
-                        let out = &mut va_out[ov as usize];
-                        let dist = if it.ivc >= out.ptr {
-                            it.ivc - out.ptr
-                        } else {
-                            it.ivc + n_iv - out.ptr
-                        };
-                        out.key = out.key.min(bid_key(pri, dist));
-                        va_touched[ov as usize / 64] |= 1u64 << (ov % 64);
+                        va_offer(va_out, va_touched, ov, it.ivc, n_iv, pri);
                     }
                 }
             }
@@ -1378,15 +1386,7 @@ impl IqRouter {
                 let bit = (avail.rotate_right(off).trailing_zeros() + off) & 63;
                 let ov = base + bit;
                 let pri = i32::from(st.head_pri);
-                // Output stage: the output VC keeps the best bid (the smallest key).
-                let out = &mut va_out[ov as usize];
-                let dist = if it.ivc >= out.ptr {
-                    it.ivc - out.ptr
-                } else {
-                    it.ivc + n_iv - out.ptr
-                };
-                out.key = out.key.min(bid_key(pri, dist));
-                va_touched[ov as usize / 64] |= 1u64 << (ov % 64);
+                va_offer(va_out, va_touched, ov, it.ivc, n_iv, pri);
                 any = true;
             }
             if !any {
