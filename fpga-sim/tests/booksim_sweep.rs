@@ -22,7 +22,7 @@
 //! saturation throughput within 3 %) are checked by the default tests on a subset that runs
 //! quickly in a debug build; the mode claims identity with BookSim's printed values (6
 //! significant digits) and `every_point_is_identical_to_booksim2` (`--release -- --ignored`)
-//! demands it on all 1,568 rows.
+//! demands it on all 1,600 rows.
 
 use std::collections::BTreeMap;
 
@@ -170,8 +170,8 @@ fn non_uniform(config: &str) -> bool {
 #[test]
 fn the_data_set_covers_what_it_claims() {
     let g = groups();
-    assert_eq!(rows().len(), 1568);
-    assert_eq!(g.len(), 196);
+    assert_eq!(rows().len(), 1600);
+    assert_eq!(g.len(), 200);
     for ((c, ps), rs) in &g {
         let sat = saturation(rs).accepted.unwrap();
         assert_eq!(rs.len(), 8, "{c} {ps}");

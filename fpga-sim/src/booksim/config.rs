@@ -301,6 +301,9 @@ pub enum Topology {
         k: u32,
         /// Levels.
         n: u32,
+        /// `anca_fattree`: going up, two up ports drawn (`RandomInt(k - 1)` twice) and the
+        /// one whose downstream buffers hold fewer flits taken (the first on a tie).
+        anca: bool,
     },
     /// BookSim's quad tree (`qtree`, which asserts k = 4, n = 3): a root with k children per
     /// router down to the leaves, each leaf serving k terminals; nearest-common-ancestor
@@ -316,7 +319,10 @@ pub enum Topology {
     /// four groups of four leaves under two middle routers each, and 4 top routers joined
     /// to all 8 middle ones; nearest-common-ancestor routing with random up ports
     /// (`nca_tree4`).
-    Tree4,
+    Tree4 {
+        /// `anca_tree4`: up always by the first up port (BookSim's route set keeps only it).
+        anca: bool,
+    },
     /// k-ary n-dimensional mesh (BookSim's `kncube` without wrap-around routes) with
     /// dimension-order routing; one terminal per router.
     Mesh {
@@ -468,7 +474,7 @@ impl Topology {
     pub fn k_n(&self) -> (u32, u32) {
         match *self {
             Topology::Fly { k, n }
-            | Topology::FatTree { k, n }
+            | Topology::FatTree { k, n, .. }
             | Topology::QTree { k, n }
             | Topology::Mesh { k, n }
             | Topology::MeshXyYx { k, n, .. }
@@ -479,7 +485,7 @@ impl Topology {
             | Topology::Torus { k, n, .. }
             | Topology::FlatFly { k, n, .. } => (k, n),
             Topology::CMesh { k, .. } => (k, 2),
-            Topology::Tree4 => (4, 3),
+            Topology::Tree4 { .. } => (4, 3),
             Topology::DragonFly { p, .. } => (p, 1),
             // Not a k-ary network (only the traffic patterns read `k` and `n`).
             Topology::AnyNet(_) => (1, 1),
@@ -502,7 +508,7 @@ impl Topology {
                 let r: u128 = (0..n as u32).map(|h| k.saturating_pow(h)).sum();
                 (r, (r - 1) * (k + 1) + k)
             }
-            Topology::Tree4 => (28, 4 * 8 + 8 * 8 + 16 * 6),
+            Topology::Tree4 { .. } => (28, 4 * 8 + 8 * 8 + 16 * 6),
             Topology::Mesh { .. }
             | Topology::MeshXyYx { .. }
             | Topology::MeshMinAdapt { .. }
@@ -1881,23 +1887,31 @@ impl BooksimConfig {
                 Topology::Fly { k: k32, n: n32 }
             }
             "fattree" => {
-                if rf != "nca" {
+                if rf != "nca" && rf != "anca" {
                     return Err(unsupported(
                         "routing_function",
                         &rf,
-                        "fattree uses nca (nca_fattree)",
+                        "fattree uses nca (nca_fattree) or anca (anca_fattree)",
                     ));
                 }
-                Topology::FatTree { k: k32, n: n32 }
+                Topology::FatTree {
+                    k: k32,
+                    n: n32,
+                    anca: rf == "anca",
+                }
             }
             "qtree" | "tree4" => {
-                if rf != "nca" {
+                if rf != "nca" && !(rf == "anca" && topo_name == "tree4") {
                     return Err(unsupported(
                         "routing_function",
                         &rf,
                         &format!(
-                            "{topo_name} uses nca (nca_{topo_name}); anca is adaptive and not \
-                             modelled"
+                            "{topo_name} uses nca (nca_{topo_name}){}",
+                            if topo_name == "tree4" {
+                                " or anca (anca_tree4)"
+                            } else {
+                                ""
+                            }
                         ),
                     ));
                 }
@@ -1913,7 +1927,7 @@ impl BooksimConfig {
                 if topo_name == "qtree" {
                     Topology::QTree { k: k32, n: n32 }
                 } else {
-                    Topology::Tree4
+                    Topology::Tree4 { anca: rf == "anca" }
                 }
             }
             "mesh" => match rf.as_str() {
@@ -2401,6 +2415,15 @@ impl BooksimConfig {
                  BookSim2 asserts",
             ));
         }
+        if matches!(topology, Topology::FatTree { anca: true, .. }) && router.routing_delay == 0 {
+            return Err(unsupported(
+                "routing_delay",
+                router.routing_delay,
+                "anca_fattree reads the downstream occupancy of the router it routes at; under \
+                 lookahead routing BookSim reads the next router's while the current one steps, \
+                 which the mode's routers do not expose to each other",
+            ));
+        }
         if matches!(topology, Topology::DragonFly { ugal: true, .. }) && router.vcs != 3 {
             return Err(unsupported(
                 "num_vcs",
@@ -2676,7 +2699,11 @@ mod tests {
                 "no/such/file",
             ),
             ("topology=anynet routing_function=min network_file=.", "not a regular file"),
-            ("topology=tree4 routing_function=anca", "`routing_function = anca`"),
+            ("topology=qtree routing_function=anca k=4 n=3", "`routing_function = anca`"),
+            (
+                "topology=fattree routing_function=anca k=4 n=2 routing_delay=0",
+                "`routing_delay = 0`",
+            ),
             ("topology=tree4 routing_function=nca k=2 n=3", "`k = 2 (n = 3)`"),
             ("topology=qtree routing_function=nca k=4 n=2", "`k = 4 (n = 2)`"),
             ("topology=mesh routing_function=valiant num_vcs=1", "`num_vcs = 1`"),
@@ -2938,7 +2965,7 @@ mod tests {
     fn the_fixed_trees_parse() {
         for (topo, want) in [
             ("topology=qtree", Topology::QTree { k: 4, n: 3 }),
-            ("topology=tree4", Topology::Tree4),
+            ("topology=tree4", Topology::Tree4 { anca: false }),
         ] {
             let ov = [topo, "routing_function=nca", "k=4", "n=3"];
             let c = BooksimConfig::from_text(XBAR, &ov).unwrap();
@@ -2949,7 +2976,10 @@ mod tests {
             Topology::QTree { k: 4, n: 3 }.routers_and_ports(),
             (21, 104)
         );
-        assert_eq!(Topology::Tree4.routers_and_ports(), (28, 192));
+        assert_eq!(
+            Topology::Tree4 { anca: false }.routers_and_ports(),
+            (28, 192)
+        );
     }
 
     #[test]

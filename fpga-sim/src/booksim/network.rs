@@ -173,7 +173,7 @@ impl Wiring {
                 let stage = router as usize / per_stage;
                 Some((dest / powi(k, n - 1 - stage as u32)) % k as usize)
             }
-            Topology::FatTree { k, n } => {
+            Topology::FatTree { k, n, .. } => {
                 // fattree_nca: down when the destination is below, else up.
                 let per_level = powi(k, n - 1);
                 let pos = router as usize % per_level;
@@ -219,7 +219,7 @@ impl Wiring {
                 Some(2 * n as usize)
             }
             // Random up ports at every level: see `tree4_route`.
-            Topology::Tree4 => None,
+            Topology::Tree4 { .. } => None,
             // Depend on the input port (and VC) and may draw a random number: see
             // `torus_route`, `xy_yx_route` and `flatfly_xy_yx_route`.
             Topology::Torus { .. }
@@ -294,7 +294,7 @@ impl Wiring {
     pub fn hops(&self, src: usize, dest: usize) -> u32 {
         match self.topology {
             Topology::Fly { n, .. } => n,
-            Topology::Tree4 => {
+            Topology::Tree4 { .. } => {
                 // The same leaf, the same group of four leaves (under two middle routers),
                 // else through a top router.
                 if src / 4 == dest / 4 {
@@ -305,7 +305,7 @@ impl Wiring {
                     5
                 }
             }
-            Topology::FatTree { k, n } | Topology::QTree { k, n } => {
+            Topology::FatTree { k, n, .. } | Topology::QTree { k, n } => {
                 // Up to the nearest common ancestor and back down.
                 let (k, mut a, mut b) = (k as usize, src / k as usize, dest / k as usize);
                 let mut up = 0;
@@ -706,7 +706,7 @@ pub fn build(
             radix_in = vec![k as usize; n as usize * per_level];
             radix_out = radix_in.clone();
         }
-        Topology::Tree4 => {
+        Topology::Tree4 { .. } => {
             // tree4.cpp: 4 top routers, 8 middle ones (8 ports each), 16 leaves (6 ports).
             internal = 128;
             radix_in = (0..28).map(|r| if r < 12 { 8 } else { 6 }).collect();
@@ -930,7 +930,7 @@ pub fn build(
                 connect_in(&mut w, down, r, kk);
             }
         }
-        Topology::Tree4 => {
+        Topology::Tree4 { .. } => {
             // tree4.cpp: router indices 0..4 top, 4..12 middle, 12..28 leaves. Leaf p serves
             // terminals 4p .. 4p + 3 on ports 0..4. Middle router m's ports 0..4 go down to
             // leaves 4 (m / 2) .. + 3, whose ports 4 and 5 go up to middle routers 2 (p / 4)
@@ -1210,7 +1210,7 @@ pub fn build(
     if !matches!(
         topology,
         Topology::Torus { .. }
-            | Topology::Tree4
+            | Topology::Tree4 { .. }
             | Topology::MeshXyYx { .. }
             | Topology::MeshMinAdapt { .. }
             | Topology::MeshPlanarAdapt { .. }
@@ -1338,8 +1338,8 @@ impl BookSimRouting<'_> {
                 return self.ugal_route(router, in_port, f, p, None);
             }
             return self.dragonfly_route(router, f, p);
-        } else if let Topology::Tree4 = w.topology {
-            return self.tree4_route(router, f);
+        } else if let Topology::Tree4 { anca } = w.topology {
+            return self.tree4_route(router, f, anca);
         } else if let Topology::FlatFly {
             k,
             xr,
@@ -1372,7 +1372,13 @@ impl BookSimRouting<'_> {
         let port = if entry == UP {
             // A random up port, drawn when BookSim draws it (route computation).
             let k = w.topology.k_n().0;
-            (k + self.rng.int(k - 1)) as u16
+            if let Topology::FatTree { anca: true, .. } = w.topology {
+                // (Adaptive: see `route_reading`, which every anca route goes through; the
+                // configuration refuses lookahead routing with it.)
+                self.anca_up(k, &|_| 0)
+            } else {
+                (k + self.rng.int(k - 1)) as u16
+            }
         } else {
             entry
         };
@@ -1597,7 +1603,35 @@ impl BookSimRouting<'_> {
             Topology::DragonFly { p, ugal: true } => {
                 self.ugal_route(router, in_port, f, p, Some(used))
             }
+            Topology::FatTree { k, anca: true, .. } => {
+                let w = self.wiring;
+                let dest = f.dest as usize;
+                let entry = match w.table.get(router as usize * w.nodes + dest) {
+                    Some(&e) => e,
+                    None => w.port_for(router, dest).map_or(UP, |p| p as u16),
+                };
+                let port = if entry == UP {
+                    self.anca_up(k, used)
+                } else {
+                    entry
+                };
+                let (lo, hi) = self.vc_range(f);
+                Route::new(port, lo, hi)
+            }
             _ => self.route_at(router, in_port, f),
+        }
+    }
+
+    /// `anca_fattree` going up: two up ports drawn (`RandomInt(k - 1)` twice, in that
+    /// order), the second taken only if the first's downstream buffers (`used`, BookSim's
+    /// `GetUsedCredit`) hold more flits.
+    fn anca_up(&mut self, k: u32, used: &dyn Fn(usize) -> u32) -> u16 {
+        let first = k + self.rng.int(k - 1);
+        let second = k + self.rng.int(k - 1);
+        if used(first as usize) > used(second as usize) {
+            second as u16
+        } else {
+            first as u16
         }
     }
 
@@ -1801,9 +1835,11 @@ impl BookSimRouting<'_> {
     /// destination's group of leaves (`2 g + RandomInt(1)`); a middle router down to the
     /// destination's leaf if it is in its group, else up to a random top router
     /// (`4 + RandomInt(3)`); a leaf ejects, or goes up to one of its two middle routers
-    /// (`4 + RandomInt(1)`). Every VC of the range.
+    /// (`4 + RandomInt(1)`). Every VC of the range. `anca_tree4` adds every up port to its
+    /// route set at one priority, of which BookSim's `OutputSet` keeps the first: up is
+    /// always the first up port (4), without a draw.
     #[inline(never)]
-    fn tree4_route(&mut self, router: u32, f: &Flit) -> Route {
+    fn tree4_route(&mut self, router: u32, f: &Flit, anca: bool) -> Route {
         let (lo, hi) = self.vc_range(f);
         let (r, dest) = (router as usize, f.dest as usize);
         let port = if r < 4 {
@@ -1812,11 +1848,15 @@ impl BookSimRouting<'_> {
             let leaf = dest / 4;
             if leaf / 4 == (r - 4) / 2 {
                 (leaf % 4) as u32
+            } else if anca {
+                4
             } else {
                 4 + self.rng.int(3)
             }
         } else if dest / 4 == r - 12 {
             (dest % 4) as u32
+        } else if anca {
+            4
         } else {
             4 + self.rng.int(1)
         };
@@ -2628,6 +2668,58 @@ mod tests {
         }
     }
 
+    /// `anca_fattree` going up draws two up ports and takes the second only when the
+    /// first's downstream buffers hold more flits; down it is `nca`'s route, without draws.
+    #[test]
+    fn anca_goes_up_by_the_less_occupied_of_two_drawn_ports() {
+        let topo = Topology::FatTree {
+            k: 4,
+            n: 2,
+            anca: true,
+        };
+        let (w, _) = build(topo, 1, &base()).unwrap();
+        let packets = [Packet::from_source(0)];
+        // Leaf router 4 (the second level's first) serves terminals 0-3: terminal 9 is up.
+        let f = Flit::new(0, 9, true, true);
+        for seed in 1..40 {
+            let mut draws = KnuthInt::new(seed);
+            let (a, b) = (4 + draws.int(3) as usize, 4 + draws.int(3) as usize);
+            for (busy, want) in [(None, a), (Some(a), b), (Some(b), a)] {
+                let mut rng = KnuthInt::new(seed);
+                let mut rt = BookSimRouting {
+                    wiring: &w,
+                    rng: &mut rng,
+                    packets: &packets,
+                    intm: &mut [],
+                };
+                let used = |o: usize| u32::from(Some(o) == busy && a != b) * 5;
+                let r = rt.route_reading(4, 0, &f, &used);
+                assert_eq!(
+                    r,
+                    Route::new(want as u16, 0, 1),
+                    "seed {seed}: {a} {b} {busy:?}"
+                );
+                // Exactly two draws.
+                let mut after = KnuthInt::new(seed);
+                for _ in 0..2 {
+                    after.int(3);
+                }
+                assert_eq!(rt.rng.int(1000), after.int(1000));
+            }
+            // Down to terminal 2 from its leaf: port 2, no draw.
+            let mut rng = KnuthInt::new(seed);
+            let mut rt = BookSimRouting {
+                wiring: &w,
+                rng: &mut rng,
+                packets: &packets,
+                intm: &mut [],
+            };
+            let r = rt.route_reading(4, 5, &Flit::new(0, 2, true, true), &|_| 9);
+            assert_eq!(r, Route::new(2, 0, 1));
+            assert_eq!(rt.rng.int(1000), KnuthInt::new(seed).int(1000));
+        }
+    }
+
     #[test]
     fn every_route_arrives() {
         walk(anynet(ANYNET_TREE));
@@ -2636,10 +2728,31 @@ mod tests {
         walk(Topology::Fly { k: 2, n: 3 });
         walk(Topology::Fly { k: 4, n: 2 });
         walk(Topology::Fly { k: 3, n: 3 });
-        walk(Topology::FatTree { k: 4, n: 1 });
-        walk(Topology::FatTree { k: 2, n: 3 });
-        walk(Topology::FatTree { k: 4, n: 2 });
-        walk(Topology::FatTree { k: 3, n: 3 });
+        walk(Topology::FatTree {
+            k: 4,
+            n: 1,
+            anca: false,
+        });
+        walk(Topology::FatTree {
+            k: 2,
+            n: 3,
+            anca: false,
+        });
+        walk(Topology::FatTree {
+            k: 4,
+            n: 2,
+            anca: false,
+        });
+        walk(Topology::FatTree {
+            k: 3,
+            n: 3,
+            anca: false,
+        });
+        walk(Topology::FatTree {
+            k: 4,
+            n: 2,
+            anca: true,
+        });
         walk(Topology::Mesh { k: 4, n: 2 });
         walk(Topology::Mesh { k: 3, n: 3 });
         walk(Topology::Mesh { k: 5, n: 1 });
@@ -2647,7 +2760,8 @@ mod tests {
         walk(Topology::MeshPlanarAdapt { k: 4, n: 2 });
         walk(Topology::MeshMinAdapt { k: 3, n: 3 });
         walk(Topology::QTree { k: 4, n: 3 });
-        walk(Topology::Tree4);
+        walk(Topology::Tree4 { anca: false });
+        walk(Topology::Tree4 { anca: true });
         walk(Topology::MeshXyYx {
             k: 4,
             n: 2,
@@ -2757,7 +2871,7 @@ mod tests {
         assert_eq!(w.port_for(0, 37), Some(2));
         assert_eq!(w.port_for(14, 37), Some(1));
 
-        let (w, routers) = build(Topology::Tree4, 1, &base()).unwrap();
+        let (w, routers) = build(Topology::Tree4 { anca: false }, 1, &base()).unwrap();
         assert_eq!((w.nodes, routers.len()), (64, 28));
         // Leaf 9 (router 21) serves terminals 36..40 and hangs off middle routers 4 and 5
         // (routers 8, 9), whose ports to it are 1; top router 2's port 5 goes to middle
