@@ -2111,14 +2111,7 @@ impl IqRouter {
                 let bit = (avail.rotate_right(off).trailing_zeros() + off) & 63;
                 let ov = base + bit;
                 let pri = i32::from(st.head_pri);
-                let out = &mut va_out[ov as usize];
-                let dist = if ivc >= out.ptr {
-                    ivc - out.ptr
-                } else {
-                    ivc + n_iv - out.ptr
-                };
-                out.key = out.key.min(bid_key(pri, dist));
-                va_touched[ov as usize / 64] |= 1u64 << (ov % 64);
+                va_offer(va_out, va_touched, ov, ivc, n_iv, pri);
             }
         }
         stats.vc_alloc_attempts += attempts;
