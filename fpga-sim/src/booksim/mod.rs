@@ -55,6 +55,94 @@ pub fn headline(outcome: &Outcome) -> (f64, f64) {
     }
 }
 
+/// A topology's routing functions in [`SUPPORTED`]: each name with the keys it needs.
+pub type Routings = &'static [(&'static str, &'static str)];
+
+/// What the mode runs: each `topology` with the keys this table's check gives it, and its
+/// `routing_function` values (BookSim's names without the topology suffix), each with any
+/// keys it needs there (more VCs for the `_ni` routings, 3 for `ugal`). `--help` prints it;
+/// a test parses every entry.
+pub const SUPPORTED: &[(&str, &str, Routings)] = &[
+    ("fly", "k=4 n=2", &[("dest_tag", "")]),
+    ("fattree", "k=4 n=2", &[("nca", ""), ("anca", "")]),
+    ("qtree", "k=4 n=3", &[("nca", "")]),
+    ("tree4", "k=4 n=3", &[("nca", ""), ("anca", "")]),
+    (
+        "mesh",
+        "k=4 n=2",
+        &[
+            ("dim_order", ""),
+            ("dor", ""),
+            ("xy_yx", ""),
+            ("adaptive_xy_yx", ""),
+            ("min_adapt", ""),
+            ("planar_adapt", ""),
+            ("dim_order_ni", "num_vcs=16"),
+            ("dim_order_pni", ""),
+            ("valiant", ""),
+            ("romm", ""),
+            ("romm_ni", "num_vcs=16"),
+        ],
+    ),
+    (
+        "torus",
+        "k=4 n=2",
+        &[
+            ("dim_order", ""),
+            ("dim_order_bal", ""),
+            ("min_adapt", ""),
+            ("dim_order_ni", "num_vcs=16"),
+        ],
+    ),
+    (
+        "cmesh",
+        "k=4 n=2 c=4 xr=2 yr=2",
+        &[
+            ("dor", ""),
+            ("dor_no_express", ""),
+            ("xy_yx", ""),
+            ("xy_yx_no_express", ""),
+        ],
+    ),
+    (
+        "flatfly",
+        "k=4 n=2 c=4 xr=2 yr=2 x=4 y=4",
+        &[
+            ("ran_min", ""),
+            ("xyyx", ""),
+            ("adaptive_xyyx", ""),
+            ("valiant", ""),
+        ],
+    ),
+    (
+        "dragonflynew",
+        "k=1 n=1",
+        &[("min", ""), ("ugal", "num_vcs=3")],
+    ),
+    ("anynet", "network_file=FILE", &[("min", "")]),
+];
+
+/// `podlink-sim booksim --help`.
+fn help() -> String {
+    let mut h = String::from(
+        "usage: podlink-sim booksim CONFIG [key=value ...] [--bench] [--quiet]\n\n\
+         Runs a BookSim2 configuration (files and key=value overrides, in BookSim's order) and\n\
+         prints BookSim's statistics block; --quiet drops the per-sample lines, --bench adds a\n\
+         speed line. Exit status 2: a configuration the mode refuses (the message names the\n\
+         key), 1: a simulation error. router = iq. Topologies and routing functions:\n",
+    );
+    for (topology, _, routings) in SUPPORTED {
+        let names: Vec<&str> = routings.iter().map(|(r, _)| *r).collect();
+        h.push_str(&format!("  {topology:<13} {}\n", names.join(", ")));
+    }
+    h.push_str(
+        "Allocators (vc_allocator, sw_allocator): islip, islip(N), separable_input_first,\n\
+         separable_output_first, wavefront, rr_wavefront, max_size, loa, pim, pim(N), select.\n\
+         What is refused and why: spec-notes/validation.md.",
+    );
+    h
+}
+
 /// The `booksim` subcommand. Arguments are BookSim's (configuration files and `key=value`
 /// overrides, in order) plus `--bench` (print simulation speed) and `--quiet` (no per-sample
 /// lines). Exit status: 0 when the run completed (stable or not), 2 for a configuration that
@@ -68,7 +156,7 @@ pub fn cli_main<S: AsRef<str>>(args: &[S]) -> ExitCode {
             "--bench" => bench = true,
             "--quiet" | "-q" => quiet = true,
             "-h" | "--help" => {
-                say("usage: podlink-sim booksim CONFIG [key=value ...] [--bench] [--quiet]");
+                say(&help());
                 return ExitCode::SUCCESS;
             }
             s if s.starts_with('-') && !s.contains('=') => {
@@ -136,4 +224,42 @@ pub fn cli_main<S: AsRef<str>>(args: &[S]) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const XBAR: &str = include_str!("../../tests/data/booksim/xbar16.cfg");
+
+    /// Every topology and routing function `--help` lists is accepted, with the keys the
+    /// table gives it; the help names each of them.
+    #[test]
+    fn every_supported_routing_is_accepted_and_listed() {
+        let net = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/booksim/sweep/anynet_k4.net"
+        );
+        let help = help();
+        for (topology, keys, routings) in SUPPORTED {
+            let line = help
+                .lines()
+                .find(|l| l.split_whitespace().next() == Some(topology))
+                .unwrap_or_else(|| panic!("{topology} missing from the help"));
+            for (routing, extra) in *routings {
+                assert!(line.contains(routing), "{topology} {routing} missing");
+                let mut args = vec![
+                    format!("topology={topology}"),
+                    format!("routing_function={routing}"),
+                ];
+                let keys = keys.replace("FILE", net);
+                args.extend(keys.split_whitespace().map(String::from));
+                args.extend(extra.split_whitespace().map(String::from));
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                if let Err(e) = BooksimConfig::from_text(XBAR, &args) {
+                    panic!("{args:?}: {e}");
+                }
+            }
+        }
+    }
 }
