@@ -1305,8 +1305,8 @@ impl BookSimRouting<'_> {
             // (Adaptive routes read occupancies: see `route_reading`. A lookahead route is
             // never for a first router, the only one where they are read.)
             return self.xy_yx_route(router, in_port, f, k, n, None);
-        } else if let Topology::MeshMinAdapt { k, n } = w.topology {
-            return self.min_adapt_mesh_route(router, in_port, f, k, n);
+        } else if let Topology::MeshMinAdapt { n, .. } = w.topology {
+            return self.min_adapt_mesh_route(router, in_port, f, n);
         } else if let Topology::MeshNi { k, n, per_coord } = w.topology {
             // dim_order_ni_mesh / dim_order_pni_mesh: dimension order on the destination's
             // (or its next digit's) slice of the range.
@@ -1552,16 +1552,8 @@ impl BookSimRouting<'_> {
     /// dimension-order output. (BookSim writes the escape element as VCs 0 to the range's
     /// first at priority equal to that VC, which is the above only for a range that begins
     /// at VC 0; the configuration refuses other ranges, on which BookSim asserts.)
-    fn min_adapt_mesh_route(
-        &mut self,
-        router: u32,
-        in_port: usize,
-        f: &Flit,
-        k: u32,
-        n: u32,
-    ) -> Route {
+    fn min_adapt_mesh_route(&mut self, router: u32, in_port: usize, f: &Flit, n: u32) -> Route {
         let (lo, hi) = self.vc_range(f);
-        let _ = k;
         let port = self
             .wiring
             .port_for(router, f.dest as usize)
