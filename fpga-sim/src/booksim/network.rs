@@ -1266,6 +1266,20 @@ const UGAL_PH_SHIFT: u32 = 30;
 const UGAL_NONMIN: u32 = 1 << 29;
 const UGAL_INTM: u32 = UGAL_NONMIN - 1;
 
+/// One hop of `dor_next_torus` ([`BookSimRouting::dor_next_torus`]).
+struct TorusHop {
+    /// The lowest dimension whose digit differs.
+    dim: usize,
+    /// This router's digit in it.
+    cur: usize,
+    /// The destination's digit in it.
+    dest: usize,
+    /// The packet turns into that dimension here (or starts in it).
+    turning: bool,
+    /// The output.
+    port: usize,
+}
+
 impl BookSimRouting<'_> {
     /// The VC range of flit `f`'s packet: its kind's under `use_read_write` (BookSim's
     /// `vcBegin`, `vcEnd` by flit type), else every VC.
@@ -1386,6 +1400,51 @@ impl BookSimRouting<'_> {
         Route::new(port, lo, hi)
     }
 
+    /// BookSim's `dor_next_torus` output for a packet at `router` bound for `dest`, having come
+    /// in on `in_port` (the terminal port `2n` when injected): `None` at the destination's
+    /// router; else the lowest dimension whose digit differs, this router's and the
+    /// destination's digits in it, whether the packet turns into that dimension, and the
+    /// output: on turning the shorter way (a tie, k even and k / 2 apart, drawn by
+    /// `RandomInt(1)`, 1: up), else on in the direction of travel (`in_port ^ 1`).
+    fn dor_next_torus(
+        &mut self,
+        router: usize,
+        dest: usize,
+        in_port: usize,
+        k: usize,
+        n: usize,
+    ) -> Option<TorusHop> {
+        let (mut cur, mut dest) = (router, dest);
+        let mut dim = 0;
+        while dim < n && cur % k == dest % k {
+            cur /= k;
+            dest /= k;
+            dim += 1;
+        }
+        if dim == n {
+            return None;
+        }
+        let (c, d) = (cur % k, dest % k);
+        let turning = in_port / 2 != dim;
+        let port = if turning {
+            let dist2 = k as i64 - 2 * ((d + k - c) % k) as i64;
+            if dist2 > 0 || (dist2 == 0 && self.rng.int(1) != 0) {
+                2 * dim
+            } else {
+                2 * dim + 1
+            }
+        } else {
+            in_port ^ 1
+        };
+        Some(TorusHop {
+            dim,
+            cur: c,
+            dest: d,
+            turning,
+            port,
+        })
+    }
+
     /// `dim_order_torus` (`dor_next_torus` without balancing): in the lowest dimension whose
     /// digit differs, continue in the direction the packet travels (output = input port ^ 1),
     /// or, when turning into that dimension (from another dimension or from the terminal), go
@@ -1472,30 +1531,23 @@ impl BookSimRouting<'_> {
     ) -> Route {
         let (k, n) = (k as usize, n as usize);
         let (lo, hi) = self.vc_range(f);
-        let (mut cur, mut dest) = (router as usize, f.dest as usize);
-        let mut dim = 0;
-        while dim < n && cur % k == dest % k {
-            cur /= k;
-            dest /= k;
-            dim += 1;
-        }
-        if dim == n {
-            return Route::new(2 * n as u16, lo, hi);
-        }
-        let (c, d) = (cur % k, dest % k);
         let in_vc = if in_port == 2 * n { hi } else { f.vc };
         let adaptive = in_vc > lo.saturating_add(1);
+        // Off the escape VCs the escape element is computed as if the packet were injected
+        // here (always turning).
+        let from = if adaptive { 2 * n } else { in_port };
+        let Some(hop) = self.dor_next_torus(router as usize, f.dest as usize, from, k, n) else {
+            return Route::new(2 * n as u16, lo, hi);
+        };
+        let (dim, c, d) = (hop.dim, hop.cur, hop.dest);
         let dist2 = k as i64 - 2 * ((d + k - c) % k) as i64;
         let slot = f.payload as usize;
-        let escape_port = if adaptive || in_port / 2 != dim {
-            let up = dist2 > 0 || (dist2 == 0 && self.rng.int(1) != 0);
+        if hop.turning {
             if let Some(s) = self.intm.get_mut(slot) {
                 *s = u32::from(c > d);
             }
-            2 * dim + usize::from(!up)
-        } else {
-            in_port ^ 1
-        };
+        }
+        let escape_port = hop.port;
         let ph = self.intm.get(slot).is_some_and(|&s| s != 0);
         let escape_vc = lo + u8::from(ph);
         if adaptive {
@@ -1517,27 +1569,10 @@ impl BookSimRouting<'_> {
     fn ni_torus_route(&mut self, router: u32, in_port: usize, f: &Flit, k: u32, n: u32) -> Route {
         let (lo, hi) = self.vc_range(f);
         let (k, n) = (k as usize, n as usize);
-        let (mut cur, mut dest) = (router as usize, f.dest as usize);
-        let mut dim = 0;
-        while dim < n && cur % k == dest % k {
-            cur /= k;
-            dest /= k;
-            dim += 1;
-        }
-        if dim == n {
+        let Some(hop) = self.dor_next_torus(router as usize, f.dest as usize, in_port, k, n) else {
             return Route::new(2 * n as u16, lo, hi);
-        }
-        let port = if in_port / 2 != dim {
-            let (c, d) = (cur % k, dest % k);
-            let dist2 = k as i64 - 2 * ((d + k - c) % k) as i64;
-            if dist2 > 0 || (dist2 == 0 && self.rng.int(1) != 0) {
-                2 * dim
-            } else {
-                2 * dim + 1
-            }
-        } else {
-            in_port ^ 1
         };
+        let port = hop.port;
         let (lo, hi) = ni_slice(lo, hi, f.dest as usize, None, self.wiring.nodes);
         Route::new(port as u16, lo, hi)
     }
@@ -1950,33 +1985,16 @@ impl BookSimRouting<'_> {
     ) -> Route {
         let (k, n) = (k as usize, n as usize);
         let (lo, hi) = self.vc_range(f);
-        let (mut cur, mut dest) = (router as usize, f.dest as usize);
-        let mut src = self
-            .packets
-            .get(f.payload as usize)
-            .map_or(0, |p| p.src() as usize);
-        let mut dim = 0;
-        while dim < n && cur % k == dest % k {
-            cur /= k;
-            dest /= k;
-            src /= k;
-            dim += 1;
-        }
-        if dim == n {
+        let Some(hop) = self.dor_next_torus(router as usize, f.dest as usize, in_port, k, n) else {
             return Route::new(2 * n as u16, lo, hi);
-        }
-        let (c, d) = (cur % k, dest % k);
-        let turning = in_port / 2 != dim;
-        let port = if turning {
-            let dist2 = k as i64 - 2 * ((d + k - c) % k) as i64;
-            if dist2 > 0 || (dist2 == 0 && self.rng.int(1) != 0) {
-                2 * dim
-            } else {
-                2 * dim + 1
-            }
-        } else {
-            in_port ^ 1
         };
+        let TorusHop {
+            dim,
+            cur: c,
+            dest: d,
+            turning,
+            port,
+        } = hop;
         let upper = if balanced {
             let slot = f.payload as usize;
             if turning {
@@ -1996,7 +2014,11 @@ impl BookSimRouting<'_> {
                 self.intm.get(slot).is_some_and(|&s| s != 0)
             }
         } else {
-            src % k > d
+            let src = self
+                .packets
+                .get(f.payload as usize)
+                .map_or(0, |p| p.src() as usize);
+            (src / k.pow(dim as u32)) % k > d
         };
         class_route(port as u16, lo, hi, upper)
     }
