@@ -1406,6 +1406,7 @@ impl BookSimRouting<'_> {
     /// destination's digits in it, whether the packet turns into that dimension, and the
     /// output: on turning the shorter way (a tie, k even and k / 2 apart, drawn by
     /// `RandomInt(1)`, 1: up), else on in the direction of travel (`in_port ^ 1`).
+    #[inline(always)]
     fn dor_next_torus(
         &mut self,
         router: usize,
