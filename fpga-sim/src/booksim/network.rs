@@ -262,6 +262,38 @@ impl Wiring {
         }
     }
 
+    /// The `_ni` / `_pni` routings' slice of the VC range `lo..=hi` for a packet to `dest`
+    /// leaving in dimension `dim`: one slice per terminal, the destination's, or
+    /// (`dim_order_pni_mesh`) one per coordinate, the destination's digit in `dim`; each
+    /// `(hi - lo + 1) / slices` VCs (the configuration refuses fewer VCs than slices).
+    fn ni_slice(&self, lo: u8, hi: u8, dest: usize, dim: usize) -> (u8, u8) {
+        let (parts, owner) = match self.topology {
+            Topology::MeshNi {
+                k, per_coord: true, ..
+            } => {
+                let k = k as usize;
+                (k, (dest / k.pow(dim as u32)) % k)
+            }
+            _ => (self.nodes, dest),
+        };
+        let per = (usize::from(hi - lo) + 1) / parts.max(1);
+        let first = usize::from(lo) + owner * per;
+        (first as u8, (first + per).saturating_sub(1) as u8)
+    }
+
+    /// The VCs a terminal may inject a packet to `dest` on, of its kind's range `lo..=hi`
+    /// (BookSim's injection route): `dim_order_ni_mesh`, `dim_order_pni_mesh` and
+    /// `romm_ni_mesh` restrict it to the slice the first router's route will take (the
+    /// destination's, or its lowest digit's); every other routing leaves it whole.
+    pub fn injection_vcs(&self, lo: u8, hi: u8, dest: usize) -> (u8, u8) {
+        match self.topology {
+            Topology::MeshNi { .. } | Topology::MeshTwoPhase { ni: true, .. } => {
+                self.ni_slice(lo, hi, dest, 0)
+            }
+            _ => (lo, hi),
+        }
+    }
+
     /// Hops (routers) from `src` to `dest` of a packet whose routing state
     /// ([`BookSimRouting::intm`]) is `intm`: through the intermediate router for two-phase
     /// routing, and for UGAL when the packet went non-minimally (both legs, the intermediate
@@ -368,27 +400,6 @@ fn class_route(port: u16, lo: u8, hi: u8, upper: bool) -> Route {
         Route::new(port, lo + avail, hi)
     } else {
         Route::new(port, lo, hi - avail)
-    }
-}
-
-/// The `_ni` / `_pni` routings' slice of the VC range `lo..=hi`: slice `owner` of `parts`
-/// (the terminals, or with `per_coord` k), each `(hi - lo + 1) / parts` VCs (the
-/// configuration refuses ranges with fewer VCs than parts).
-pub fn ni_slice(lo: u8, hi: u8, owner: usize, per_coord: Option<u32>, nodes: usize) -> (u8, u8) {
-    let parts = per_coord.map_or(nodes, |k| k as usize).max(1);
-    let per = (usize::from(hi - lo) + 1) / parts;
-    let first = usize::from(lo) + owner * per;
-    (first as u8, (first + per).saturating_sub(1) as u8)
-}
-
-/// Whose slice a `_ni` / `_pni` mesh route takes for destination `dest` when leaving in
-/// dimension `dim`: the destination's, or (`per_coord`, `dim_order_pni_mesh`) its digit in
-/// that dimension.
-pub fn ni_owner(k: u32, per_coord: bool, dim: usize, dest: usize) -> usize {
-    if per_coord {
-        (dest / (k as usize).pow(dim as u32)) % k as usize
-    } else {
-        dest
     }
 }
 
@@ -1321,7 +1332,7 @@ impl BookSimRouting<'_> {
             return self.xy_yx_route(router, in_port, f, k, n, None);
         } else if let Topology::MeshMinAdapt { n, .. } = w.topology {
             return self.min_adapt_mesh_route(router, in_port, f, n);
-        } else if let Topology::MeshNi { k, n, per_coord } = w.topology {
+        } else if let Topology::MeshNi { n, .. } = w.topology {
             // dim_order_ni_mesh / dim_order_pni_mesh: dimension order on the destination's
             // (or its next digit's) slice of the range.
             let (lo, hi) = self.vc_range(f);
@@ -1329,13 +1340,7 @@ impl BookSimRouting<'_> {
             if router as usize == dest {
                 return Route::new(port as u16, lo, hi);
             }
-            let (lo, hi) = ni_slice(
-                lo,
-                hi,
-                ni_owner(k, per_coord, port / 2, dest),
-                per_coord.then_some(k),
-                w.nodes,
-            );
+            let (lo, hi) = w.ni_slice(lo, hi, dest, port / 2);
             return Route::new(port as u16, lo, hi);
         } else if let Topology::MeshPlanarAdapt { n, .. } = w.topology {
             // planar_adapt_mesh: dimension order on the range's upper third.
@@ -1574,7 +1579,7 @@ impl BookSimRouting<'_> {
             return Route::new(2 * n as u16, lo, hi);
         };
         let port = hop.port;
-        let (lo, hi) = ni_slice(lo, hi, f.dest as usize, None, self.wiring.nodes);
+        let (lo, hi) = self.wiring.ni_slice(lo, hi, f.dest as usize, 0);
         Route::new(port as u16, lo, hi)
     }
 
@@ -1853,7 +1858,7 @@ impl BookSimRouting<'_> {
             return Route::new(port as u16, lo, hi);
         }
         if ni {
-            let (lo, hi) = ni_slice(lo, hi, f.dest as usize, None, self.wiring.nodes);
+            let (lo, hi) = self.wiring.ni_slice(lo, hi, f.dest as usize, 0);
             return Route::new(port as u16, lo, hi);
         }
         class_route(port as u16, lo, hi, state & PHASE_1 != 0)
@@ -2058,6 +2063,20 @@ impl RoutingFunction for BookSimRouting<'_> {
 mod tests {
     use super::*;
 
+    fn routing<'a>(
+        wiring: &'a Wiring,
+        rng: &'a mut KnuthInt,
+        packets: &'a [Packet],
+        intm: &'a mut [u32],
+    ) -> BookSimRouting<'a> {
+        BookSimRouting {
+            wiring,
+            rng,
+            packets,
+            intm,
+        }
+    }
+
     fn base() -> RouterConfig {
         RouterConfig {
             vcs: 2,
@@ -2073,12 +2092,7 @@ mod tests {
             let packets = [Packet::from_source(s as u32)];
             let mut intm = [0u32];
             for d in 0..w.nodes {
-                let mut rt = BookSimRouting {
-                    wiring: &w,
-                    rng: &mut rng,
-                    packets: &packets,
-                    intm: &mut intm,
-                };
+                let mut rt = routing(&w, &mut rng, &packets, &mut intm);
                 let mut f = Flit::new(0, d as u32, true, true);
                 // Whether a router is the destination's.
                 let at_dest = |router: u32| match topo {
@@ -2362,12 +2376,7 @@ mod tests {
                     }
                 };
                 let before = rng.clone();
-                let mut rt = BookSimRouting {
-                    wiring: &w,
-                    rng: &mut rng,
-                    packets: &packets,
-                    intm: &mut [],
-                };
+                let mut rt = routing(&w, &mut rng, &packets, &mut []);
                 let r = rt.route_reading(0, inject, &f, &used);
                 assert_eq!(Some(r.port), want, "{topo:?} {occ_xy} {occ_yx}");
                 // No draw unless tied.
@@ -2375,12 +2384,7 @@ mod tests {
             }
             // A tie draws, as the oblivious version always does.
             let mut tied = rng.clone();
-            let mut rt = BookSimRouting {
-                wiring: &w,
-                rng: &mut rng,
-                packets: &packets,
-                intm: &mut [],
-            };
+            let mut rt = routing(&w, &mut rng, &packets, &mut []);
             let r = rt.route_reading(0, inject, &f, &|_| 2);
             let want = if tied.int(1) > 0 { xy_port } else { yx_port };
             assert_eq!(r.port, want, "{topo:?} tie");
@@ -2406,12 +2410,7 @@ mod tests {
                 let (mut c, mut hops, mut first) = (w.inject(s), 0, true);
                 let mut vcs = Vec::new();
                 while let End::Router { router, port } = w.dst[c] {
-                    let mut rt = BookSimRouting {
-                        wiring: &w,
-                        rng: &mut rng,
-                        packets: &packets,
-                        intm: &mut intm,
-                    };
+                    let mut rt = routing(&w, &mut rng, &packets, &mut intm);
                     let mut f = f0;
                     f.vc = *vcs.last().unwrap_or(&0);
                     // The minimal output (what min routing takes) is congested at the source.
@@ -2497,12 +2496,7 @@ mod tests {
                     for escape_at in [usize::MAX, 0, 1, 2] {
                         let packets = [Packet::from_source(s as u32)];
                         let mut intm = [0u32];
-                        let mut rt = BookSimRouting {
-                            wiring: &w,
-                            rng: &mut rng,
-                            packets: &packets,
-                            intm: &mut intm,
-                        };
+                        let mut rt = routing(&w, &mut rng, &packets, &mut intm);
                         let mut f = Flit::new(0, d as u32, true, true);
                         let mut c = w.inject(s);
                         let (mut hops, mut on_escape) = (0, false);
@@ -2553,12 +2547,7 @@ mod tests {
             let (w, _) = build(topo.clone(), 1, &cfg).unwrap();
             let mut rng = KnuthInt::new(1);
             let packets = [Packet::from_source(0)];
-            let mut rt = BookSimRouting {
-                wiring: &w,
-                rng: &mut rng,
-                packets: &packets,
-                intm: &mut [],
-            };
+            let mut rt = routing(&w, &mut rng, &packets, &mut []);
             // Router 0 to terminal 5 (digits 2, 1): up in dimension 0 first.
             let f = Flit::new(0, 5, true, true);
             assert_eq!(
@@ -2621,12 +2610,7 @@ mod tests {
             let (w, _) = build(topo.clone(), 1, &cfg).unwrap();
             let mut rng = KnuthInt::new(1);
             let packets = [Packet::from_source(0)];
-            let mut rt = BookSimRouting {
-                wiring: &w,
-                rng: &mut rng,
-                packets: &packets,
-                intm: &mut [],
-            };
+            let mut rt = routing(&w, &mut rng, &packets, &mut []);
             let f = Flit::new(0, dest, true, true);
             assert_eq!(rt.route(router, input, &f), want, "{topo:?} {vcs} VCs");
         }
@@ -2649,12 +2633,7 @@ mod tests {
                 for d in 0..w.nodes {
                     let packets = [Packet::from_source(s as u32)];
                     let mut intm = [0u32];
-                    let mut rt = BookSimRouting {
-                        wiring: &w,
-                        rng: &mut rng,
-                        packets: &packets,
-                        intm: &mut intm,
-                    };
+                    let mut rt = routing(&w, &mut rng, &packets, &mut intm);
                     let mut f = Flit::new(0, d as u32, true, true);
                     let (mut c, mut hops) = (w.inject(s), 0);
                     while let End::Router { router, port } = w.dst[c] {
@@ -2701,12 +2680,7 @@ mod tests {
             let (a, b) = (4 + draws.int(3) as usize, 4 + draws.int(3) as usize);
             for (busy, want) in [(None, a), (Some(a), b), (Some(b), a)] {
                 let mut rng = KnuthInt::new(seed);
-                let mut rt = BookSimRouting {
-                    wiring: &w,
-                    rng: &mut rng,
-                    packets: &packets,
-                    intm: &mut [],
-                };
+                let mut rt = routing(&w, &mut rng, &packets, &mut []);
                 let used = |o: usize| u32::from(Some(o) == busy && a != b) * 5;
                 let r = rt.route_reading(4, 0, &f, &used);
                 assert_eq!(
@@ -2723,12 +2697,7 @@ mod tests {
             }
             // Down to terminal 2 from its leaf: port 2, no draw.
             let mut rng = KnuthInt::new(seed);
-            let mut rt = BookSimRouting {
-                wiring: &w,
-                rng: &mut rng,
-                packets: &packets,
-                intm: &mut [],
-            };
+            let mut rt = routing(&w, &mut rng, &packets, &mut []);
             let r = rt.route_reading(4, 5, &Flit::new(0, 2, true, true), &|_| 9);
             assert_eq!(r, Route::new(2, 0, 1));
             assert_eq!(rt.rng.int(1000), KnuthInt::new(seed).int(1000));

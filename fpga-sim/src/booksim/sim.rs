@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use thiserror::Error;
 
 use super::config::{BooksimConfig, Injection, OnOff, PacketKind, SimType, Topology, Traffic};
-use super::network::{build, ni_owner, ni_slice, BookSimRouting, Channels, End, Wiring};
+use super::network::{build, BookSimRouting, Channels, End, Wiring};
 use super::rng::{BookSimRng, FastMod, KnuthFloat};
 use crate::engine::{run_until, Model, Scheduler};
 use crate::router::{BufferState, Credit, Flit, IqRouter, RouterConfigError, RouterError};
@@ -1490,23 +1490,8 @@ impl Sim {
                     } else {
                         (0, vcs - 1)
                     };
-                    // dim_order_ni_mesh, dim_order_pni_mesh and romm_ni_mesh inject on the
-                    // slice of the range the first router's route will take (the
-                    // destination's, or its lowest digit's).
-                    let (lo, hi) = match wiring.topology {
-                        Topology::MeshNi { k, per_coord, .. } => {
-                            let owner = ni_owner(k, per_coord, 0, p.dest as usize);
-                            let per = per_coord.then_some(k);
-                            let (lo, hi) = ni_slice(lo as u8, hi as u8, owner, per, wiring.nodes);
-                            (i32::from(lo), i32::from(hi))
-                        }
-                        Topology::MeshTwoPhase { ni: true, .. } => {
-                            let owner = p.dest as usize;
-                            let (lo, hi) = ni_slice(lo as u8, hi as u8, owner, None, wiring.nodes);
-                            (i32::from(lo), i32::from(hi))
-                        }
-                        _ => (lo, hi),
-                    };
+                    let (lo, hi) = wiring.injection_vcs(lo as u8, hi as u8, p.dest as usize);
+                    let (lo, hi) = (i32::from(lo), i32::from(hi));
                     // The range's VCs (hi < 64).
                     let ok = ok & (!0u64 >> (63 - hi)) & (!0u64 << lo);
                     p.vc = if random_vc {
