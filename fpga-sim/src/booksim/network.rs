@@ -285,13 +285,25 @@ impl Wiring {
     /// (BookSim's injection route): `dim_order_ni_mesh`, `dim_order_pni_mesh` and
     /// `romm_ni_mesh` restrict it to the slice the first router's route will take (the
     /// destination's, or its lowest digit's); every other routing leaves it whole.
+    /// (Callers on a hot path check [`injection_sliced`](Self::injection_sliced) once and call
+    /// this only when it holds.)
+    #[inline]
     pub fn injection_vcs(&self, lo: u8, hi: u8, dest: usize) -> (u8, u8) {
-        match self.topology {
-            Topology::MeshNi { .. } | Topology::MeshTwoPhase { ni: true, .. } => {
-                self.ni_slice(lo, hi, dest, 0)
-            }
-            _ => (lo, hi),
+        if self.injection_sliced() {
+            self.ni_slice(lo, hi, dest, 0)
+        } else {
+            (lo, hi)
         }
+    }
+
+    /// Whether [`injection_vcs`](Self::injection_vcs) narrows a range (the mesh's `_ni` /
+    /// `_pni` routings).
+    #[inline]
+    pub fn injection_sliced(&self) -> bool {
+        matches!(
+            self.topology,
+            Topology::MeshNi { .. } | Topology::MeshTwoPhase { ni: true, .. }
+        )
     }
 
     /// Hops (routers) from `src` to `dest` of a packet whose routing state

@@ -1464,6 +1464,7 @@ impl Sim {
             ..
         } = self;
         let terminal_latency = wiring.terminal_latency;
+        let injection_sliced = wiring.injection_sliced();
         let chunks = sources.term.iter_mut().zip(sources.buf.iter_mut());
         let words = sources.busy.iter_mut().zip(sources.lag.iter_mut());
         for (w, ((busy_w, lag_w), (tchunk, bchunk))) in words.zip(chunks).enumerate() {
@@ -1490,8 +1491,12 @@ impl Sim {
                     } else {
                         (0, vcs - 1)
                     };
-                    let (lo, hi) = wiring.injection_vcs(lo as u8, hi as u8, p.dest as usize);
-                    let (lo, hi) = (i32::from(lo), i32::from(hi));
+                    let (lo, hi) = if injection_sliced {
+                        let (lo, hi) = wiring.injection_vcs(lo as u8, hi as u8, p.dest as usize);
+                        (i32::from(lo), i32::from(hi))
+                    } else {
+                        (lo, hi)
+                    };
                     // The range's VCs (hi < 64).
                     let ok = ok & (!0u64 >> (63 - hi)) & (!0u64 << lo);
                     p.vc = if random_vc {
