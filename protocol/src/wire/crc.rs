@@ -33,10 +33,20 @@ pub enum DlCrc {
 }
 
 impl DlCrc {
-    /// The CRC of `bytes`.
+    /// The CRC of `bytes`. With `crc-fast`, a DL flit's 636 covered bytes under
+    /// [`DlCrc::Bzip2`] take `podlink-simd-crc`'s carry-less-multiplication kernel where the
+    /// CPU has it, everything else crc-fast.
     pub fn checksum(self, bytes: &[u8]) -> u32 {
         #[cfg(feature = "crc-fast")]
         {
+            // A DL flit's covered bytes under the default CRC: the PCLMULQDQ kernel.
+            if self == DlCrc::Bzip2 {
+                if let Ok(covered) = <&[u8; podlink_simd_crc::COVERED]>::try_from(bytes) {
+                    if let Some(c) = podlink_simd_crc::bzip2_covered(covered) {
+                        return c;
+                    }
+                }
+            }
             let alg = match self {
                 DlCrc::Bzip2 => crc_fast::CrcAlgorithm::Crc32Bzip2,
                 DlCrc::IsoHdlc => crc_fast::CrcAlgorithm::Crc32IsoHdlc,
@@ -147,7 +157,7 @@ impl DlCrc {
     /// [`DlCrc::checksum_skipping_zeros`] with the table implementation (where reading
     /// padding costs about three instructions a byte) but not with `crc-fast`, whose SIMD
     /// pass over the padding costs less than the skipping (measured with callgrind on the
-    /// simulator: no gain).
+    /// simulator: no gain; the 636 covered bytes take `podlink-simd-crc`'s kernel there).
     #[inline]
     pub fn checksum_flit(self, bytes: &[u8]) -> u32 {
         if cfg!(feature = "crc-fast") {
@@ -205,6 +215,8 @@ mod tests {
         assert_eq!(DlCrc::IsoHdlc.checksum(b"123456789"), 0xcbf4_3926);
         assert_eq!(DlCrc::Bzip2.checksum(b"123456789"), 0xfc89_1918);
     }
+
+    const CRC_COVERED: usize = crate::wire::dl_flit::CRC_COVERED_LEN;
 
     #[test]
     fn selected_implementation_matches_table() {
@@ -278,6 +290,25 @@ mod tests {
             }
             proptest::prop_assert_eq!(alg.checksum_skipping_zeros(&b), alg.checksum_table(&b));
             proptest::prop_assert_eq!(alg.checksum_skipping_zeros(&b), alg.checksum(&b));
+            proptest::prop_assert_eq!(alg.checksum_flit(&b), alg.checksum_table(&b));
+        }
+
+        /// A DL flit's 636 covered bytes (the length `podlink-simd-crc`'s kernel takes under
+        /// `crc-fast`): data, zero padding from any point, a stray flipped bit.
+        #[test]
+        fn covered_bytes_equal_the_table_crc(
+            data in proptest::collection::vec(proptest::num::u8::ANY, CRC_COVERED),
+            zero_from in 0usize..=CRC_COVERED,
+            flip in proptest::option::of((0usize..CRC_COVERED, 0u32..8)),
+            iso in proptest::bool::ANY,
+        ) {
+            let alg = if iso { DlCrc::IsoHdlc } else { DlCrc::Bzip2 };
+            let mut b = data.clone();
+            b[zero_from..].fill(0);
+            if let Some((pos, bit)) = flip {
+                b[pos] ^= 1 << bit;
+            }
+            proptest::prop_assert_eq!(alg.checksum(&b), alg.checksum_table(&b));
             proptest::prop_assert_eq!(alg.checksum_flit(&b), alg.checksum_table(&b));
         }
     }
