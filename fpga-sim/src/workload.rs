@@ -272,7 +272,7 @@ pub fn parse_trace(text: &str, accelerators: u32) -> Result<Vec<TraceOp>, String
                 }
             }
             _ => {
-                if !(64..=4096).contains(&bytes) || bytes % 64 != 0 {
+                if !(64..=4096).contains(&bytes) || !bytes.is_multiple_of(64) {
                     return Err(format!(
                         "line {n}: bytes {bytes}: a multiple of 64 in 64..=4096"
                     ));

@@ -124,7 +124,7 @@ fn pod_text(seed: u64) -> (String, u64) {
             let _ = writeln!(t, "compress_requests = true");
         }
         // Response compression on every other one (session 38; from the seed too).
-        if seed % 2 == 0 {
+        if seed.is_multiple_of(2) {
             let _ = writeln!(t, "compress_responses = true");
         }
     }

@@ -1317,7 +1317,7 @@ fn flatfly(raw: &mut Raw, k: i64, n: i64, rf: &str, nodes: u128) -> Result<Topol
     // the whole layout's rows. Unless x divides the routers, terminal numbers run past the
     // network (BookSim would index its channels out of range).
     let routers = nodes / c as u128;
-    if x < 1 || routers % x as u128 != 0 {
+    if x < 1 || !routers.is_multiple_of(x as u128) {
         return Err(unsupported(
             "x",
             x,
@@ -1628,7 +1628,7 @@ fn parse_traffic(
                 "bitrev" => Traffic::BitRev,
                 "shuffle" => Traffic::Shuffle,
                 _ => {
-                    if nodes.trailing_zeros() % 2 != 0 {
+                    if !nodes.trailing_zeros().is_multiple_of(2) {
                         return Err(refuse(
                             "transpose needs the number of terminals to be an even power of \
                              two (BookSim's rule)",

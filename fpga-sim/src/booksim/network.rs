@@ -458,7 +458,7 @@ fn flatfly_terminal_latencies(
     routers: usize,
 ) -> impl Iterator<Item = (usize, u32)> {
     let half = (xr / 2) as i64;
-    let even = xr % 2 == 0;
+    let even = xr.is_multiple_of(2);
     (0..routers).flat_map(move |r| {
         let (y_index, x_index) = (r / x, r % x);
         let (mut yleng, mut xleng) = (-half, -half);

@@ -1652,7 +1652,7 @@ impl Sim {
         let mut total_phases = 0u32;
         let mut why = String::new();
         while total_phases < cfg.max_samples && (self.state != State::Running || converged < 3) {
-            if clear_last || (self.state == State::WarmingUp && total_phases % 2 == 0) {
+            if clear_last || (self.state == State::WarmingUp && total_phases.is_multiple_of(2)) {
                 clear_last = false;
                 self.clear_stats();
             }
@@ -1739,7 +1739,7 @@ impl Sim {
                     }
                     self.check_clocks_move()?;
                     empty_steps += 1;
-                    if empty_steps % 1000 == 0
+                    if empty_steps.is_multiple_of(1000)
                         && cfg.latency_thres >= 0.0
                         && self.latency_with_in_flight() > cfg.latency_thres
                     {
