@@ -292,6 +292,19 @@ fn dl_flit(c: &mut Criterion) {
             acc
         })
     });
+    // With `crc-fast`, `crc_alone` runs podlink-simd-crc's kernel: this is the crc-fast
+    // crate's general entry point on the same bytes, the baseline that kernel replaced.
+    #[cfg(feature = "crc-fast")]
+    g.bench_function("crc_alone_crc_fast_crate", |b| {
+        b.iter(|| {
+            let mut acc = 0u64;
+            for f in black_box(&stream).chunks(FLIT_LEN) {
+                acc ^=
+                    crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Bzip2, &f[..CRC_COVERED_LEN]);
+            }
+            acc
+        })
+    });
     g.bench_function("verify_and_unpack", |b| {
         b.iter(|| {
             let mut un = DlUnpacker::new();
