@@ -28,6 +28,10 @@
 //! reduced modulo `P` by Barrett reduction with `mu = floor(x^64 / P)`. The AVX-512 kernel
 //! holds the four accumulators in one vector and runs two such vectors (blocks of 64 bytes,
 //! folded by `x^1024`), so its chain of dependent multiplications is four long, not nine.
+//!
+//! Run-time feature detection needs `std` on x86-64; elsewhere the crate is `no_std` (and
+//! always answers `None`).
+#![cfg_attr(not(target_arch = "x86_64"), no_std)]
 
 /// Bytes the kernel covers: a DL flit's 640 bytes less its 4-byte CRC.
 pub const COVERED: usize = 636;
@@ -74,9 +78,11 @@ pub fn kernel() -> Kernel {
 }
 
 /// The generator polynomial with its `x^32` term.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 const P: u64 = 0x1_04C1_1DB7;
 
 /// `x^n mod P` (degree below 32).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 const fn x_pow_mod(n: u32) -> u64 {
     let mut r: u64 = 1;
     let mut i = 0;
@@ -91,6 +97,7 @@ const fn x_pow_mod(n: u32) -> u64 {
 }
 
 /// `floor(x^64 / P)` (degree 32), Barrett reduction's constant.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 const fn barrett_mu() -> u64 {
     let mut q: u64 = 0;
     let mut r: u128 = 1 << 64;
