@@ -39,7 +39,7 @@ impl DlCrc {
     pub fn checksum(self, bytes: &[u8]) -> u32 {
         #[cfg(feature = "crc-fast")]
         {
-            // A DL flit's covered bytes under the default CRC: the PCLMULQDQ kernel.
+            // A DL flit's covered bytes under the default CRC: the SIMD kernels.
             if self == DlCrc::Bzip2 {
                 if let Ok(covered) = <&[u8; podlink_simd_crc::COVERED]>::try_from(bytes) {
                     if let Some(c) = podlink_simd_crc::bzip2_covered(covered) {
