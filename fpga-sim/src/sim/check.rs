@@ -15,6 +15,7 @@
 //! before a run of writes that were all reported failed (or one of those writes). A failed
 //! atomic widens the counter check to every count it allows.
 
+use super::blockmap::BlockMap;
 use podlink_protocol::txn::{ByteEnables, MemoryTarget, TargetError};
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -96,7 +97,7 @@ fn initial_block(a: u32, base: u64) -> [u8; BLOCK as usize] {
 /// The simulated memory of every accelerator: 256 B blocks, allocated when first written.
 #[derive(Default)]
 pub struct SparseMem {
-    index: IntMap<u32>,
+    index: BlockMap<u32>,
     blocks: Vec<[u8; BLOCK as usize]>,
     /// Bytes each accelerator exposes (addresses at or above are not mapped).
     pub limit: u64,
@@ -106,7 +107,7 @@ impl SparseMem {
     /// Memory of `limit` bytes per accelerator.
     pub fn new(limit: u64) -> Self {
         SparseMem {
-            index: IntMap::default(),
+            index: BlockMap::default(),
             blocks: Vec::new(),
             limit,
         }
@@ -119,14 +120,14 @@ impl SparseMem {
 
     /// The keys ([`block_key`]) of the blocks ever written, in no particular order.
     pub fn written_blocks(&self) -> impl Iterator<Item = u64> + '_ {
-        self.index.keys().copied()
+        self.index.keys()
     }
 
     /// The 64 bytes the line at `addr` (64-aligned) of accelerator `a` holds now.
     pub fn line(&self, a: u32, addr: u64) -> [u8; 64] {
         let off = (addr % BLOCK) as usize & !63;
         let mut out = [0u8; 64];
-        match self.index.get(&block_key(a, addr)) {
+        match self.index.get(block_key(a, addr)) {
             Some(&i) => out.copy_from_slice(&self.blocks[i as usize][off..off + 64]),
             None => pattern(0, a, addr & !63, &mut out),
         }
@@ -156,7 +157,7 @@ impl MemoryTarget for AccelMem<'_> {
             let off = (a % BLOCK) as usize;
             let n = (BLOCK as usize - off).min(buf.len() - pos);
             let dst = &mut buf[pos..pos + n];
-            match self.mem.index.get(&block_key(self.a, a)) {
+            match self.mem.index.get(block_key(self.a, a)) {
                 Some(&i) => dst.copy_from_slice(&self.mem.blocks[i as usize][off..off + n]),
                 None => dst.copy_from_slice(&initial_block(self.a, a - off as u64)[off..off + n]),
             }
@@ -178,19 +179,15 @@ impl MemoryTarget for AccelMem<'_> {
             let blocks = &mut self.mem.blocks;
             let acc = self.a;
             let src = &data[pos..pos + n];
-            let i = *self
-                .mem
-                .index
-                .entry(block_key(self.a, a))
-                .or_insert_with(|| {
-                    // A new block written whole, every byte enabled: its initial content
-                    // is not needed (the copy below writes the same bytes again).
-                    match <[u8; BLOCK as usize]>::try_from(src) {
-                        Ok(b) if all => blocks.push(b),
-                        _ => blocks.push(initial_block(acc, a - off as u64)),
-                    }
-                    (blocks.len() - 1) as u32
-                });
+            let i = *self.mem.index.get_or_insert_with(block_key(self.a, a), || {
+                // A new block written whole, every byte enabled: its initial content
+                // is not needed (the copy below writes the same bytes again).
+                match <[u8; BLOCK as usize]>::try_from(src) {
+                    Ok(b) if all => blocks.push(b),
+                    _ => blocks.push(initial_block(acc, a - off as u64)),
+                }
+                (blocks.len() - 1) as u32
+            });
             let block = &mut self.mem.blocks[i as usize][off..off + n];
             if all {
                 block.copy_from_slice(src);
@@ -355,7 +352,7 @@ struct Suspect {
 #[derive(Default)]
 pub struct Reference {
     /// Per 256 B block (`block_key`): the last write ID issued to each of its 64 B lines.
-    blocks: IntMap<[u32; 4]>,
+    blocks: BlockMap<[u32; 4]>,
     next_wid: u32,
     /// Per destination: atomics completed, sum of old values returned, atomics failed.
     atomics: Vec<(u64, u128, u64)>,
@@ -423,7 +420,7 @@ impl Reference {
     /// A reference for `n` accelerators.
     pub fn new(n: u32) -> Self {
         Reference {
-            blocks: IntMap::default(),
+            blocks: BlockMap::default(),
             next_wid: 0,
             atomics: vec![(0, 0, 0); n as usize],
             failed_writes: HashMap::new(),
@@ -443,7 +440,7 @@ impl Reference {
         self.next_wid = self.next_wid.wrapping_add(1).max(1);
         let wid = self.next_wid;
         for (key, ls) in lines_by_block(dst, addr, bytes.div_ceil(64) as usize) {
-            let block = self.blocks.entry(key).or_insert([0; 4]);
+            let block = self.blocks.get_or_insert_with(key, || [0; 4]);
             for l in ls {
                 let old = block
                     .get_mut(line_in_block(addr + l as u64 * 64))
@@ -473,7 +470,7 @@ impl Reference {
     pub fn expect(&self, dst: u32, addr: u64, bytes: u32, out: &mut [u32]) {
         let lines = (bytes.div_ceil(64) as usize).min(out.len());
         for (key, ls) in lines_by_block(dst, addr, lines) {
-            let block = self.blocks.get(&key);
+            let block = self.blocks.get(key);
             for l in ls {
                 if let Some(o) = out.get_mut(l) {
                     *o = block
@@ -574,11 +571,11 @@ impl Reference {
                 }
             }
         };
-        for (&key, &wids) in &self.blocks {
+        for (key, &wids) in self.blocks.iter() {
             block(key, wids);
         }
         for key in mem.written_blocks() {
-            if !self.blocks.contains_key(&key) {
+            if !self.blocks.contains_key(key) {
                 block(key, [0; 4]);
             }
         }

@@ -10,6 +10,7 @@
 //! something to send and its wire is free; nothing is scheduled for idle links.
 
 mod accel;
+mod blockmap;
 pub mod check;
 mod endpoint;
 pub mod fault;
