@@ -18,6 +18,8 @@ pub struct BlockMap<V: Copy + Default> {
     slots: Vec<(u64, V)>,
     /// Keys stored in `slots`.
     len: usize,
+    /// `64 - log2(slots.len())`: the home slot is the hash's top bits.
+    shift: u32,
     /// The value of key [`EMPTY`], if inserted.
     edge: Option<V>,
 }
@@ -27,18 +29,20 @@ impl<V: Copy + Default> Default for BlockMap<V> {
         BlockMap {
             slots: Vec::new(),
             len: 0,
+            shift: 64,
             edge: None,
         }
     }
 }
 
-/// The slot a key's probe starts at, in a table of `mask + 1` slots (a power of two):
-/// Fibonacci hashing, the product's top bits (which depend on every bit of the key; the low
-/// ones do not, and block keys differ in their top bits too).
+/// The slot a key's probe starts at, in a table of `2^(64 - shift)` slots: Fibonacci
+/// hashing, the product's top bits (which depend on every bit of the key; the low ones do
+/// not, and block keys differ in their top bits too).
 #[inline]
-fn home(key: u64, mask: usize) -> usize {
-    let h = key.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    (h >> (64 - mask.count_ones().max(1))) as usize & mask
+fn home(key: u64, shift: u32) -> usize {
+    key.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .checked_shr(shift)
+        .unwrap_or(0) as usize
 }
 
 impl<V: Copy + Default> BlockMap<V> {
@@ -52,7 +56,7 @@ impl<V: Copy + Default> BlockMap<V> {
     #[inline]
     fn find(&self, key: u64) -> usize {
         let mask = self.slots.len() - 1;
-        let mut i = home(key, mask);
+        let mut i = home(key, self.shift) & mask;
         // Terminates: the table is never more than half full.
         loop {
             let k = self.slots[i].0;
@@ -103,6 +107,7 @@ impl<V: Copy + Default> BlockMap<V> {
     fn grow(&mut self) {
         let n = (self.slots.len() * 2).max(16);
         let old = std::mem::replace(&mut self.slots, vec![(EMPTY, V::default()); n]);
+        self.shift = 64 - n.trailing_zeros();
         for (k, v) in old {
             if k != EMPTY {
                 let i = self.find(k);
@@ -186,7 +191,7 @@ mod tests {
         let (mut total, mut worst) = (0usize, 0usize);
         for (i, &(k, _)) in m.slots.iter().enumerate() {
             if k != EMPTY {
-                let d = i.wrapping_sub(home(k, mask)) & mask;
+                let d = i.wrapping_sub(home(k, m.shift)) & mask;
                 total += d;
                 worst = worst.max(d);
             }
@@ -204,6 +209,7 @@ mod tests {
             *m.get_or_insert_with(k * 256, || 0) += 1;
             assert!(m.len * 2 <= m.slots.len());
             assert!(m.slots.len().is_power_of_two());
+            assert_eq!(1usize << (64 - m.shift), m.slots.len());
         }
         assert_eq!(m.len(), 10_000);
         assert_eq!(m.get(256 * 9_999), Some(&1));
