@@ -56,13 +56,14 @@ pub fn bzip2_covered(data: &[u8; COVERED]) -> Option<u32> {
 
 /// Which kernel [`bzip2_covered`] runs on this CPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 pub enum Kernel {
     /// AVX-512 (`F`, `BW`) with `VPCLMULQDQ`.
-    Avx512,
+    Avx512 = 1,
     /// `PCLMULQDQ` with `SSSE3` on 128-bit vectors.
-    Pclmul,
+    Pclmul = 2,
     /// Neither: [`bzip2_covered`] returns `None`.
-    None,
+    None = 3,
 }
 
 /// The kernel [`bzip2_covered`] runs here.
@@ -126,7 +127,7 @@ mod x86 {
     };
     use std::sync::atomic::{AtomicU8, Ordering};
 
-    /// The kernel chosen: 0 not yet asked, else `1 + Kernel as u8`.
+    /// The kernel chosen: 0 not yet asked, else `Kernel as u8`.
     static CHOSEN: AtomicU8 = AtomicU8::new(0);
 
     /// The kernel this CPU (and its OS, for the AVX-512 state) can run, asked once.
@@ -150,14 +151,7 @@ mod x86 {
                 } else {
                     Kernel::None
                 };
-                CHOSEN.store(
-                    match k {
-                        Kernel::Avx512 => 1,
-                        Kernel::Pclmul => 2,
-                        Kernel::None => 3,
-                    },
-                    Ordering::Relaxed,
-                );
+                CHOSEN.store(k as u8, Ordering::Relaxed);
                 k
             }
         }
