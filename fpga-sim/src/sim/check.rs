@@ -134,6 +134,23 @@ impl SparseMem {
         out
     }
 
+    /// The bytes of the block with key `key` ([`block_key`]), if it was ever written.
+    pub fn block(&self, key: u64) -> Option<&[u8; BLOCK as usize]> {
+        self.index
+            .get(key)
+            .and_then(|&i| self.blocks.get(i as usize))
+    }
+
+    /// Ask for the cache lines of the block with key `key` ahead of a read (a hint: the
+    /// index is looked up, the bytes are not read).
+    fn prefetch_block(&self, key: u64) {
+        if let Some(b) = self.block(key) {
+            for line in b.chunks(64) {
+                super::window::prefetch(line.as_ptr());
+            }
+        }
+    }
+
     /// Accelerator `a`'s view.
     pub fn of(&mut self, a: u32) -> AccelMem<'_> {
         AccelMem { mem: self, a }
@@ -390,6 +407,9 @@ fn left_by_failed(
     false
 }
 
+/// How many blocks ahead [`Reference::audit`] asks for the memory's next blocks.
+const AUDIT_AHEAD: usize = 8;
+
 /// Index of the 64 B line of `addr` in its 256 B block.
 fn line_in_block(addr: u64) -> usize {
     ((addr % BLOCK) / 64) as usize
@@ -546,7 +566,10 @@ impl Reference {
         let found = &mut self.found;
         let failed = &self.failed_writes;
         let mut want = [0u8; 64];
-        let mut block = |key: u64, wids: [u32; 4]| {
+        let mut got = [0u8; 64];
+        // `data`: the block's bytes in memory (`None`: never written, so it holds the pattern
+        // of write ID 0, as `SparseMem::line` reads it).
+        let mut block = |key: u64, wids: [u32; 4], data: Option<&[u8; BLOCK as usize]>| {
             let dst = (key >> 50) as u32;
             let base = (key & ((1 << 50) - 1)) * BLOCK;
             for (l, &wid) in wids.iter().enumerate() {
@@ -554,7 +577,10 @@ impl Reference {
                 if wid == 0 && addr == counter_line {
                     continue;
                 }
-                let got = mem.line(dst, addr);
+                match data.and_then(|d| d.get(l * 64..l * 64 + 64)) {
+                    Some(bytes) => got.copy_from_slice(bytes),
+                    None => pattern(0, dst, addr, &mut got),
+                }
                 pattern(wid, dst, addr, &mut want);
                 found.lines_audited += 1;
                 if got == want {
@@ -571,12 +597,25 @@ impl Reference {
                 }
             }
         };
+        // The reference's blocks in its table's order; the memory's block a few entries ahead
+        // is asked for early, since each is a cache miss (the run writes millions of blocks).
+        let mut ahead = self.blocks.keys().skip(AUDIT_AHEAD);
+        let mut in_both = 0usize;
         for (key, &wids) in self.blocks.iter() {
-            block(key, wids);
+            if let Some(next) = ahead.next() {
+                mem.prefetch_block(next);
+            }
+            let data = mem.block(key);
+            in_both += usize::from(data.is_some());
+            block(key, wids, data);
         }
-        for key in mem.written_blocks() {
-            if !self.blocks.contains_key(key) {
-                block(key, [0; 4]);
+        // Blocks written that the reference never recorded: stray writes (only looked for
+        // when the memory holds more blocks than the reference's found there).
+        if mem.blocks() > in_both {
+            for key in mem.written_blocks() {
+                if !self.blocks.contains_key(key) {
+                    block(key, [0; 4], mem.block(key));
+                }
             }
         }
         for (dst, addr, wid) in lowest {
