@@ -77,54 +77,68 @@ pub struct InFlight {
 
 /// The flits in flight on one wire, oldest first. Arrival times are non-decreasing. Each
 /// holds a [`FlitPool`] slot until it is popped (a lost flit too: it is popped at its
-/// arrival time, unread).
+/// arrival time, unread). The oldest is kept apart from the rest, in the wire's own record,
+/// so that the receiver (and the engine asking for its flit ahead) finds it without reading
+/// the queue's buffer.
 #[derive(Default)]
 pub struct Flight {
-    q: VecDeque<InFlight>,
+    /// The oldest flit (`None`: nothing in flight, and `rest` is empty).
+    first: Option<InFlight>,
+    /// The others, oldest first.
+    rest: VecDeque<InFlight>,
 }
 
 impl Flight {
     /// Nothing in flight.
     pub fn is_empty(&self) -> bool {
-        self.q.is_empty()
+        self.first.is_none()
     }
 
     /// Flits in flight.
     pub fn len(&self) -> usize {
-        self.q.len()
+        usize::from(self.first.is_some()) + self.rest.len()
     }
 
     /// Put the flit in pool slot `slot` in flight, arriving at `at`.
     pub fn push(&mut self, at: u64, slot: u32) {
-        self.q.push_back(InFlight {
+        let f = InFlight {
             at,
             slot,
             lost: false,
-        });
+        };
+        if self.first.is_none() {
+            self.first = Some(f);
+        } else {
+            self.rest.push_back(f);
+        }
     }
 
     /// The oldest flit.
     pub fn front(&self) -> Option<InFlight> {
-        self.q.front().copied()
+        self.first
     }
 
     /// Mark every flit in flight lost (the link went down); returns how many.
     pub fn lose_all(&mut self) -> u64 {
-        for f in &mut self.q {
+        for f in self.first.iter_mut().chain(self.rest.iter_mut()) {
             f.lost = true;
         }
-        self.q.len() as u64
+        self.len() as u64
     }
 
     /// Remove the oldest flit and free its slot.
     pub fn pop(&mut self, pool: &mut FlitPool) {
-        if let Some(f) = self.q.pop_front() {
+        if let Some(f) = self.first.take() {
             pool.put(f.slot);
+            self.first = self.rest.pop_front();
         }
     }
 }
 
 /// The wire of one link direction: flits in flight, in order, and the bit-error process.
+// `repr(C)`: the flits in flight first, so that the line the engine asks for ahead of an
+// arrival holds the oldest one.
+#[repr(C)]
 pub struct Wire {
     /// Flits in flight (arrival times are non-decreasing).
     pub flight: Flight,
