@@ -118,6 +118,15 @@ impl Flight {
         self.first
     }
 
+    /// Ask for the cache line of the flit after the oldest (which [`Flight::pop`] moves into
+    /// the wire's record) ahead of the oldest's arrival: a hint, nothing is read.
+    #[inline(always)]
+    pub fn prefetch_next(&self) {
+        if let Some(n) = self.rest.front() {
+            super::window::prefetch(n);
+        }
+    }
+
     /// Mark every flit in flight lost (the link went down); returns how many.
     pub fn lose_all(&mut self) -> u64 {
         for f in self.first.iter_mut().chain(self.rest.iter_mut()) {

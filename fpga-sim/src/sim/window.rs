@@ -174,8 +174,11 @@ impl Sim {
     #[inline(always)]
     fn prefetch_near(&self, ev: Ev) {
         if let Ev::Arrive(e) = ev {
-            if let Some(f) = self.wires.get(e as usize).and_then(|w| w.flight.front()) {
-                self.flits.prefetch(f.slot);
+            if let Some(w) = self.wires.get(e as usize) {
+                if let Some(f) = w.flight.front() {
+                    self.flits.prefetch(f.slot);
+                }
+                w.flight.prefetch_next();
             }
         }
     }
