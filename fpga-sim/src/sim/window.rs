@@ -151,6 +151,7 @@ impl Sim {
         if let Some(tx) = self.txs.get(e) {
             prefetch(tx);
             prefetch(&tx.tl);
+            prefetch(&tx.link);
             prefetch(tx.link.retry());
             prefetch(&tx.credit_rx);
         }
@@ -173,13 +174,27 @@ impl Sim {
     /// For an arrival a few events ahead: the DL flit at the front of the wire.
     #[inline(always)]
     fn prefetch_near(&self, ev: Ev) {
-        if let Ev::Arrive(e) = ev {
-            if let Some(w) = self.wires.get(e as usize) {
-                if let Some(f) = w.flight.front() {
-                    self.flits.prefetch(f.slot);
+        match ev {
+            Ev::Arrive(e) => {
+                if let Some(w) = self.wires.get(e as usize) {
+                    if let Some(f) = w.flight.front() {
+                        self.flits.prefetch(f.slot);
+                    }
+                    w.flight.prefetch_next();
                 }
-                w.flight.prefetch_next();
             }
+            // A switch port's pipeline: the records at the front of its two queues.
+            Ev::Pipe(r) => {
+                if let Some(rx) = self.rxs.get(r as usize) {
+                    if let Some(f) = rx.rsp.front() {
+                        prefetch(f);
+                    }
+                    if let Some(f) = rx.fifo.front() {
+                        prefetch(f);
+                    }
+                }
+            }
+            _ => {}
         }
     }
 
