@@ -171,7 +171,9 @@ impl Sim {
         }
     }
 
-    /// For an arrival a few events ahead: the DL flit at the front of the wire.
+    /// For an event a few places ahead, what its state led to: for an arrival, the DL flit
+    /// at the front of the wire and the wire's next flit record; for a switch port's
+    /// pipeline event, the records at the front of its queues.
     #[inline(always)]
     fn prefetch_near(&self, ev: Ev) {
         match ev {
