@@ -232,6 +232,9 @@ pub struct Control {
     port_pending: bool,
     rate_pending: bool,
     identity_tries: u8,
+    /// Events queued (`events.len()`): kept with the flags and timers, so that polling an
+    /// empty queue reads no line of the queue's own.
+    events_len: u8,
     timers: TimerTable<3>,
     events: Deque<ControlEvent, 8>,
     stats: ControlStats,
@@ -257,6 +260,7 @@ impl Control {
             port_pending: false,
             rate_pending: false,
             identity_tries: 0,
+            events_len: 0,
             peer_device: None,
             peer_port: None,
             peer_rate: None,
@@ -312,6 +316,8 @@ impl Control {
             self.stats.events_dropped = self.stats.events_dropped.saturating_add(1);
         }
         let _ = self.events.push_back(e);
+        // At most 8.
+        self.events_len = u8::try_from(self.events.len()).unwrap_or(u8::MAX);
     }
 
     fn device_msg(&self, ack: bool) -> DlMessage {
@@ -645,7 +651,13 @@ impl Control {
     /// The next event, if any.
     #[must_use]
     pub fn poll_event(&mut self) -> Option<ControlEvent> {
-        self.events.pop_front()
+        if self.events_len == 0 {
+            return None;
+        }
+        self.events_len = self.events_len.saturating_sub(1);
+        let e = self.events.pop_front();
+        debug_assert_eq!(usize::from(self.events_len), self.events.len());
+        e
     }
 
     /// The next DL message to send, left in the queue.
@@ -675,6 +687,26 @@ impl Control {
 mod tests {
     use super::*;
     use std::vec::Vec;
+
+    /// The queue keeps the newest 8 events, counts the ones it drops, and its count
+    /// (`events_len`, which `poll_event` reads first) follows it through overflow.
+    #[test]
+    fn the_event_queue_keeps_the_newest_and_counts_what_it_drops() {
+        let mut c = Control::new(ControlConfig::default());
+        assert_eq!(c.poll_event(), None);
+        for rate in 0..11u16 {
+            c.event(ControlEvent::PeerTlRate { rate });
+        }
+        assert_eq!(c.stats().events_dropped, 3);
+        let got: Vec<_> = core::iter::from_fn(|| c.poll_event()).collect();
+        let want: Vec<_> = (3..11u16)
+            .map(|rate| ControlEvent::PeerTlRate { rate })
+            .collect();
+        assert_eq!(got, want);
+        c.event(ControlEvent::PeerTlRate { rate: 99 });
+        assert_eq!(c.poll_event(), Some(ControlEvent::PeerTlRate { rate: 99 }));
+        assert_eq!(c.poll_event(), None);
+    }
 
     fn cfg(id: u16, port: u16) -> ControlConfig {
         ControlConfig {

@@ -17,6 +17,7 @@ impl<const CAP: usize> LinkRetry<CAP> {
             reply_pending: false,
             ack_timeouts_in_row: 0,
             probes_in_row: 0,
+            events_len: 0,
         }
     }
 
@@ -345,7 +346,13 @@ impl<const CAP: usize> LinkRetry<CAP> {
     /// The next event, if any.
     #[must_use]
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
+        if self.events_len == 0 {
+            return None;
+        }
+        self.events_len = self.events_len.saturating_sub(1);
+        let e = self.events.pop_front();
+        debug_assert_eq!(usize::from(self.events_len), self.events.len());
+        e
     }
 
     /// Write the next flit to send into `buf` (at least [`FLIT_LEN`] bytes); returns its
@@ -467,6 +474,8 @@ impl<const CAP: usize> LinkRetry<CAP> {
             inc(&mut self.stats.events_dropped);
         }
         let _ = self.events.push_back(e);
+        // At most EVENT_CAP (16).
+        self.events_len = u8::try_from(self.events.len()).unwrap_or(u8::MAX);
     }
 
     fn enter_up(&mut self, now: Instant) {
@@ -667,4 +676,32 @@ pub(super) fn command_header(c: RxCommand, payload: bool, flit_seq_lo: u8) -> Dl
         ack_req_seq: s.get(),
         flit_seq_lo,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::vec::Vec;
+
+    /// The queue keeps the newest `EVENT_CAP` events, counts the ones it drops, and its count
+    /// (`events_len`, which `poll_event` reads first) follows it through overflow.
+    #[test]
+    fn the_event_queue_keeps_the_newest_and_counts_what_it_drops() {
+        let mut r = LinkRetry::<4>::new(Config::default());
+        assert_eq!(r.poll_event(), None);
+        let ev = |i: u16| Event::ReplayRequested {
+            from: SeqNum::new(i + 1).unwrap_or(SeqNum::FIRST),
+        };
+        let n = EVENT_CAP as u16 + 5;
+        for i in 0..n {
+            r.push_event(ev(i));
+        }
+        assert_eq!(r.stats().events_dropped, 5);
+        let got: Vec<_> = core::iter::from_fn(|| r.poll_event()).collect();
+        let want: Vec<_> = (5..n).map(ev).collect();
+        assert_eq!(got, want);
+        r.push_event(ev(0));
+        assert_eq!(r.poll_event(), Some(ev(0)));
+        assert_eq!(r.poll_event(), None);
+    }
 }
