@@ -232,9 +232,6 @@ pub struct Control {
     port_pending: bool,
     rate_pending: bool,
     identity_tries: u8,
-    /// Events queued (`events.len()`): kept with the flags and timers, so that polling an
-    /// empty queue reads no line of the queue's own.
-    events_len: u8,
     timers: TimerTable<3>,
     events: Deque<ControlEvent, 8>,
     stats: ControlStats,
@@ -260,7 +257,6 @@ impl Control {
             port_pending: false,
             rate_pending: false,
             identity_tries: 0,
-            events_len: 0,
             peer_device: None,
             peer_port: None,
             peer_rate: None,
@@ -316,8 +312,6 @@ impl Control {
             self.stats.events_dropped = self.stats.events_dropped.saturating_add(1);
         }
         let _ = self.events.push_back(e);
-        // At most 8.
-        self.events_len = u8::try_from(self.events.len()).unwrap_or(u8::MAX);
     }
 
     fn device_msg(&self, ack: bool) -> DlMessage {
@@ -651,13 +645,7 @@ impl Control {
     /// The next event, if any.
     #[must_use]
     pub fn poll_event(&mut self) -> Option<ControlEvent> {
-        if self.events_len == 0 {
-            return None;
-        }
-        self.events_len = self.events_len.saturating_sub(1);
-        let e = self.events.pop_front();
-        debug_assert_eq!(usize::from(self.events_len), self.events.len());
-        e
+        self.events.pop_front()
     }
 
     /// The next DL message to send, left in the queue.
@@ -688,8 +676,7 @@ mod tests {
     use super::*;
     use std::vec::Vec;
 
-    /// The queue keeps the newest 8 events, counts the ones it drops, and its count
-    /// (`events_len`, which `poll_event` reads first) follows it through overflow.
+    /// The queue keeps the newest 8 events and counts the ones it drops.
     #[test]
     fn the_event_queue_keeps_the_newest_and_counts_what_it_drops() {
         let mut c = Control::new(ControlConfig::default());

@@ -17,7 +17,6 @@ impl<const CAP: usize> LinkRetry<CAP> {
             reply_pending: false,
             ack_timeouts_in_row: 0,
             probes_in_row: 0,
-            events_len: 0,
         }
     }
 
@@ -346,13 +345,7 @@ impl<const CAP: usize> LinkRetry<CAP> {
     /// The next event, if any.
     #[must_use]
     pub fn poll_event(&mut self) -> Option<Event> {
-        if self.events_len == 0 {
-            return None;
-        }
-        self.events_len = self.events_len.saturating_sub(1);
-        let e = self.events.pop_front();
-        debug_assert_eq!(usize::from(self.events_len), self.events.len());
-        e
+        self.events.pop_front()
     }
 
     /// Write the next flit to send into `buf` (at least [`FLIT_LEN`] bytes); returns its
@@ -474,8 +467,6 @@ impl<const CAP: usize> LinkRetry<CAP> {
             inc(&mut self.stats.events_dropped);
         }
         let _ = self.events.push_back(e);
-        // At most EVENT_CAP (16).
-        self.events_len = u8::try_from(self.events.len()).unwrap_or(u8::MAX);
     }
 
     fn enter_up(&mut self, now: Instant) {
@@ -683,8 +674,7 @@ mod tests {
     use super::*;
     use std::vec::Vec;
 
-    /// The queue keeps the newest `EVENT_CAP` events, counts the ones it drops, and its count
-    /// (`events_len`, which `poll_event` reads first) follows it through overflow.
+    /// The queue keeps the newest `EVENT_CAP` events and counts the ones it drops.
     #[test]
     fn the_event_queue_keeps_the_newest_and_counts_what_it_drops() {
         let mut r = LinkRetry::<4>::new(Config::default());

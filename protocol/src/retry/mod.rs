@@ -381,9 +381,6 @@ pub struct LinkRetry<const CAP: usize> {
     ack_timeouts_in_row: u16,
     /// Tail-loss probes since the last ack progress (the probe wait's back-off).
     probes_in_row: u16,
-    /// Events queued (`events.len()`): kept beside the state, so that polling an empty queue,
-    /// which every input is followed by, reads no line of the queue's own.
-    events_len: u8,
     rx: Rx,
     timers: TimerTable<{ Timer::COUNT }>,
     stats: Stats,
