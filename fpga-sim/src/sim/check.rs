@@ -94,6 +94,16 @@ fn initial_block(a: u32, base: u64) -> [u8; BLOCK as usize] {
     b
 }
 
+/// The 64 bytes of the line at `addr` (64-aligned) of accelerator `a` into `out`, given its
+/// block's bytes (`None`: never written, so it holds the pattern of write ID 0).
+fn line_of(block: Option<&[u8; BLOCK as usize]>, a: u32, addr: u64, out: &mut [u8; 64]) {
+    let off = (addr % BLOCK) as usize & !63;
+    match block.and_then(|b| b.get(off..off + 64)) {
+        Some(bytes) => out.copy_from_slice(bytes),
+        None => pattern(0, a, addr & !63, out),
+    }
+}
+
 /// The simulated memory of every accelerator: 256 B blocks, allocated when first written.
 #[derive(Default)]
 pub struct SparseMem {
@@ -125,12 +135,8 @@ impl SparseMem {
 
     /// The 64 bytes the line at `addr` (64-aligned) of accelerator `a` holds now.
     pub fn line(&self, a: u32, addr: u64) -> [u8; 64] {
-        let off = (addr % BLOCK) as usize & !63;
         let mut out = [0u8; 64];
-        match self.index.get(block_key(a, addr)) {
-            Some(&i) => out.copy_from_slice(&self.blocks[i as usize][off..off + 64]),
-            None => pattern(0, a, addr & !63, &mut out),
-        }
+        line_of(self.block(block_key(a, addr)), a, addr, &mut out);
         out
     }
 
@@ -567,8 +573,7 @@ impl Reference {
         let failed = &self.failed_writes;
         let mut want = [0u8; 64];
         let mut got = [0u8; 64];
-        // `data`: the block's bytes in memory (`None`: never written, so it holds the pattern
-        // of write ID 0, as `SparseMem::line` reads it).
+        // `data`: the block's bytes in memory (`None`: never written).
         let mut block = |key: u64, wids: [u32; 4], data: Option<&[u8; BLOCK as usize]>| {
             let dst = (key >> 50) as u32;
             let base = (key & ((1 << 50) - 1)) * BLOCK;
@@ -577,10 +582,7 @@ impl Reference {
                 if wid == 0 && addr == counter_line {
                     continue;
                 }
-                match data.and_then(|d| d.get(l * 64..l * 64 + 64)) {
-                    Some(bytes) => got.copy_from_slice(bytes),
-                    None => pattern(0, dst, addr, &mut got),
-                }
+                line_of(data, dst, addr, &mut got);
                 pattern(wid, dst, addr, &mut want);
                 found.lines_audited += 1;
                 if got == want {
