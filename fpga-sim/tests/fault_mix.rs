@@ -175,15 +175,26 @@ fn plan_with(pod: &PodFile, seed: u64, harsh: bool) -> (FaultPlan, bool) {
     (p, may_fail)
 }
 
-/// Whether the plan's link-downs and link-ups leave a link without progress for half a
-/// request timeout or more (the rule of a single long flap above): its outages, taken in time
-/// order as the simulator does (a link-down of a link already down and a link-up of one
-/// already up do nothing), merged where the link is up between them too briefly to finish
-/// bring-up and have a replay acknowledged (four link latencies: a NOP across, the replay
-/// across, its ack back, and one for the flits themselves). Two flapping series on one link,
-/// interleaved, can keep it from delivering for most of a timeout although each outage is
-/// short (plan 110338, harsh, on `slow-links.toml`: 232 ns link latency, outages 2.8 to
-/// 11.8 µs apart by at most 1.1 µs of up, against a 10 µs timeout; 85 operations failed).
+/// Whether the plan's link-downs and link-ups leave a link, or a path across two links,
+/// without progress for half a request timeout or more (the rule of a single long flap
+/// above): outages taken in time order as the simulator does (a link-down of a link already
+/// down and a link-up of one already up do nothing), merged where every link concerned is up
+/// between them too briefly to finish bring-up and have a replay acknowledged (four link
+/// latencies: a NOP across, the replay across, its ack back, and one for the flits
+/// themselves).
+///
+/// Two flapping series on one link, interleaved, can keep it from delivering for most of a
+/// timeout although each outage is short (plan 110338, harsh, on `slow-links.toml`: 232 ns
+/// link latency, outages 2.8 to 11.8 µs apart by at most 1.1 µs of up, against a 10 µs
+/// timeout; 85 operations failed). So can outages of two links one after the other, when a
+/// request crosses both: the first holds the request, the second its response (plan 123297,
+/// harsh, on `slow-links.toml`: accelerator 0's plane-1 link down for 4.86 µs, then 0.75 µs
+/// after it came back accelerator 7's plane-1 link flapping for 5.3 µs, up at most 1.03 µs
+/// at a time; requests between the two on plane 1 failed, neither link's outages alone
+/// failing any). Every link is checked, and every pair of links one path may cross: on a pod
+/// of one tier, the links of two accelerators on one switch; on a pod whose switches connect
+/// to each other, any two. Like the rule of a single flap, this lets some plans fail that do
+/// not.
 fn flapping_outlasts(pod: &PodFile, fabric: &Fabric, p: &FaultPlan, timeout_ps: u64) -> bool {
     use podlink_sim::pod::topology::Attach;
     let latency = podlink_sim::pod::timing::LinkTiming::new(&pod.link)
@@ -205,27 +216,63 @@ fn flapping_outlasts(pod: &PodFile, fabric: &Fabric, p: &FaultPlan, timeout_ps: 
         })
         .collect();
     events.sort_by_key(|&(t, _, _)| t);
-    // Per link: since when it has been without progress, and when it last came up.
-    let mut state: std::collections::BTreeMap<(u32, u32), (u64, Option<u64>)> =
-        std::collections::BTreeMap::new();
-    for (t, link, up) in events {
-        match (state.get_mut(&link), up) {
-            (None, false) => {
-                state.insert(link, (t, None));
-            }
-            (Some((since, last_up @ Some(_))), false) => {
-                // Down again: a brief up does not end the span.
-                if t - last_up.unwrap_or(t) >= usable {
-                    *since = t;
+    let mut links: Vec<(u32, u32)> = events.iter().map(|&(_, l, _)| l).collect();
+    links.sort_unstable();
+    links.dedup();
+    // Two links a path may cross: on one switch, the links of two accelerators; once
+    // switches connect to each other, any two (a path then crosses a link of each of two
+    // leaves, and those between them).
+    let tiers = fabric
+        .switches
+        .iter()
+        .any(|s| s.ports.iter().any(|a| matches!(a, Attach::Switch { .. })));
+    let accel = |(s, p): (u32, u32)| match fabric.switches[s as usize].ports[p as usize] {
+        Attach::Accel { accel, .. } => Some(accel),
+        Attach::Switch { .. } => None,
+    };
+    let one_path =
+        |a: (u32, u32), b: (u32, u32)| a == b || tiers || (a.0 == b.0 && accel(a) != accel(b));
+    let mut sets = links.iter().enumerate().flat_map(|(i, &a)| {
+        links[i..]
+            .iter()
+            .filter(move |&&b| one_path(a, b))
+            .map(move |&b| [a, b])
+    });
+    sets.any(|set| outage_outlasts(&events, &set, usable, timeout_ps / 2))
+}
+
+/// Whether the links of `set` are, some of them, down for a span of `limit` or more:
+/// `events` (time, link, up) in time order; a span goes on across ups of every link of
+/// `set` shorter than `usable`.
+fn outage_outlasts(
+    events: &[(u64, (u32, u32), bool)],
+    set: &[(u32, u32)],
+    usable: u64,
+    limit: u64,
+) -> bool {
+    let mut down: Vec<(u32, u32)> = Vec::new();
+    // Since when the set has been without progress, and when every link of it last came up.
+    let mut since = 0;
+    let mut all_up: Option<u64> = None;
+    for &(t, link, up) in events.iter().filter(|(_, l, _)| set.contains(l)) {
+        let was_down = down.contains(&link);
+        match (was_down, up) {
+            (false, false) => {
+                if down.is_empty() && all_up.is_none_or(|u| t - u >= usable) {
+                    since = t;
                 }
-                *last_up = None;
+                down.push(link);
             }
-            (Some((since, last_up @ None)), true) => {
-                if t - *since >= timeout_ps / 2 {
-                    return true;
+            (true, true) => {
+                down.retain(|&l| l != link);
+                if down.is_empty() {
+                    if t - since >= limit {
+                        return true;
+                    }
+                    all_up = Some(t);
                 }
-                *last_up = Some(t);
             }
+            // A link-down of a link already down, a link-up of one already up.
             _ => {}
         }
     }
@@ -923,6 +970,59 @@ fn interleaved_flapping_series_may_fail_operations_plan_110338() {
         assert_eq!(run_exact(&pod, 110338, one).integrity.failed, 0);
     }
     let s = run_exact(&pod, 110338, faults);
+    let i = &s.integrity;
+    assert!(i.failed > 0 && i.requests_accounted(), "{i:?}");
+    assert!(s.integrity_ok(), "{i:?}");
+}
+
+/// Harsh plan 123297 on `slow-links.toml` takes accelerator 0's plane-1 link down for
+/// 4.86 µs; 0.75 µs after it is back, accelerator 7's plane-1 link starts two interleaved
+/// flapping series, for 5.3 µs up at most 1.03 µs at a time. A request between the two on
+/// plane 1 sent before the first outage waits it out at the switch, and its response then
+/// waits out the flapping: two operations fail their 10 µs timeout (five with the rest of
+/// the plan). Neither link's outages alone fail any, nor the first with one of the series. The harness lets a plan fail
+/// operations when the outages of two links together leave no progress for half a timeout
+/// ([`flapping_outlasts`]) and still holds it to everything else: found by a soak
+/// (`FAULT_MIX_FROM=123020 FAULT_MIX_PLANS=300 FAULT_MIX_HARSH=1 FAULT_MIX_MODEL=endpoint`)
+/// in session 47.
+#[test]
+fn outages_of_a_paths_two_links_one_after_the_other_may_fail_operations_plan_123297() {
+    let pod = data_pod("slow-links");
+    let fabric = Fabric::build(&pod);
+    let timeout_ps = (pod.accelerator.timeout_us * 1e6) as u64;
+    let (faults, may_fail) = plan_with(&pod, 123297, true);
+    assert!(may_fail);
+    // The first outage (accelerator 0's link, positions 16-17), then the flapping series
+    // (accelerator 7's link, 21-28 and 29-34).
+    let first: Vec<usize> = vec![16, 17];
+    let series: Vec<usize> = (21..35).collect();
+    for (i, keep) in [&first, &series].into_iter().enumerate() {
+        let mut one = faults.clone();
+        keep_only(&mut one, keep);
+        assert!(
+            !flapping_outlasts(&pod, &fabric, &one, timeout_ps),
+            "part {i}"
+        );
+        assert_eq!(run_exact(&pod, 123297, one).integrity.failed, 0, "part {i}");
+    }
+    // The first outage with one series fails nothing either (the rule lets the first of
+    // these fail operations: it allows more than happens).
+    for more in [21..29, 29..35] {
+        let mut part = faults.clone();
+        keep_only(&mut part, &[first.clone(), more.collect()].concat());
+        assert_eq!(run_exact(&pod, 123297, part).integrity.failed, 0);
+    }
+    let mut both = faults.clone();
+    keep_only(&mut both, &[first.clone(), series].concat());
+    assert!(flapping_outlasts(&pod, &fabric, &both, timeout_ps));
+    let s = run_exact(&pod, 123297, both);
+    assert!(
+        s.integrity.failed > 0 && s.integrity.requests_accounted(),
+        "{:?}",
+        s.integrity
+    );
+    assert!(s.integrity_ok(), "{:?}", s.integrity);
+    let s = run_exact(&pod, 123297, faults);
     let i = &s.integrity;
     assert!(i.failed > 0 && i.requests_accounted(), "{i:?}");
     assert!(s.integrity_ok(), "{i:?}");
