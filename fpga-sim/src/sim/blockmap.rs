@@ -80,6 +80,18 @@ impl<V: Copy + Default> BlockMap<V> {
         (*k == key).then_some(v)
     }
 
+    /// Ask for the cache line of `key`'s home slot, where a lookup starts (a hint: nothing is
+    /// read).
+    #[inline]
+    pub fn prefetch(&self, key: u64) {
+        if let Some(slot) = self
+            .slots
+            .get(home(key, self.shift) & self.slots.len().wrapping_sub(1))
+        {
+            super::window::prefetch(slot);
+        }
+    }
+
     /// Whether `key` is stored.
     pub fn contains_key(&self, key: u64) -> bool {
         self.get(key).is_some()

@@ -479,6 +479,12 @@ impl Reference {
         wid
     }
 
+    /// Ask for where [`Reference::write_prev`] and [`Reference::expect`] look up the line at
+    /// `addr` of `dst` first (a hint: nothing is read).
+    pub fn prefetch(&self, dst: u32, addr: u64) {
+        self.blocks.prefetch(block_key(dst, addr));
+    }
+
     /// Write `wid` to the line at `addr` of `dst` was reported failed; the line held `prev`
     /// before it.
     pub fn write_failed(&mut self, dst: u32, addr: u64, wid: u32, prev: u32) {

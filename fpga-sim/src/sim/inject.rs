@@ -155,6 +155,7 @@ impl Sim {
                     continue;
                 }
                 self.sources.push((g as u32, m as u32));
+                self.ahead.push(None);
                 self.first_issue.push((rng.f64() * mean) as u64);
             }
             self.gens.push(gen);
@@ -209,21 +210,30 @@ impl Sim {
         }
     }
 
+    /// Source `i` issues its operation drawn ahead (or drawn now, the first time) and, if it
+    /// issues again, draws the next one: each source's draws come from its own generator
+    /// stream in the same order either way, and the reference copy's entry for the next
+    /// operation is asked for while other events run.
     pub(crate) fn on_issue(&mut self, i: u32, now: u64) {
         let Some(&(g, m)) = self.sources.get(i as usize) else {
             return;
         };
-        let Some((gap, spec)) = self
-            .gens
-            .get_mut(g as usize)
-            .and_then(|x| x.next(m as usize))
-        else {
+        let draw = |gens: &mut [Generator]| gens.get_mut(g as usize)?.next(m as usize);
+        let ahead = self.ahead.get_mut(i as usize).and_then(Option::take);
+        let Some((gap, spec)) = ahead.or_else(|| draw(&mut self.gens)) else {
             return;
         };
         self.issue(spec, now);
         let next = now.saturating_add(gap.max(1));
         if next < self.inject_until {
             self.schedule(next, Ev::Issue(i));
+            let drawn = draw(&mut self.gens);
+            if let Some((_, s)) = &drawn {
+                self.reference.prefetch(s.dst, s.addr);
+            }
+            if let Some(slot) = self.ahead.get_mut(i as usize) {
+                *slot = drawn;
+            }
         }
     }
 
@@ -304,6 +314,50 @@ mod tests {
             vc,
             sources: None,
         }
+    }
+
+    /// A source issues its generator's draws in order, although each is drawn one issue
+    /// ahead (`Sim::on_issue`): the same operations as drawing each when it issues.
+    #[test]
+    fn a_source_issues_its_generators_draws_in_order() {
+        let mut pod = crate::pod::presets::load("single-switch-16").unwrap();
+        pod.workloads = vec![Workload {
+            atomic: 0.2,
+            read: 0.4,
+            write: 0.4,
+            ..wl(1, 512, Pattern::Uniform)
+        }];
+        let opts = crate::sim::Options {
+            duration_ps: 1_000_000,
+            ..crate::sim::Options::default()
+        };
+        let mut sim = Sim::new(&pod, &opts).unwrap();
+        let i = 3;
+        let (g, m) = sim.sources[i];
+        let mut twin = sim.gens[g as usize].clone();
+        sim.start_workload(0);
+        let mut now = 0;
+        for k in 0..40 {
+            let (gap, want) = twin.next(m as usize).unwrap();
+            sim.on_issue(i as u32, now);
+            let o = sim.accels.ops.last().unwrap();
+            let got = (o.src, o.dst, o.class, o.addr, o.vc);
+            assert_eq!(
+                got,
+                (want.src, want.dst, want.class, want.addr, want.vc),
+                "op {k}"
+            );
+            assert_eq!(sim.accels.ops.len(), k + 1);
+            assert_eq!(sim.ahead[i].is_some(), now + gap.max(1) < sim.inject_until);
+            now += gap.max(1);
+            if now >= sim.inject_until {
+                break;
+            }
+        }
+        assert!(
+            now >= sim.inject_until,
+            "the source issued to the end of injection"
+        );
     }
 
     /// One VC: the whole window, as before. Several: disjoint slots per VC, each at least an

@@ -42,7 +42,7 @@ use crate::pod::timing::{ns, LinkTiming, SwitchTiming};
 use crate::pod::topology::{check_routes, Attach, Fabric, RouteProblem};
 use crate::report::{Latency, OpClass};
 use crate::rng::Rng;
-use crate::workload::Generator;
+use crate::workload::{Generator, OpSpec};
 use podlink_protocol::flow::{CreditReceiver, CreditTarget, ReceiverConfig};
 use podlink_protocol::link::{UaLink, UaLinkConfig};
 use podlink_protocol::time::Duration;
@@ -390,6 +390,9 @@ pub struct Sim {
     pub(crate) gens: Vec<Generator>,
     /// Workload sources: (generator, member index).
     pub(crate) sources: Vec<(u32, u32)>,
+    /// Each source's next operation (gap to the one after, and the operation), drawn when
+    /// the one before it issued (`Sim::on_issue`).
+    pub(crate) ahead: Vec<Option<(u64, OpSpec)>>,
     pub(crate) trace: Option<Trace>,
     pub(crate) stats: results::Counters,
     pub(crate) lat: [Latency; 3],
@@ -598,6 +601,7 @@ impl Sim {
             reference: Reference::new(fabric.accels),
             gens: Vec::new(),
             sources: Vec::new(),
+            ahead: Vec::new(),
             trace: None,
             stats: results::Counters::default(),
             lat: Default::default(),
