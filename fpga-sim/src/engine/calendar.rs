@@ -106,9 +106,12 @@ impl<E: Copy> Default for Calendar<E> {
 }
 
 impl<E: Copy> Calendar<E> {
-    /// 2^18 buckets of 32 ps: about 8.4 µs of near future.
+    /// 2^15 buckets of 256 ps: about 8.4 µs of near future. A bucket holds about 470 of the
+    /// events `ualink-1024` schedules in a link latency (51.4 ns), so that scheduling appends
+    /// to the ends of some 200 buckets, whose lines stay in cache, rather than of 1,600 (32 ps
+    /// buckets: about 1.02x slower, `spec-notes/performance.md`, "Session 47").
     pub fn new() -> Self {
-        Self::with_buckets(18, 5)
+        Self::with_buckets(15, 8)
     }
 
     /// `2^log2_buckets` buckets (at least 64) of `2^shift` ps each.
