@@ -948,6 +948,19 @@ fn an_outage_goes_on_across_ups_too_brief_to_replay() {
     assert_eq!(f.retrains, 2, "{f:?}");
 }
 
+/// `slow-links.toml` and harsh plan `k` on it, which the harness lets fail operations, with
+/// the rule of long flaps ([`flapping_outlasts`]) as it applies to any part of the plan.
+fn harsh_slow_links_plan(k: u64) -> (PodFile, impl Fn(&FaultPlan) -> bool, FaultPlan) {
+    let pod = data_pod("slow-links");
+    let fabric = Fabric::build(&pod);
+    let timeout_ps = (pod.accelerator.timeout_us * 1e6) as u64;
+    let (faults, may_fail) = plan_with(&pod, k, true);
+    assert!(may_fail);
+    let rule_pod = pod.clone();
+    let flagged = move |p: &FaultPlan| flapping_outlasts(&rule_pod, &fabric, p, timeout_ps);
+    (pod, flagged, faults)
+}
+
 /// Harsh plan 110338 on `slow-links.toml` draws three flapping series on one link, two of
 /// them interleaved: from 2.8 to 11.8 µs its outages are at most 1.1 µs of up apart, too
 /// little at 232 ns a link latency to finish bring-up and have a replay acknowledged, so the
@@ -957,16 +970,12 @@ fn an_outage_goes_on_across_ups_too_brief_to_replay() {
 /// soak (`FAULT_MIX_FROM=110338 FAULT_MIX_HARSH=1`) in session 35.
 #[test]
 fn interleaved_flapping_series_may_fail_operations_plan_110338() {
-    let pod = data_pod("slow-links");
-    let fabric = Fabric::build(&pod);
-    let timeout_ps = (pod.accelerator.timeout_us * 1e6) as u64;
-    let (faults, may_fail) = plan_with(&pod, 110338, true);
-    assert!(may_fail);
-    assert!(flapping_outlasts(&pod, &fabric, &faults, timeout_ps));
+    let (pod, flagged, faults) = harsh_slow_links_plan(110338);
+    assert!(flagged(&faults));
     for series in [0..12, 12..18, 32..44] {
         let mut one = faults.clone();
         keep_only(&mut one, &series.collect::<Vec<_>>());
-        assert!(!flapping_outlasts(&pod, &fabric, &one, timeout_ps));
+        assert!(!flagged(&one));
         assert_eq!(run_exact(&pod, 110338, one).integrity.failed, 0);
     }
     let s = run_exact(&pod, 110338, faults);
@@ -980,18 +989,15 @@ fn interleaved_flapping_series_may_fail_operations_plan_110338() {
 /// flapping series, for 5.3 µs up at most 1.03 µs at a time. A request between the two on
 /// plane 1 sent before the first outage waits it out at the switch, and its response then
 /// waits out the flapping: two operations fail their 10 µs timeout (five with the rest of
-/// the plan). Neither link's outages alone fail any, nor the first with one of the series. The harness lets a plan fail
-/// operations when the outages of two links together leave no progress for half a timeout
-/// ([`flapping_outlasts`]) and still holds it to everything else: found by a soak
+/// the plan). Neither link's outages alone fail any, nor the first with one of the series.
+/// The harness lets a plan fail operations when the outages of two links together leave no
+/// progress for half a timeout ([`flapping_outlasts`]) and still holds it to everything
+/// else: found by a soak
 /// (`FAULT_MIX_FROM=123020 FAULT_MIX_PLANS=300 FAULT_MIX_HARSH=1 FAULT_MIX_MODEL=endpoint`)
 /// in session 47.
 #[test]
 fn outages_of_a_paths_two_links_one_after_the_other_may_fail_operations_plan_123297() {
-    let pod = data_pod("slow-links");
-    let fabric = Fabric::build(&pod);
-    let timeout_ps = (pod.accelerator.timeout_us * 1e6) as u64;
-    let (faults, may_fail) = plan_with(&pod, 123297, true);
-    assert!(may_fail);
+    let (pod, flagged, faults) = harsh_slow_links_plan(123297);
     // The first outage (accelerator 0's link, positions 16-17), then the flapping series
     // (accelerator 7's link, 21-28 and 29-34).
     let first: Vec<usize> = vec![16, 17];
@@ -999,10 +1005,7 @@ fn outages_of_a_paths_two_links_one_after_the_other_may_fail_operations_plan_123
     for (i, keep) in [&first, &series].into_iter().enumerate() {
         let mut one = faults.clone();
         keep_only(&mut one, keep);
-        assert!(
-            !flapping_outlasts(&pod, &fabric, &one, timeout_ps),
-            "part {i}"
-        );
+        assert!(!flagged(&one), "part {i}");
         assert_eq!(run_exact(&pod, 123297, one).integrity.failed, 0, "part {i}");
     }
     // The first outage with one series fails nothing either (the rule lets the first of
@@ -1014,7 +1017,7 @@ fn outages_of_a_paths_two_links_one_after_the_other_may_fail_operations_plan_123
     }
     let mut both = faults.clone();
     keep_only(&mut both, &[first.clone(), series].concat());
-    assert!(flapping_outlasts(&pod, &fabric, &both, timeout_ps));
+    assert!(flagged(&both));
     let s = run_exact(&pod, 123297, both);
     assert!(
         s.integrity.failed > 0 && s.integrity.requests_accounted(),
